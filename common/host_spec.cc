@@ -1,0 +1,131 @@
+#include "common/host_spec.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "common/hostlist.h"
+#include "common/strings.h"
+
+namespace gpulaunch {
+namespace {
+
+StatusOr<int> ParseSlotCount(std::string_view text, std::string_view what) {
+  const auto v = ParseInt(text);
+  if (!v || *v < 1 || *v > 1'000'000) {
+    return InvalidArgument(std::string(what) + " '" + std::string(text) + "' must be a whole number from 1 to 1000000");
+  }
+  return static_cast<int>(*v);
+}
+
+// Adds hosts in first-seen order, summing slots of repeated names.
+void Merge(std::vector<HostSpec>& hosts, HostSpec spec) {
+  for (HostSpec& h : hosts) {
+    if (h.name != spec.name) continue;
+    if (h.slots && spec.slots) *h.slots += *spec.slots;
+    else if (spec.slots) h.slots = spec.slots;
+    if (spec.max_slots) h.max_slots = h.max_slots ? *h.max_slots + *spec.max_slots : *spec.max_slots;
+    return;
+  }
+  hosts.push_back(std::move(spec));
+}
+
+// "name[:N]" where name may be a hostlist; returns its expanded specs.
+StatusOr<std::vector<HostSpec>> ParseHostWithCount(std::string_view item, std::optional<int> default_slots) {
+  std::string_view name = item;
+  std::optional<int> slots = default_slots;
+  const size_t bracket_close = item.rfind(']');
+  const size_t colon = item.rfind(':');
+  if (colon != std::string_view::npos && (bracket_close == std::string_view::npos || colon > bracket_close)) {
+    name = item.substr(0, colon);
+    GL_ASSIGN_OR_RETURN(int n, ParseSlotCount(item.substr(colon + 1), "slot count"));
+    slots = n;
+  }
+  GL_ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandHostlist(name));
+  std::vector<HostSpec> out;
+  for (auto& n : names) out.push_back(HostSpec{std::move(n), slots, std::nullopt});
+  return out;
+}
+
+Status AtLine(std::string_view origin, int line, const Status& s) {
+  return Status(s.code(), std::string(origin) + ":" + std::to_string(line) + ": " + s.message());
+}
+
+}  // namespace
+
+StatusOr<std::vector<HostSpec>> ParseHostArgument(std::string_view text) {
+  std::vector<HostSpec> hosts;
+  if (Trim(text).empty()) return InvalidArgument("--host needs at least one host, e.g. --host node1:2,node2:2");
+  for (const std::string& item : SplitOutsideBrackets(text, ',')) {
+    auto parsed = ParseHostWithCount(Trim(item), 1);
+    if (!parsed.ok()) return InvalidArgument("--host '" + std::string(text) + "': " + parsed.status().message());
+    for (auto& h : *parsed) Merge(hosts, std::move(h));
+  }
+  return hosts;
+}
+
+StatusOr<std::vector<HostSpec>> ParseHostfileText(std::string_view text, std::string_view origin) {
+  std::vector<HostSpec> hosts;
+  int line_no = 0;
+  for (const std::string& raw : Split(text, '\n')) {
+    ++line_no;
+    std::string_view line = raw;
+    if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    line = Trim(line);
+    if (line.empty()) continue;
+
+    std::istringstream words{std::string(line)};
+    std::string first;
+    words >> first;
+    std::optional<int> slots;
+    std::optional<int> max_slots;
+    std::string word;
+    while (words >> word) {
+      const auto eq = word.find('=');
+      const std::string key = word.substr(0, eq);
+      const std::string value = eq == std::string::npos ? "" : word.substr(eq + 1);
+      if (key == "slots" || key == "count" || key == "cpu") {
+        auto n = ParseSlotCount(value, "slots");
+        if (!n.ok()) return AtLine(origin, line_no, n.status());
+        slots = *n;
+      } else if (key == "max_slots" || key == "max-slots") {
+        auto n = ParseSlotCount(value, "max_slots");
+        if (!n.ok()) return AtLine(origin, line_no, n.status());
+        max_slots = *n;
+      } else {
+        return AtLine(origin, line_no,
+                      InvalidArgument("unknown word '" + word +
+                                      "' (expected 'host slots=N [max_slots=M]', 'host:N' or a hostlist like node[01-04])"));
+      }
+    }
+    if (slots && max_slots && *max_slots < *slots) {
+      return AtLine(origin, line_no, InvalidArgument("max_slots=" + std::to_string(*max_slots) + " is below slots=" +
+                                                     std::to_string(*slots)));
+    }
+    auto parsed = ParseHostWithCount(first, std::nullopt);
+    if (!parsed.ok()) return AtLine(origin, line_no, parsed.status());
+    for (HostSpec& h : *parsed) {
+      if (slots) {
+        if (h.slots) {
+          return AtLine(origin, line_no, InvalidArgument("slots given twice ('" + first + "' and slots=" +
+                                                         std::to_string(*slots) + "); use one form"));
+        }
+        h.slots = slots;
+      }
+      h.max_slots = max_slots;
+      Merge(hosts, std::move(h));
+    }
+  }
+  if (hosts.empty()) return InvalidArgument(std::string(origin) + ": no hosts in the file (only comments or blank lines)");
+  return hosts;
+}
+
+StatusOr<std::vector<HostSpec>> ReadHostfile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot read hostfile '" + path + "': check the path and its permissions");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return ParseHostfileText(buf.str(), path);
+}
+
+}  // namespace gpulaunch

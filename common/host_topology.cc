@@ -1,0 +1,16 @@
+#include "common/host_topology.h"
+
+#include <algorithm>
+
+namespace gpulaunch {
+
+int HostTopology::NumPus() const { return static_cast<int>(AllPus().size()); }
+
+std::vector<int> HostTopology::AllPus() const {
+  std::vector<int> pus;
+  for (const Core& c : cores) pus.insert(pus.end(), c.pus.begin(), c.pus.end());
+  std::sort(pus.begin(), pus.end());
+  return pus;
+}
+
+}  // namespace gpulaunch

@@ -1,0 +1,59 @@
+// Value types for one host's hardware as placement sees it. Filled by the
+// launcher's discovery sources (hwloc live or XML, NVML) and consumed by
+// policies/, which never sees hwloc itself. All CPU ids are OS indices
+// (what sched_setaffinity and `taskset` use); ordering is by logical index.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpulaunch {
+
+struct Core {
+  int logical_index = 0;   // hwloc logical core index (what an Open MPI rankfile "slot=" names)
+  std::vector<int> pus;    // OS indices of its hardware threads
+  int numa_node = -1;      // OS index of the NUMA node holding it
+};
+
+struct NumaNode {
+  int os_index = 0;
+  std::vector<int> pus;    // OS PU indices local to it (empty for GPU-memory nodes)
+};
+
+// Where a PCI device sits: the chain of bridge ids from the host bridge down,
+// used to rank GPU-NIC nearness (same switch > same host bridge > same NUMA).
+using PciPath = std::vector<std::string>;
+
+struct Gpu {
+  int index = 0;              // position in PCI bus-id order (CUDA_DEVICE_ORDER=PCI_BUS_ID)
+  std::string pci_bus_id;     // "0000:1a:00.0"
+  std::string vendor;         // "nvidia", "amd", "intel", "unknown"
+  std::string model;          // from hwloc/NVML when recorded
+  std::string uuid;           // NVML UUID when known
+  uint64_t memory_bytes = 0;  // when known
+  int numa_node = -1;         // nearest NUMA node with CPUs, -1 when unknown
+  std::vector<int> local_pus; // PUs of the GPU's locality (its non-I/O ancestor)
+  PciPath pci_path;
+};
+
+struct Nic {
+  std::string name;           // device name as UCX names it: "mlx5_0:1", "hsi0", "eth0"
+  std::string kind;           // "infiniband", "slingshot", "efa", "ethernet"
+  std::string pci_bus_id;
+  int numa_node = -1;
+  PciPath pci_path;
+};
+
+struct HostTopology {
+  std::string hostname;       // as recorded or discovered (informational)
+  std::vector<Core> cores;    // sorted by logical index
+  std::vector<NumaNode> numa_nodes;
+  std::vector<Gpu> gpus;      // sorted by PCI bus id
+  std::vector<Nic> nics;      // data-network NICs only, sorted by PCI bus id then name
+
+  int NumPus() const;
+  std::vector<int> AllPus() const;
+};
+
+}  // namespace gpulaunch

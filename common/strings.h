@@ -1,0 +1,26 @@
+// Small string helpers shared by every parser. All are pure and locale-free.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpulaunch {
+
+std::string_view Trim(std::string_view s);
+std::vector<std::string> Split(std::string_view s, char sep);
+// Splits on `sep` only outside [...] brackets: "a[1,2],b" -> {"a[1,2]", "b"}.
+std::vector<std::string> SplitOutsideBrackets(std::string_view s, char sep);
+std::string Join(const std::vector<std::string>& parts, std::string_view sep);
+bool StartsWith(std::string_view s, std::string_view prefix);
+
+// Whole-string decimal parse; nullopt on any junk, sign or overflow.
+std::optional<int64_t> ParseInt(std::string_view s);
+
+// CPU (or any id) lists in the Linux/hwloc list form "0-3,8,10-11".
+std::string FormatIdList(const std::vector<int>& sorted_ids);
+std::optional<std::vector<int>> ParseIdList(std::string_view s);
+
+}  // namespace gpulaunch

@@ -1,0 +1,89 @@
+// rank_report: the first thing to run under gpulaunch. Every rank prints one
+// line with its rank, host, CPU binding, memory node and GPUs as gpulaunch
+// planned them, checks the environment contract against MPI's own view, and
+// checks an MPI_Allreduce. Exit 0 only when every rank agrees.
+//
+//   gpulaunch -n 16 --oversubscribe build/bin/rank_report
+//   options: --exit-rank R --exit-code C   rank R exits with C after the checks
+//            --quiet                       only rank 0 prints the summary
+#include <mpi.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+std::string Affinity() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  sched_getaffinity(0, sizeof set, &set);
+  std::string out;
+  for (int i = 0; i < CPU_SETSIZE; ++i) {
+    if (!CPU_ISSET(i, &set)) continue;
+    int j = i;
+    while (j + 1 < CPU_SETSIZE && CPU_ISSET(j + 1, &set)) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(i) + (j > i ? "-" + std::to_string(j) : "");
+    i = j;
+  }
+  return out;
+}
+
+const char* Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int exit_rank = -1, exit_code = 0;
+  bool quiet = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--exit-rank") && i + 1 < argc) exit_rank = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--exit-code") && i + 1 < argc) exit_code = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--quiet")) quiet = true;
+  }
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+
+  // The contract must agree with MPI's own numbering.
+  int problems = 0;
+  if (std::getenv("RANK") && std::atoi(Env("RANK")) != rank) ++problems;
+  if (std::getenv("WORLD_SIZE") && std::atoi(Env("WORLD_SIZE")) != size) ++problems;
+  if (std::getenv("GPULAUNCH_CPUSET") && std::string(Env("GPULAUNCH_CPUSET")) != Affinity()) ++problems;
+
+  long long local = rank + 1, total = 0;
+  MPI_Allreduce(&local, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  const long long expected = static_cast<long long>(size) * (size + 1) / 2;
+  if (total != expected) ++problems;
+
+  if (!quiet) {
+    std::printf("rank %d/%d host %s local %s/%s node %s cpus %s mem %s gpus %s nic %s allreduce %lld %s\n", rank, size,
+                host, Env("LOCAL_RANK"), Env("LOCAL_WORLD_SIZE"), Env("NODE_RANK"), Affinity().c_str(),
+                Env("GPULAUNCH_MEM_NODE"), std::getenv("CUDA_VISIBLE_DEVICES") ? Env("CUDA_VISIBLE_DEVICES") : "-",
+                Env("GPULAUNCH_NIC"), total, problems ? "MISMATCH" : "ok");
+    std::fflush(stdout);
+  }
+  int all_problems = 0;
+  MPI_Reduce(&problems, &all_problems, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0) {
+    std::printf("rank_report: %d ranks, allreduce %s, %d problem(s)\n", size, total == expected ? "ok" : "WRONG",
+                all_problems);
+    std::fflush(stdout);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == exit_rank) {
+    std::exit(exit_code);  // without MPI_Finalize, as a crashing rank would
+  }
+  MPI_Finalize();
+  return rank == 0 && all_problems ? 1 : 0;
+}

@@ -1,0 +1,251 @@
+#include "launcher/discovery/hwloc_source.h"
+
+#include <hwloc.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <set>
+
+#include "launcher/discovery/nvml_gpus.h"
+
+namespace gpulaunch {
+namespace {
+
+struct TopologyDeleter {
+  void operator()(hwloc_topology_t t) const { hwloc_topology_destroy(t); }
+};
+using TopologyPtr = std::unique_ptr<hwloc_topology, TopologyDeleter>;
+
+std::vector<int> PusOf(hwloc_const_cpuset_t set) {
+  std::vector<int> pus;
+  if (!set) return pus;
+  for (int i = hwloc_bitmap_first(set); i != -1; i = hwloc_bitmap_next(set, i)) pus.push_back(i);
+  return pus;
+}
+
+std::string BusId(const hwloc_obj_t pci) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%01x", pci->attr->pcidev.domain, pci->attr->pcidev.bus,
+                pci->attr->pcidev.dev, pci->attr->pcidev.func);
+  return buf;
+}
+
+// Vendors whose display-class devices are BMC or virtual consoles, not GPUs.
+bool IsConsoleVendor(unsigned vendor) {
+  switch (vendor) {
+    case 0x1a03:  // ASPEED (server BMC)
+    case 0x102b:  // Matrox (server BMC)
+    case 0x1b36:  // QEMU
+    case 0x1234:  // Bochs
+    case 0x1013:  // Cirrus
+    case 0x15ad:  // VMware
+    case 0x19a2:  // Emulex BMC
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsGpu(const hwloc_obj_t pci) {
+  const unsigned cls = pci->attr->pcidev.class_id;
+  const unsigned vendor = pci->attr->pcidev.vendor_id;
+  const bool gpu_class = cls == 0x0300 || cls == 0x0302 || cls == 0x0380 || cls == 0x1200;
+  if (!gpu_class || IsConsoleVendor(vendor)) return false;
+  if (vendor == 0x8086 && cls == 0x0300) return false;  // integrated graphics
+  return true;
+}
+
+std::string VendorName(unsigned vendor) {
+  switch (vendor) {
+    case 0x10de: return "nvidia";
+    case 0x1002: return "amd";
+    case 0x8086: return "intel";
+    default: return "unknown";
+  }
+}
+
+const char* Info(hwloc_obj_t obj, const char* name) { return hwloc_obj_get_info_by_name(obj, name); }
+
+// NUMA node (with CPUs) of an object's locality; -1 when none or ambiguous.
+int NumaOf(hwloc_topology_t topo, hwloc_obj_t obj) {
+  hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(topo, obj);
+  if (!anc || !anc->cpuset) return -1;
+  int found = -1;
+  for (hwloc_obj_t n = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, nullptr); n;
+       n = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, n)) {
+    if (!n->cpuset || hwloc_bitmap_iszero(n->cpuset)) continue;
+    if (!hwloc_bitmap_isincluded(n->cpuset, anc->cpuset)) continue;
+    if (found != -1) return -1;
+    found = static_cast<int>(n->os_index);
+  }
+  if (found == -1) {  // ancestor smaller than a NUMA node: the node covering it
+    for (hwloc_obj_t n = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, nullptr); n;
+         n = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, n)) {
+      if (n->cpuset && hwloc_bitmap_isincluded(anc->cpuset, n->cpuset)) return static_cast<int>(n->os_index);
+    }
+  }
+  return found;
+}
+
+// Bridges from the top of the I/O tree down to (not including) `obj`.
+PciPath PathOf(hwloc_obj_t obj) {
+  PciPath path;
+  for (hwloc_obj_t p = obj->parent; p && p->type == HWLOC_OBJ_BRIDGE; p = p->parent) {
+    path.push_back("bridge" + std::to_string(p->gp_index));
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+void AddGpus(hwloc_topology_t topo, HostTopology& host) {
+  for (hwloc_obj_t pci = hwloc_get_next_pcidev(topo, nullptr); pci; pci = hwloc_get_next_pcidev(topo, pci)) {
+    if (!IsGpu(pci)) continue;
+    Gpu g;
+    g.pci_bus_id = BusId(pci);
+    g.vendor = VendorName(pci->attr->pcidev.vendor_id);
+    if (const char* m = Info(pci, "PCIDevice")) g.model = m;
+    for (hwloc_obj_t os = pci->io_first_child; os; os = os->next_sibling) {
+      if (os->type != HWLOC_OBJ_OS_DEVICE) continue;
+      if (const char* m = Info(os, "GPUModel")) g.model = m;
+      if (const char* u = Info(os, "NVIDIAUUID")) g.uuid = u;
+      if (const char* u = Info(os, "AMDUUID")) g.uuid = u;
+      if (const char* mem = Info(os, "CUDAGlobalMemorySize")) g.memory_bytes = std::stoull(mem) * 1024;
+    }
+    g.numa_node = NumaOf(topo, pci);
+    if (hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(topo, pci)) g.local_pus = PusOf(anc->cpuset);
+    g.pci_path = PathOf(pci);
+    host.gpus.push_back(std::move(g));
+  }
+  std::sort(host.gpus.begin(), host.gpus.end(), [](const Gpu& a, const Gpu& b) { return a.pci_bus_id < b.pci_bus_id; });
+  for (size_t i = 0; i < host.gpus.size(); ++i) host.gpus[i].index = static_cast<int>(i);
+}
+
+// Data-network NICs: RDMA devices (InfiniBand/RoCE, EFA) and Slingshot.
+// Plain Ethernet is left out: choosing it for UCX_NET_DEVICES would pin ranks
+// to a management network.
+void AddNics(hwloc_topology_t topo, HostTopology& host) {
+  std::set<hwloc_obj_t> pci_with_rdma;
+  for (hwloc_obj_t os = hwloc_get_next_osdev(topo, nullptr); os; os = hwloc_get_next_osdev(topo, os)) {
+    const hwloc_obj_t pci = os->parent;
+    if (!pci || pci->type != HWLOC_OBJ_PCI_DEVICE) continue;
+    Nic nic;
+    const std::string name = os->name ? os->name : "";
+    if (os->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) {
+      int port = 1;
+      for (int p = 1; p <= 4; ++p) {
+        if (Info(os, ("Port" + std::to_string(p) + "State").c_str())) { port = p; break; }
+      }
+      nic.name = name + ":" + std::to_string(port);
+      nic.kind = (name.rfind("rdmap", 0) == 0 || name.rfind("efa", 0) == 0) ? "efa" : "infiniband";
+      pci_with_rdma.insert(pci);
+    } else if (os->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK && name.rfind("hsi", 0) == 0) {
+      nic.name = name;
+      nic.kind = "slingshot";
+    } else {
+      continue;
+    }
+    nic.pci_bus_id = BusId(pci);
+    nic.numa_node = NumaOf(topo, pci);
+    nic.pci_path = PathOf(pci);
+    host.nics.push_back(std::move(nic));
+  }
+  std::sort(host.nics.begin(), host.nics.end(), [](const Nic& a, const Nic& b) {
+    return std::tie(a.pci_bus_id, a.name) < std::tie(b.pci_bus_id, b.name);
+  });
+}
+
+HostTopology Convert(hwloc_topology_t topo) {
+  HostTopology host;
+  if (const char* hn = Info(hwloc_get_root_obj(topo), "HostName")) host.hostname = hn;
+  for (hwloc_obj_t n = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, nullptr); n;
+       n = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, n)) {
+    host.numa_nodes.push_back(NumaNode{static_cast<int>(n->os_index), PusOf(n->cpuset)});
+  }
+  auto numa_of_pu = [&](int pu) {
+    for (const NumaNode& n : host.numa_nodes)
+      if (std::binary_search(n.pus.begin(), n.pus.end(), pu)) return n.os_index;
+    return -1;
+  };
+  // Cores; a topology without Core objects (some trimmed files) uses PUs.
+  const hwloc_obj_type_t unit = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
+  for (hwloc_obj_t c = hwloc_get_next_obj_by_type(topo, unit, nullptr); c;
+       c = hwloc_get_next_obj_by_type(topo, unit, c)) {
+    Core core;
+    core.logical_index = static_cast<int>(c->logical_index);
+    core.pus = PusOf(c->cpuset);
+    if (core.pus.empty()) continue;
+    core.numa_node = numa_of_pu(core.pus.front());
+    host.cores.push_back(std::move(core));
+  }
+  AddGpus(topo, host);
+  AddNics(topo, host);
+  return host;
+}
+
+StatusOr<TopologyPtr> Open() {
+  hwloc_topology_t t = nullptr;
+  if (hwloc_topology_init(&t) != 0) return Internal("hwloc_topology_init failed");
+  TopologyPtr topo(t);
+  hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_ALL);
+  return topo;
+}
+
+}  // namespace
+
+StatusOr<HostTopology> DiscoverLocalHost() {
+  GL_ASSIGN_OR_RETURN(TopologyPtr topo, Open());
+  if (hwloc_topology_load(topo.get()) != 0) return Internal("hwloc could not read this machine's topology");
+  HostTopology host = Convert(topo.get());
+  char name[256] = {0};
+  if (gethostname(name, sizeof name - 1) == 0) host.hostname = name;
+  // NVML knows UUIDs and memory that Debian's hwloc (no NVML plugin) lacks.
+  const std::vector<NvmlGpu> nvml = QueryNvmlGpus();
+  for (const NvmlGpu& n : nvml) {
+    for (Gpu& g : host.gpus) {
+      if (g.pci_bus_id != n.pci_bus_id) continue;
+      g.uuid = n.uuid;
+      g.model = n.name;
+      g.memory_bytes = n.memory_bytes;
+    }
+  }
+  return host;
+}
+
+StatusOr<HostTopology> LoadHwlocXmlFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot read topology file '" + path + "': check the path and its permissions");
+  std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return LoadHwlocXmlText(xml, path);
+}
+
+StatusOr<HostTopology> LoadHwlocXmlText(const std::string& xml, const std::string& origin) {
+  if (xml.find("<topology") == std::string::npos) {
+    return InvalidArgument(origin + ":1: not an hwloc XML topology (no <topology> element); export one with "
+                           "`lstopo-no-graphics --of xml FILE`");
+  }
+  GL_ASSIGN_OR_RETURN(TopologyPtr topo, Open());
+  if (hwloc_topology_set_xmlbuffer(topo.get(), xml.data(), static_cast<int>(xml.size()) + 1) != 0 ||
+      hwloc_topology_load(topo.get()) != 0) {
+    return InvalidArgument(origin + ": hwloc cannot load this XML (its parser message, if any, is above); "
+                           "re-export it with `lstopo-no-graphics --of xml FILE`");
+  }
+  HostTopology host = Convert(topo.get());
+  if (host.cores.empty()) return InvalidArgument(origin + ": the topology has no cores or PUs");
+  return host;
+}
+
+StatusOr<std::string> ExportLocalHwlocXml() {
+  GL_ASSIGN_OR_RETURN(TopologyPtr topo, Open());
+  if (hwloc_topology_load(topo.get()) != 0) return Internal("hwloc could not read this machine's topology");
+  char* buf = nullptr;
+  int len = 0;
+  if (hwloc_topology_export_xmlbuffer(topo.get(), &buf, &len, 0) != 0) return Internal("hwloc XML export failed");
+  std::string xml(buf, len > 0 ? len - 1 : 0);
+  hwloc_free_xmlbuffer(topo.get(), buf);
+  return xml;
+}
+
+}  // namespace gpulaunch

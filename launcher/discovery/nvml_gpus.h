@@ -1,0 +1,21 @@
+// NVML, loaded at run time: libnvidia-ml.so.1 comes with the NVIDIA driver and
+// has no Debian development package, so it is dlopen()ed and the few entry
+// points used are declared here. Absent library or driver: an empty list.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpulaunch {
+
+struct NvmlGpu {
+  std::string pci_bus_id;  // normalised "0000:1a:00.0"
+  std::string uuid;        // "GPU-..."
+  std::string name;        // "NVIDIA H200"
+  uint64_t memory_bytes = 0;
+};
+
+std::vector<NvmlGpu> QueryNvmlGpus();
+
+}  // namespace gpulaunch

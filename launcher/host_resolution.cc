@@ -1,0 +1,110 @@
+#include "launcher/host_resolution.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <map>
+#include <regex>
+
+#include "common/host_spec.h"
+#include "common/strings.h"
+#include "launcher/discovery/hwloc_source.h"
+#include "launcher/host_identity.h"
+#include "launcher/process.h"
+
+namespace gpulaunch {
+namespace {
+
+bool Resolves(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) return false;
+  freeaddrinfo(res);
+  return true;
+}
+
+// Runs gpulaunch-probe once on each remote host through mpirun.
+StatusOr<std::map<std::string, HostTopology>> ProbeRemote(const std::vector<std::string>& hosts,
+                                                          const ResolveSettings& s) {
+  std::vector<std::string> with_one_slot;
+  for (const auto& h : hosts) with_one_slot.push_back(h + ":1");
+  std::vector<std::string> argv = {"mpirun", "-n", std::to_string(hosts.size()), "--host", Join(with_one_slot, ","),
+                                   "--tag-output"};
+  if (s.allow_run_as_root) argv.push_back("--allow-run-as-root");
+  argv.push_back(s.probe_path);
+  const CapturedRun run = RunCaptured(argv, EnvironmentWith({}), 120000);
+  if (run.timed_out || run.wait_status != 0) {
+    return Unavailable("could not discover the topology of " + Join(hosts, ", ") + " through mpirun (" +
+                       (run.timed_out ? std::string("timed out after 120 s") : "it failed") +
+                       "); check that each host is reachable with ssh without a password and has gpulaunch "
+                       "installed at the same path. mpirun said:\n" + run.err);
+  }
+  std::map<int, std::string> xml_of_rank;
+  static const std::regex tag(R"(^\[\d+,(\d+)\]<stdout>:)");
+  for (const std::string& line : Split(run.out, '\n')) {
+    std::smatch m;
+    if (std::regex_search(line, m, tag)) xml_of_rank[std::stoi(m[1].str())] += line.substr(m[0].length()) + "\n";
+  }
+  std::map<std::string, HostTopology> out;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    GL_ASSIGN_OR_RETURN(HostTopology t, LoadHwlocXmlText(xml_of_rank[static_cast<int>(i)], "topology of " + hosts[i]));
+    out[hosts[i]] = std::move(t);
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<ResolvedHosts> ResolveHosts(const LaunchOptions& o, const ResolveSettings& s) {
+  if (!o.host_args.empty() && o.hostfile) {
+    return InvalidArgument("give either --host or --hostfile, not both");
+  }
+  std::vector<HostSpec> specs;
+  for (const std::string& arg : o.host_args) {
+    GL_ASSIGN_OR_RETURN(std::vector<HostSpec> more, ParseHostArgument(arg));
+    for (auto& h : more) specs.push_back(std::move(h));
+  }
+  if (o.hostfile) {
+    GL_ASSIGN_OR_RETURN(specs, ReadHostfile(*o.hostfile));
+  }
+  if (specs.empty()) specs.push_back(HostSpec{LocalHostname(), std::nullopt, std::nullopt});
+
+  ResolvedHosts out;
+  if (o.topology_file) {
+    if (!o.dry_run) {
+      return InvalidArgument("--topology-file describes recorded machines, not these ones; use it with --dry-run");
+    }
+    GL_ASSIGN_OR_RETURN(HostTopology recorded, LoadHwlocXmlFile(*o.topology_file));
+    for (const HostSpec& h : specs) out.hosts.push_back(HostResources{h.name, h.slots, h.max_slots, recorded});
+    out.all_local = false;
+    return out;
+  }
+  std::vector<std::string> remote;
+  std::optional<HostTopology> local;
+  for (const HostSpec& h : specs) {
+    if (IsLocalHost(h.name)) {
+      if (!local) {
+        GL_ASSIGN_OR_RETURN(HostTopology t, DiscoverLocalHost());
+        local = std::move(t);
+      }
+      continue;
+    }
+    if (!Resolves(h.name)) {
+      return NotFound("unknown host '" + h.name + "': the name does not resolve; check the spelling, /etc/hosts or DNS");
+    }
+    remote.push_back(h.name);
+  }
+  std::map<std::string, HostTopology> probed;
+  if (!remote.empty()) {
+    out.all_local = false;
+    GL_ASSIGN_OR_RETURN(probed, ProbeRemote(remote, s));
+  }
+  for (const HostSpec& h : specs) {
+    const bool is_local = !probed.count(h.name);
+    out.hosts.push_back(HostResources{h.name, h.slots, h.max_slots, is_local ? *local : probed[h.name]});
+  }
+  return out;
+}
+
+}  // namespace gpulaunch

@@ -1,0 +1,28 @@
+// From the command line's host options to HostResources with topologies:
+// no host options means this machine; local names are discovered in-process;
+// remote hosts are probed through the engine (gpulaunch-probe, one rank per
+// host); --topology-file replaces discovery for every host (dry runs).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "launcher/options.h"
+#include "policies/placement.h"
+
+namespace gpulaunch {
+
+struct ResolvedHosts {
+  std::vector<HostResources> hosts;
+  bool all_local = true;
+};
+
+struct ResolveSettings {
+  std::string probe_path;       // gpulaunch-probe next to gpulaunch
+  bool allow_run_as_root = false;
+};
+
+StatusOr<ResolvedHosts> ResolveHosts(const LaunchOptions& options, const ResolveSettings& settings);
+
+}  // namespace gpulaunch

@@ -1,0 +1,164 @@
+#include "launcher/options.h"
+
+#include <boost/program_options.hpp>
+#include <regex>
+#include <sstream>
+
+#include "common/strings.h"
+
+namespace po = boost::program_options;
+
+namespace gpulaunch {
+namespace {
+
+po::options_description Describe() {
+  po::options_description d("Options");
+  // clang-format off
+  d.add_options()
+    ("np,n", po::value<int>(), "number of ranks (default: one per slot)")
+    ("host,H", po::value<std::vector<std::string>>()->composing(), "hosts: a:2,b:2 or node[01-04]:4 (repeatable)")
+    ("hostfile", po::value<std::string>(), "host file: 'host slots=N [max_slots=M]', 'host:N' or hostlists")
+    ("machinefile", po::value<std::string>(), "same as --hostfile")
+    ("env,x", po::value<std::vector<std::string>>()->composing(), "VAR[=VALUE]: export to every rank (repeatable)")
+    ("oversubscribe", "allow more ranks than slots; ranks are spread evenly and left unbound")
+    ("tag", "prefix every output line with [rank@host]")
+    ("tag-output", "same as --tag")
+    ("dry-run", "print the plan and the exact engine command, start nothing")
+    ("topology-file", po::value<std::string>(), "make every host look like this recorded hwloc XML (with --dry-run)")
+    ("allow-run-as-root", "allow running as root (as mpirun requires)")
+    ("help,h", "show this help")
+    ("version,V", "show the version");
+  // clang-format on
+  return d;
+}
+
+// mpirun's single-dash long options.
+std::string NormaliseToken(const std::string& tok) {
+  static const char* long_disguised[] = {"-np", "-host", "-hostfile", "-machinefile", "-oversubscribe",
+                                         "-tag-output", "-allow-run-as-root"};
+  for (const char* l : long_disguised) {
+    const std::string s = l;
+    if (tok == s || StartsWith(tok, s + "=")) return "-" + tok;
+  }
+  return tok;
+}
+
+bool TakesValue(const po::options_description& d, const std::string& tok) {
+  std::string name;
+  if (StartsWith(tok, "--")) {
+    if (tok.find('=') != std::string::npos) return false;
+    name = tok.substr(2);
+    const auto* opt = d.find_nothrow(name, false, false, false);
+    return opt && opt->semantic()->max_tokens() > 0;
+  }
+  if (tok.size() != 2) return false;  // "-n16" carries its value
+  for (const auto& opt : d.options()) {
+    if (opt->canonical_display_name(po::command_line_style::allow_dash_for_short) == tok) {
+      return opt->semantic()->max_tokens() > 0;
+    }
+  }
+  return false;
+}
+
+StatusOr<EnvAssignment> ParseEnvAssignment(const std::string& text) {
+  static const std::regex name_re("[A-Za-z_][A-Za-z0-9_]*");
+  const auto eq = text.find('=');
+  EnvAssignment a{text.substr(0, eq), std::nullopt};
+  if (eq != std::string::npos) a.value = text.substr(eq + 1);
+  if (!std::regex_match(a.name, name_re)) {
+    return InvalidArgument("-x '" + text + "': '" + a.name +
+                           "' is not a variable name (letters, digits and _; e.g. -x OMP_NUM_THREADS=4)");
+  }
+  return a;
+}
+
+}  // namespace
+
+StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
+  const po::options_description desc = Describe();
+  CommandLine cl;
+  std::vector<std::string> own;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& tok = args[i];
+    if (tok == "--") {
+      ++i;
+      break;
+    }
+    if (tok.size() < 2 || tok[0] != '-') break;  // the program
+    own.push_back(NormaliseToken(tok));
+    if (TakesValue(desc, own.back()) && i + 1 < args.size()) own.push_back(args[++i]);
+  }
+  cl.options.program.assign(args.begin() + static_cast<long>(i), args.end());
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(own).options(desc).style(po::command_line_style::unix_style).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return InvalidArgument(std::string(e.what()) + "; see 'gpulaunch --help'");
+  }
+  if (vm.count("help")) {
+    cl.action = CommandAction::kHelp;
+    return cl;
+  }
+  if (vm.count("version")) {
+    cl.action = CommandAction::kVersion;
+    return cl;
+  }
+  LaunchOptions& o = cl.options;
+  if (vm.count("np")) {
+    o.ranks = vm["np"].as<int>();
+    if (o.ranks < 1) {
+      return InvalidArgument("-n " + std::to_string(o.ranks) + ": the number of ranks must be at least 1");
+    }
+  }
+  if (vm.count("host")) o.host_args = vm["host"].as<std::vector<std::string>>();
+  if (vm.count("hostfile") && vm.count("machinefile")) {
+    return InvalidArgument("--hostfile and --machinefile are the same option; give one");
+  }
+  if (vm.count("hostfile")) o.hostfile = vm["hostfile"].as<std::string>();
+  if (vm.count("machinefile")) o.hostfile = vm["machinefile"].as<std::string>();
+  if (vm.count("env")) {
+    for (const std::string& x : vm["env"].as<std::vector<std::string>>()) {
+      GL_ASSIGN_OR_RETURN(EnvAssignment a, ParseEnvAssignment(x));
+      o.env.push_back(std::move(a));
+    }
+  }
+  o.oversubscribe = vm.count("oversubscribe") > 0;
+  o.tag = vm.count("tag") || vm.count("tag-output");
+  o.dry_run = vm.count("dry-run") > 0;
+  o.allow_run_as_root = vm.count("allow-run-as-root") > 0;
+  if (vm.count("topology-file")) o.topology_file = vm["topology-file"].as<std::string>();
+  if (o.program.empty()) {
+    return InvalidArgument("no program to run; usage: gpulaunch [options] [--] PROGRAM [ARGS...], "
+                           "e.g. gpulaunch -n 4 ./job");
+  }
+  return cl;
+}
+
+std::string HelpText() {
+  std::ostringstream out;
+  out << "Usage: gpulaunch [options] [--] PROGRAM [ARGS...]\n\n"
+         "Starts PROGRAM as a distributed job: discovers the hosts' topology (hwloc, NVML),\n"
+         "places ranks GPU-first (one rank per GPU with its NUMA node's cores, memory and\n"
+         "nearest NIC; one rank per core on hosts without GPUs), and launches them through\n"
+         "Open MPI's mpirun with a generated rankfile. Every rank gets RANK, WORLD_SIZE,\n"
+         "LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR, MASTER_PORT,\n"
+         "CUDA_VISIBLE_DEVICES and GPULAUNCH_* (see README.md).\n\n"
+      << Describe()
+      << "\nExamples:\n"
+         "  gpulaunch -n 16 ./job --steps 10          16 ranks on this machine\n"
+         "  gpulaunch -n 16 --oversubscribe ./job     more ranks than cores, unbound\n"
+         "  gpulaunch -H node1:8,node2:8 ./job        8 ranks on each of two hosts\n"
+         "  gpulaunch --hostfile hosts -x NCCL_DEBUG=INFO ./job\n"
+         "  gpulaunch -n 8 --dry-run --topology-file dgx.xml ./job   show the plan only\n\n"
+         "Exit status: the first failing rank's code, 128+N when a rank died of signal N,\n"
+         "2 for usage errors, 125 when the launcher or engine failed, 126/127 when the\n"
+         "program could not be executed / was not found on a host.\n";
+  return out.str();
+}
+
+std::string VersionText() { return std::string("gpulaunch ") + GPULAUNCH_VERSION + "\n"; }
+
+}  // namespace gpulaunch

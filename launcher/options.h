@@ -1,0 +1,49 @@
+// The gpulaunch command line, parsed the way mpirun users expect: options up to
+// the program name (or `--`), everything after it belongs to the job. Single-
+// dash long forms (-np, -host, -hostfile) are accepted as in mpirun.
+// Boost.ProgramOptions stays inside options.cc.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace gpulaunch {
+
+// -x VAR=VALUE sets VAR for every rank; -x VAR copies it from gpulaunch's env.
+struct EnvAssignment {
+  std::string name;
+  std::optional<std::string> value;
+  bool operator==(const EnvAssignment&) const = default;
+};
+
+struct LaunchOptions {
+  int ranks = 0;                          // -n; 0 = one rank per slot
+  std::vector<std::string> host_args;     // each -H/--host value, in order
+  std::optional<std::string> hostfile;    // --hostfile / --machinefile
+  std::vector<EnvAssignment> env;         // -x, in order
+  bool oversubscribe = false;
+  bool tag = false;                       // --tag / --tag-output
+  bool dry_run = false;
+  bool allow_run_as_root = false;
+  std::optional<std::string> topology_file;
+  std::vector<std::string> program;       // argv of the job
+};
+
+enum class CommandAction { kRun, kHelp, kVersion };
+
+struct CommandLine {
+  CommandAction action = CommandAction::kRun;
+  LaunchOptions options;
+};
+
+// `args` excludes argv[0]. Errors are usage errors (exit 2) whose message says
+// what was wrong and how to fix it.
+StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args);
+
+std::string HelpText();
+std::string VersionText();
+
+}  // namespace gpulaunch

@@ -1,0 +1,49 @@
+// A launch plan: the placement plus what every rank runs and sees. It is
+// printable (--dry-run) and hashed; the hash covers everything that decides
+// where and how ranks run, and nothing per-invocation (job id, ports, paths),
+// so the same inputs give the same hash.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "launcher/options.h"
+#include "policies/placement.h"
+
+namespace gpulaunch {
+
+struct LaunchPlan {
+  Placement placement;
+  std::vector<std::string> program;   // job argv as given
+  std::vector<EnvAssignment> env;     // -x, in order
+  bool all_local = true;              // every host is this machine
+  std::string plan_hash;              // sha256 of CanonicalPlanText
+};
+
+LaunchPlan MakeLaunchPlan(Placement placement, const LaunchOptions& options, bool all_local);
+
+// Stable, line-oriented text that the plan hash is computed over.
+std::string CanonicalPlanText(const LaunchPlan& plan);
+
+// The human-readable table printed by --dry-run.
+std::string RenderPlanTable(const LaunchPlan& plan);
+
+// Open MPI rankfile: "rank R=HOST slot=<logical cores>" per rank.
+std::string RenderRankfile(const Placement& placement);
+
+// Everything the engine invocation needs besides the plan.
+struct EngineSettings {
+  std::string mpirun = "mpirun";
+  std::string shim;                 // absolute path of gpulaunch-shim
+  std::string rankfile;             // path of the written rankfile
+  bool tag = false;
+  bool allow_run_as_root = false;
+  bool loopback_only = false;       // all ranks local: keep Open MPI's TCP on lo
+};
+
+// The exact mpirun argv. Values (slot table, -x VAR=VALUE) travel through the
+// engine's environment and `-x VAR`, never through a shell.
+std::vector<std::string> BuildMpirunArgv(const LaunchPlan& plan, const EngineSettings& settings);
+
+}  // namespace gpulaunch

@@ -1,0 +1,51 @@
+// Child processes from argv arrays (never a shell string).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gpulaunch {
+
+// This process's environment with `overrides` applied, as "K=V" strings.
+std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string>& overrides);
+
+struct CapturedRun {
+  int wait_status = 0;
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+};
+
+// Runs argv to completion (killed after `timeout_ms`), capturing its output.
+CapturedRun RunCaptured(const std::vector<std::string>& argv, const std::vector<std::string>& env, int timeout_ms);
+
+struct JobRunOptions {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;
+  // --tag: the engine tags lines "[job,rank]<stdout>:"; they are rewritten to
+  // "[rank@host]: " and written whole, one write per line.
+  bool tag = false;
+  std::function<std::string(int rank)> host_of_rank;
+  // Called when the user insists (second SIGINT/SIGTERM) and again if the
+  // engine has not exited shortly after: kill whatever ranks are known.
+  std::function<void()> force_kill;
+};
+
+struct JobRunResult {
+  int wait_status = 0;
+  int user_signal = 0;  // first SIGINT/SIGTERM/SIGHUP received, 0 if none
+};
+
+// Runs the engine in the foreground. SIGINT/SIGTERM/SIGHUP/SIGUSR1/SIGUSR2
+// sent to gpulaunch are passed on to the engine (which passes them to every
+// rank); a signal from the terminal already reached the engine, as it shares
+// our process group, and is not sent twice. A second SIGINT/SIGTERM kills the
+// job.
+JobRunResult RunJob(const JobRunOptions& options);
+
+// Rewrites one engine-tagged line for --tag; untagged lines come back as is.
+std::string RetagLine(const std::string& line, const std::function<std::string(int)>& host_of_rank);
+
+}  // namespace gpulaunch

@@ -1,0 +1,41 @@
+// What the exec shim does for one rank, split into testable steps:
+// find who the engine says we are, check it against the plan, bind, and build
+// the environment contract (DESIGN.md) the job sees.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+#include "launcher/slot_table.h"
+
+namespace gpulaunch {
+
+using EnvLookup = std::function<const char*(const char*)>;
+
+// The rank as the engine reports it. Open MPI's OMPI_COMM_WORLD_* win over
+// PMIx and over stale SLURM_* inherited from an enclosing allocation.
+struct EngineIdentity {
+  int rank = -1;
+  std::optional<int> world_size;
+  std::optional<int> local_rank;
+  std::string source;  // which variables were used
+};
+
+StatusOr<EngineIdentity> ReadEngineIdentity(const EnvLookup& env);
+
+// Refuses a rank whose engine identity or host differs from the plan.
+// `is_this_host` decides whether a plan host name is this machine.
+Status CheckIdentity(const SlotTable& table, const EngineIdentity& id,
+                     const std::function<bool(const std::string&)>& is_this_host, const std::string& hostname);
+
+// The environment contract for `rank` (variables to set; an empty value is
+// set as empty, e.g. a GPU host rank without GPUs).
+std::map<std::string, std::string> RankEnvironment(const SlotTable& table, int rank);
+
+// Binds this process to the slot's CPUs and memory node and reads both back.
+Status ApplyBinding(const RankSlot& slot);
+
+}  // namespace gpulaunch
