@@ -127,7 +127,12 @@ void AddGpus(hwloc_topology_t topo, HostTopology& host) {
 // Plain Ethernet is left out: choosing it for UCX_NET_DEVICES would pin ranks
 // to a management network.
 void AddNics(hwloc_topology_t topo, HostTopology& host) {
+  // An RDMA device and its IP interface (ib0, or "hsi0" on some sites) share
+  // one PCI function: keep the RDMA one only.
   std::set<hwloc_obj_t> pci_with_rdma;
+  for (hwloc_obj_t os = hwloc_get_next_osdev(topo, nullptr); os; os = hwloc_get_next_osdev(topo, os)) {
+    if (os->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS && os->parent) pci_with_rdma.insert(os->parent);
+  }
   for (hwloc_obj_t os = hwloc_get_next_osdev(topo, nullptr); os; os = hwloc_get_next_osdev(topo, os)) {
     const hwloc_obj_t pci = os->parent;
     if (!pci || pci->type != HWLOC_OBJ_PCI_DEVICE) continue;
@@ -140,8 +145,8 @@ void AddNics(hwloc_topology_t topo, HostTopology& host) {
       }
       nic.name = name + ":" + std::to_string(port);
       nic.kind = (name.rfind("rdmap", 0) == 0 || name.rfind("efa", 0) == 0) ? "efa" : "infiniband";
-      pci_with_rdma.insert(pci);
-    } else if (os->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK && name.rfind("hsi", 0) == 0) {
+    } else if (os->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK && name.rfind("hsi", 0) == 0 &&
+               !pci_with_rdma.count(pci)) {
       nic.name = name;
       nic.kind = "slingshot";
     } else {
