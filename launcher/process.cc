@@ -1,5 +1,7 @@
 #include "launcher/process.h"
 
+#include "launcher/tag_demux.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -9,7 +11,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <regex>
 
 extern char** environ;
 
@@ -51,28 +52,6 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>
   dprintf(STDERR_FILENO, "gpulaunch: cannot execute '%s': %s\n", argv[0].c_str(), why);
   _exit(errno == ENOENT ? 127 : 126);
 }
-
-class LineSplitter {
- public:
-  // Appends data; calls emit for each complete line (without '\n').
-  template <typename F>
-  void Feed(const char* data, size_t n, F&& emit) {
-    buf_.append(data, n);
-    size_t pos;
-    while ((pos = buf_.find('\n')) != std::string::npos) {
-      emit(buf_.substr(0, pos));
-      buf_.erase(0, pos + 1);
-    }
-  }
-  template <typename F>
-  void Flush(F&& emit) {
-    if (!buf_.empty()) emit(buf_);
-    buf_.clear();
-  }
-
- private:
-  std::string buf_;
-};
 
 void WriteAll(int fd, const std::string& s) {
   size_t off = 0;
@@ -137,15 +116,6 @@ CapturedRun RunCaptured(const std::vector<std::string>& argv_in, const std::vect
   return r;
 }
 
-std::string RetagLine(const std::string& line, const std::function<std::string(int)>& host_of_rank) {
-  static const std::regex tag(R"(^\[\d+,(\d+)\]<(stdout|stderr|stddiag)>:)");
-  std::smatch m;
-  if (!std::regex_search(line, m, tag)) return line;
-  const int rank = std::stoi(m[1].str());
-  const std::string host = host_of_rank ? host_of_rank(rank) : "?";
-  return "[" + std::to_string(rank) + "@" + host + "]: " + line.substr(m[0].length());
-}
-
 JobRunResult RunJob(const JobRunOptions& o) {
   JobRunResult result;
   if (g_signal_pipe[0] < 0 && pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
@@ -171,7 +141,8 @@ JobRunResult RunJob(const JobRunOptions& o) {
     close(out[1]);
     close(err[1]);
   }
-  LineSplitter split[2];
+  auto writer = [](int fd) { return [fd](const std::string& line) { WriteAll(fd, line); }; };
+  TagDemux demux[2] = {TagDemux(o.host_of_rank, writer(STDOUT_FILENO)), TagDemux(o.host_of_rank, writer(STDERR_FILENO))};
   pollfd fds[3] = {{g_signal_pipe[0], POLLIN, 0}, {o.tag ? out[0] : -1, POLLIN, 0}, {o.tag ? err[0] : -1, POLLIN, 0}};
   bool exited = false;
   int stop_requests = 0;
@@ -203,12 +174,10 @@ JobRunResult RunJob(const JobRunOptions& o) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       char buf[65536];
       const ssize_t n = read(fds[i].fd, buf, sizeof buf);
-      const int dest = i == 1 ? STDOUT_FILENO : STDERR_FILENO;
-      auto emit = [&](const std::string& line) { WriteAll(dest, RetagLine(line, o.host_of_rank) + "\n"); };
       if (n > 0) {
-        split[i - 1].Feed(buf, static_cast<size_t>(n), emit);
+        demux[i - 1].Feed(buf, static_cast<size_t>(n));
       } else if (n == 0 || errno != EINTR) {
-        split[i - 1].Flush(emit);
+        demux[i - 1].Finish();
         close(fds[i].fd);
         fds[i].fd = -1;
       }

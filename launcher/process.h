@@ -24,8 +24,8 @@ CapturedRun RunCaptured(const std::vector<std::string>& argv, const std::vector<
 struct JobRunOptions {
   std::vector<std::string> argv;
   std::vector<std::string> env;
-  // --tag: the engine tags lines "[job,rank]<stdout>:"; they are rewritten to
-  // "[rank@host]: " and written whole, one write per line.
+  // --tag: the engine's tagged streams are reassembled into whole lines per
+  // rank, "[rank@host]: ...", one write per line (see tag_demux.h).
   bool tag = false;
   std::function<std::string(int rank)> host_of_rank;
   // Called when the user insists (second SIGINT/SIGTERM) and again if the
@@ -44,8 +44,5 @@ struct JobRunResult {
 // our process group, and is not sent twice. A second SIGINT/SIGTERM kills the
 // job.
 JobRunResult RunJob(const JobRunOptions& options);
-
-// Rewrites one engine-tagged line for --tag; untagged lines come back as is.
-std::string RetagLine(const std::string& line, const std::function<std::string(int)>& host_of_rank);
 
 }  // namespace gpulaunch

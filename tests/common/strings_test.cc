@@ -1,0 +1,37 @@
+#include "common/strings.h"
+
+#include <gtest/gtest.h>
+
+namespace gpulaunch {
+namespace {
+
+TEST(IdList, FormatsRuns) {
+  EXPECT_EQ(FormatIdList({}), "");
+  EXPECT_EQ(FormatIdList({3}), "3");
+  EXPECT_EQ(FormatIdList({0, 1, 2, 3, 8, 10, 11}), "0-3,8,10-11");
+}
+
+TEST(IdList, ParsesAndNormalises) {
+  EXPECT_EQ(ParseIdList("0-3,8"), (std::vector<int>{0, 1, 2, 3, 8}));
+  EXPECT_EQ(ParseIdList("5,1,1"), (std::vector<int>{1, 5}));
+  EXPECT_EQ(ParseIdList(""), std::vector<int>{});
+  for (const char* bad : {"a", "3-1", "-1", "1-", "1,,2", "1-2-3"}) EXPECT_FALSE(ParseIdList(bad)) << bad;
+}
+
+TEST(IdList, RoundTrips) {
+  const std::vector<int> ids = {0, 2, 3, 4, 9, 100, 101};
+  EXPECT_EQ(ParseIdList(FormatIdList(ids)), ids);
+}
+
+TEST(ParseInt, RejectsJunk) {
+  EXPECT_EQ(ParseInt("42"), 42);
+  EXPECT_EQ(ParseInt("-7"), -7);
+  for (const char* bad : {"", "+1", "1x", " 1", "99999999999999999999"}) EXPECT_FALSE(ParseInt(bad)) << bad;
+}
+
+TEST(SplitOutsideBrackets, KeepsBracketCommas) {
+  EXPECT_EQ(SplitOutsideBrackets("a[1,2]:2,b", ','), (std::vector<std::string>{"a[1,2]:2", "b"}));
+}
+
+}  // namespace
+}  // namespace gpulaunch

@@ -1,0 +1,84 @@
+// env_dump: a non-MPI job for end-to-end tests. Each rank prints one line:
+//   rank=R world=W local=L/LS node=N host=H affinity=CPUS cpuset=C hash=X
+//   master=A:P foo=$FOO cvd=$CUDA_VISIBLE_DEVICES
+// Options (any order, after the program name):
+//   --lines K           also print K numbered lines "rank=R line=I" (for --tag)
+//   --kill-self RANK    that rank sends itself SIGKILL after printing
+//   --wait-dir DIR      write DIR/ready.R, then wait up to 30 s for a signal;
+//                       on SIGTERM/SIGINT/SIGUSR1 write DIR/<signal>.R
+//   --sleep S           sleep S seconds before exiting
+//   --marker TEXT       ignored; lets a test find its ranks in /proc
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+const char* Env(const char* n) {
+  const char* v = std::getenv(n);
+  return v ? v : "";
+}
+
+std::string Affinity() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  sched_getaffinity(0, sizeof set, &set);
+  std::string out;
+  for (int i = 0; i < CPU_SETSIZE; ++i) {
+    if (!CPU_ISSET(i, &set)) continue;
+    int j = i;
+    while (j + 1 < CPU_SETSIZE && CPU_ISSET(j + 1, &set)) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(i) + (j > i ? "-" + std::to_string(j) : "");
+    i = j;
+  }
+  return out;
+}
+
+std::string g_wait_dir;
+volatile sig_atomic_t g_signal = 0;
+
+void OnSignal(int sig) { g_signal = sig; }
+
+void Touch(const std::string& path) {
+  if (FILE* f = std::fopen(path.c_str(), "w")) std::fclose(f);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int lines = 0, kill_self = -1, sleep_s = 0;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (!std::strcmp(argv[i], "--lines")) lines = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--kill-self")) kill_self = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--wait-dir")) g_wait_dir = argv[++i];
+    else if (!std::strcmp(argv[i], "--sleep")) sleep_s = std::atoi(argv[++i]);
+  }
+  const int rank = std::atoi(Env("RANK"));
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  std::printf("rank=%s world=%s local=%s/%s node=%s host=%s affinity=%s cpuset=%s hash=%s master=%s:%s foo=%s cvd=%s\n",
+              Env("RANK"), Env("WORLD_SIZE"), Env("LOCAL_RANK"), Env("LOCAL_WORLD_SIZE"), Env("NODE_RANK"), host,
+              Affinity().c_str(), Env("GPULAUNCH_CPUSET"), Env("GPULAUNCH_PLAN_HASH"), Env("MASTER_ADDR"),
+              Env("MASTER_PORT"), Env("FOO"), std::getenv("CUDA_VISIBLE_DEVICES") ? Env("CUDA_VISIBLE_DEVICES") : "unset");
+  for (int i = 0; i < lines; ++i) std::printf("rank=%d line=%d %s\n", rank, i, std::string(60, 'x').c_str());
+  std::fflush(stdout);
+  if (rank == kill_self) raise(SIGKILL);
+  if (!g_wait_dir.empty()) {
+    for (int sig : {SIGTERM, SIGINT, SIGUSR1}) signal(sig, OnSignal);
+    Touch(g_wait_dir + "/ready." + std::to_string(rank));
+    for (int i = 0; i < 300 && !g_signal; ++i) usleep(100000);
+    if (g_signal) {
+      Touch(g_wait_dir + "/" + (g_signal == SIGTERM ? "SIGTERM" : g_signal == SIGINT ? "SIGINT" : "SIGUSR1") + "." +
+            std::to_string(rank));
+      return 128 + g_signal;
+    }
+    return 0;
+  }
+  if (sleep_s > 0) sleep(static_cast<unsigned>(sleep_s));
+  return 0;
+}

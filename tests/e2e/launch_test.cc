@@ -1,0 +1,295 @@
+// End-to-end: the real gpulaunch binary starts real ranks through the real
+// mpirun on this machine. Each test asserts what a user would check by hand.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "common/strings.h"
+#include "launcher/process.h"
+
+namespace fs = std::filesystem;
+
+namespace gpulaunch {
+namespace {
+
+const std::string kBin = GL_BIN_DIR;
+const std::string kLaunch = kBin + "/gpulaunch";
+
+CapturedRun Launch(std::vector<std::string> args, int timeout_ms = 120000) {
+  args.insert(args.begin(), kLaunch);
+  return RunCaptured(args, EnvironmentWith({}), timeout_ms);
+}
+
+int ExitCode(const CapturedRun& r) { return WIFEXITED(r.wait_status) ? WEXITSTATUS(r.wait_status) : -1; }
+
+// Lines "key=value key=value ..." of env_dump, by rank.
+std::map<int, std::map<std::string, std::string>> RankLines(const std::string& out) {
+  std::map<int, std::map<std::string, std::string>> ranks;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("rank=", 0) != 0 || line.find(" world=") == std::string::npos) continue;
+    std::map<std::string, std::string> kv;
+    std::istringstream words(line);
+    std::string w;
+    while (words >> w) {
+      const auto eq = w.find('=');
+      if (eq != std::string::npos) kv[w.substr(0, eq)] = w.substr(eq + 1);
+    }
+    ranks[std::stoi(kv["rank"])] = kv;
+  }
+  return ranks;
+}
+
+// Planned cpus per rank from the --dry-run table.
+std::map<int, std::string> PlannedCpus(const std::string& dry_run) {
+  std::map<int, std::string> cpus;
+  static const std::regex row(R"(^(\d+)\s+\S+\s+\d+\s+(\S+))");
+  std::istringstream in(dry_run);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_search(line, m, row)) cpus[std::stoi(m[1])] = m[2];
+  }
+  return cpus;
+}
+
+std::string PlanHash(const std::string& dry_run) {
+  std::smatch m;
+  static const std::regex re("plan hash: ([0-9a-f]{64})");
+  return std::regex_search(dry_run, m, re) ? m[1].str() : "";
+}
+
+// Processes whose command line contains `marker` (left-behind ranks).
+std::vector<int> ProcessesWith(const std::string& marker) {
+  std::vector<int> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos || std::stoi(name) == getpid()) continue;
+    std::ifstream f(entry.path() / "cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    for (char& c : cmd)
+      if (c == '\0') c = ' ';
+    if (cmd.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
+std::string AllCpus() {
+  cpu_set_t set;
+  sched_getaffinity(0, sizeof set, &set);
+  std::vector<int> ids;
+  for (int i = 0; i < CPU_SETSIZE; ++i)
+    if (CPU_ISSET(i, &set)) ids.push_back(i);
+  return FormatIdList(ids);
+}
+
+TEST(Launch, SixteenRanksOversubscribedGetTheirPlannedEnvironment) {
+  const std::vector<std::string> job = {"-n", "16", "--oversubscribe", "--allow-run-as-root", "-x", "FOO=bar",
+                                        kBin + "/env_dump"};
+  std::vector<std::string> dry = job;
+  dry.insert(dry.begin(), "--dry-run");
+  const CapturedRun plan = Launch(dry);
+  ASSERT_EQ(ExitCode(plan), 0) << plan.err;
+  const std::string hash = PlanHash(plan.out);
+  ASSERT_EQ(hash.size(), 64u) << plan.out;
+  const auto planned = PlannedCpus(plan.out);
+  ASSERT_EQ(planned.size(), 16u) << plan.out;
+
+  const CapturedRun run = Launch(job);
+  ASSERT_EQ(ExitCode(run), 0) << run.out << run.err;
+  const auto ranks = RankLines(run.out);
+  ASSERT_EQ(ranks.size(), 16u) << run.out;
+  std::set<std::string> ports;
+  for (const auto& [r, kv] : ranks) {
+    EXPECT_EQ(kv.at("world"), "16");
+    EXPECT_EQ(kv.at("local"), std::to_string(r) + "/16");
+    EXPECT_EQ(kv.at("node"), "0");
+    EXPECT_EQ(kv.at("hash"), hash) << "rank " << r << " runs another plan than --dry-run shows";
+    EXPECT_EQ(kv.at("foo"), "bar");
+    EXPECT_EQ(kv.at("cvd"), "unset");  // no GPUs here
+    // Oversubscribed: unbound, i.e. every CPU this machine lets us use.
+    EXPECT_EQ(kv.at("affinity"), AllCpus());
+    EXPECT_EQ(kv.at("affinity") + "(unbound)", planned.at(r) + "(unbound)");
+    EXPECT_EQ(kv.at("cpuset"), kv.at("affinity"));
+    ports.insert(kv.at("master"));
+  }
+  EXPECT_EQ(ports.size(), 1u) << "MASTER_ADDR:MASTER_PORT differ between ranks";
+  EXPECT_EQ(ports.begin()->rfind("127.0.0.1:", 0), 0u);
+}
+
+TEST(Launch, BoundRanksRunOnTheirPlannedCores) {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  const std::vector<std::string> job = {"-n", std::to_string(cores), "--allow-run-as-root", kBin + "/env_dump"};
+  std::vector<std::string> dry = job;
+  dry.insert(dry.begin(), "--dry-run");
+  const auto planned = PlannedCpus(Launch(dry).out);
+  const CapturedRun run = Launch(job);
+  ASSERT_EQ(ExitCode(run), 0) << run.err;
+  const auto ranks = RankLines(run.out);
+  ASSERT_EQ(static_cast<int>(ranks.size()), cores);
+  std::set<std::string> seen;
+  for (const auto& [r, kv] : ranks) {
+    EXPECT_EQ(kv.at("affinity"), planned.at(r)) << "rank " << r;
+    EXPECT_TRUE(seen.insert(kv.at("affinity")).second) << "two ranks share cores " << kv.at("affinity");
+  }
+}
+
+TEST(Launch, FailingRankExitCodeIsTheJobs) {
+  const CapturedRun run = Launch({"-n", "4", "--oversubscribe", "--allow-run-as-root", kBin + "/rank_report",
+                                  "--quiet", "--exit-rank", "2", "--exit-code", "3"});
+  EXPECT_EQ(ExitCode(run), 3) << run.out << run.err;
+}
+
+TEST(Launch, KilledRankGives137AndLeavesNothingBehind) {
+  const std::string marker = "gl-e2e-kill-" + std::to_string(getpid());
+  const CapturedRun run = Launch({"-n", "4", "--oversubscribe", "--allow-run-as-root", kBin + "/env_dump",
+                                  "--kill-self", "1", "--sleep", "60", "--marker", marker});
+  EXPECT_EQ(ExitCode(run), 137) << run.err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(ProcessesWith(marker).empty()) << "ranks left behind";
+}
+
+TEST(Launch, SigtermReachesEveryRankAndNothingIsLeft) {
+  const fs::path dir = fs::temp_directory_path() / ("gl-e2e-sig-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::vector<std::string> argv = {kLaunch, "-n", "4", "--oversubscribe", "--allow-run-as-root",
+                                         kBin + "/env_dump", "--wait-dir", dir.string()};
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    freopen("/dev/null", "w", stdout);
+    execv(cargv[0], cargv.data());
+    _exit(127);
+  }
+  auto ready = [&] {
+    int n = 0;
+    for (int r = 0; r < 4; ++r) n += fs::exists(dir / ("ready." + std::to_string(r)));
+    return n;
+  };
+  for (int i = 0; i < 200 && ready() < 4; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(ready(), 4) << "ranks did not start";
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  int got = 0;
+  for (int r = 0; r < 4; ++r) got += fs::exists(dir / ("SIGTERM." + std::to_string(r)));
+  EXPECT_EQ(got, 4) << "not every rank saw SIGTERM";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  EXPECT_TRUE(ProcessesWith(dir.string()).empty());
+  fs::remove_all(dir);
+}
+
+TEST(Launch, TagPrefixesWholeLines) {
+  const CapturedRun run = Launch({"-n", "4", "--oversubscribe", "--allow-run-as-root", "--tag", kBin + "/env_dump",
+                                  "--lines", "200"});
+  ASSERT_EQ(ExitCode(run), 0) << run.err;
+  static const std::regex line_re(R"(^\[(\d+)@([^\]]+)\]: rank=(\d+) (line=\d+ x{60}|world=.*)$)");
+  std::istringstream in(run.out);
+  std::string line;
+  int count = 0;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, line_re)) << "torn or untagged line: " << line;
+    EXPECT_EQ(m[1], m[3]) << line;
+    ++count;
+  }
+  EXPECT_EQ(count, 4 * 201);
+}
+
+TEST(Launch, BadInputExitsTwoWithTheFixAndStartsNothing) {
+  const fs::path dir = fs::temp_directory_path() / ("gl-e2e-bad-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string started = (dir / "started").string();
+  std::ofstream(dir / "hosts") << "good slots=2\nbad slot=3\n";
+  const std::vector<std::string> touch = {"touch", started};
+  struct Case {
+    std::vector<std::string> args;
+    std::string want;
+  };
+  const Case cases[] = {
+      {{"--frobnicate"}, "unrecognised option"},
+      {{"-n", "0"}, "at least 1"},
+      {{"-n", "64"}, "--oversubscribe"},
+      {{"--hostfile", (dir / "hosts").string()}, (dir / "hosts").string() + ":2:"},
+      {{"--hostfile", (dir / "missing").string()}, "cannot read hostfile"},
+      {{"-H", "no-such-host.invalid:2"}, "unknown host 'no-such-host.invalid'"},
+      {{"-H", "node[1-"}, "malformed hostlist"},
+      {{"--topology-file", GL_TEST_DATA "/topologies/hwloc/mpibind/g4dnmetal.xml"}, "use it with --dry-run"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = c.args;
+    args.push_back("--allow-run-as-root");
+    args.insert(args.end(), touch.begin(), touch.end());
+    const CapturedRun run = Launch(args);
+    EXPECT_EQ(ExitCode(run), 2) << c.want << ": " << run.err;
+    EXPECT_NE(run.err.find(c.want), std::string::npos) << run.err;
+    EXPECT_FALSE(fs::exists(started)) << "started something for " << c.want;
+  }
+  const CapturedRun missing = Launch({"--allow-run-as-root", "./definitely-not-here"});
+  EXPECT_EQ(ExitCode(missing), 2);
+  EXPECT_NE(missing.err.find("does not exist"), std::string::npos);
+  if (geteuid() == 0) {
+    const CapturedRun root = Launch({"-n", "1", "true"});
+    EXPECT_EQ(ExitCode(root), 2);
+    EXPECT_NE(root.err.find("--allow-run-as-root"), std::string::npos);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Shim, RefusesAWrongHostAndReports127ForAMissingProgram) {
+  const std::string table = "v1|gl-x|h|127.0.0.1|1|-|1|elsewhere.invalid/0/1/0/0/0/-1/-/0/-";
+  auto env = EnvironmentWith({{"GPULAUNCH_SLOT_TABLE", table}, {"OMPI_COMM_WORLD_RANK", "0"},
+                              {"OMPI_COMM_WORLD_SIZE", "1"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}});
+  CapturedRun wrong = RunCaptured({kBin + "/gpulaunch-shim", "--", "true"}, env, 10000);
+  EXPECT_EQ(WEXITSTATUS(wrong.wait_status), 125);
+  EXPECT_NE(wrong.err.find("plan puts it on 'elsewhere.invalid'"), std::string::npos) << wrong.err;
+
+  const std::string here = "v1|gl-x|h|127.0.0.1|1|-|1|localhost/0/1/0/0/0/-1/-/0/-";
+  env = EnvironmentWith({{"GPULAUNCH_SLOT_TABLE", here}, {"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "1"}});
+  CapturedRun missing = RunCaptured({kBin + "/gpulaunch-shim", "--", "/no/such/program"}, env, 10000);
+  EXPECT_EQ(WEXITSTATUS(missing.wait_status), 127);
+  EXPECT_NE(missing.err.find("cannot execute '/no/such/program'"), std::string::npos) << missing.err;
+
+  env = EnvironmentWith({{"GPULAUNCH_SLOT_TABLE", here}, {"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "3"}});
+  CapturedRun size = RunCaptured({kBin + "/gpulaunch-shim", "--", "true"}, env, 10000);
+  EXPECT_EQ(WEXITSTATUS(size.wait_status), 125);
+  EXPECT_NE(size.err.find("started 3 ranks"), std::string::npos) << size.err;
+}
+
+// An MPI program not written here: Debian's HPC Challenge, on a small input.
+TEST(Launch, HpccFromDebianCompletes) {
+  if (access("/usr/bin/hpcc", X_OK) != 0) GTEST_SKIP() << "hpcc is not installed (apt-get install hpcc)";
+  const fs::path dir = fs::temp_directory_path() / ("gl-e2e-hpcc-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  fs::copy_file(GL_TEST_DATA "/hpcc/hpccinf.txt", dir / "hpccinf.txt");
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir);
+  const CapturedRun run = Launch({"-n", "4", "--oversubscribe", "--allow-run-as-root", "hpcc"}, 300000);
+  fs::current_path(cwd);
+  ASSERT_EQ(ExitCode(run), 0) << run.err;
+  std::ifstream f(dir / "hpccoutf.txt");
+  const std::string out((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(out.find("Success=1"), std::string::npos);
+  EXPECT_NE(out.find("0 tests completed and failed residual checks"), std::string::npos);
+  EXPECT_NE(out.find("CommWorldProcs=4"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gpulaunch

@@ -1,0 +1,122 @@
+// Every recorded hwloc topology in tests/data loads with the GPUs, NICs and
+// cores its README documents, and GPU-first placement on it keeps each rank's
+// cores and NIC local to its GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "launcher/discovery/hwloc_source.h"
+#include "policies/slot_placement.h"
+
+namespace gpulaunch {
+namespace {
+
+struct Recorded {
+  const char* file;
+  size_t gpus;
+  size_t nics;
+  size_t cores;
+  const char* first_gpu_vendor;
+};
+
+const Recorded kRecorded[] = {
+    {"open-mpi-hwloc/nvidiaDGX2.xml", 16, 0, 4, "nvidia"},
+    {"open-mpi-hwloc/power8gpudistances.xml", 4, 0, 8, "nvidia"},
+    {"open-mpi-hwloc/nvidiagpunumanodes.xml", 6, 0, 8, "unknown"},  // PCI ids anonymised upstream
+    {"open-mpi-hwloc/nvidiagpunumanodes.kept.xml", 6, 0, 8, "unknown"},
+    {"flux-core/tuo.SPX.xml", 4, 4, 96, "amd"},
+    {"flux-core/tuo.TPX.xml", 4, 4, 96, "amd"},  // partitions are OS devices of 4 PCI GPUs
+    {"flux-core/tuo.CPX.xml", 4, 4, 96, "amd"},
+    {"flux-core/corona.xml", 8, 1, 48, "amd"},
+    {"flux-core/sierra.xml", 4, 4, 44, "nvidia"},
+    {"flux-sched/corona11.xml", 4, 1, 48, "amd"},  // its BMC VGA is not a GPU
+    {"flux-sched/chimera.xml", 2, 0, 32, "nvidia"},
+    {"mpibind/g4dnmetal.xml", 8, 1, 48, "nvidia"},
+    {"mpibind/coral-lassen.xml", 4, 4, 40, "nvidia"},
+    {"mpibind/cts1-pascal.xml", 2, 1, 36, "nvidia"},
+};
+
+std::string PathOf(const char* file) { return std::string(GL_TEST_DATA) + "/topologies/hwloc/" + file; }
+
+TEST(RecordedTopologies, LoadWithDocumentedDevices) {
+  for (const Recorded& r : kRecorded) {
+    auto t = LoadHwlocXmlFile(PathOf(r.file));
+    ASSERT_TRUE(t.ok()) << r.file << ": " << t.status().ToString();
+    EXPECT_EQ(t->gpus.size(), r.gpus) << r.file;
+    EXPECT_EQ(t->nics.size(), r.nics) << r.file;
+    EXPECT_EQ(t->cores.size(), r.cores) << r.file;
+    ASSERT_FALSE(t->gpus.empty());
+    EXPECT_EQ(t->gpus[0].vendor, r.first_gpu_vendor) << r.file;
+    for (size_t i = 0; i < t->gpus.size(); ++i) {
+      EXPECT_EQ(t->gpus[i].index, static_cast<int>(i));
+      if (i > 0) {
+        EXPECT_LT(t->gpus[i - 1].pci_bus_id, t->gpus[i].pci_bus_id) << "GPUs not in PCI bus order";
+      }
+    }
+  }
+}
+
+TEST(RecordedTopologies, UuidsAndModelsWhenRecorded) {
+  auto lassen = LoadHwlocXmlFile(PathOf("mpibind/coral-lassen.xml"));
+  ASSERT_TRUE(lassen.ok());
+  EXPECT_EQ(lassen->gpus[0].model, "Tesla V100-SXM2-16GB");
+  EXPECT_EQ(lassen->gpus[0].uuid.rfind("GPU-", 0), 0u);
+  EXPECT_GT(lassen->gpus[0].memory_bytes, 15ull << 30);
+  EXPECT_EQ(lassen->nics[0].name, "mlx5_0:1");
+  EXPECT_EQ(lassen->nics[0].kind, "infiniband");
+  auto g4dn = LoadHwlocXmlFile(PathOf("mpibind/g4dnmetal.xml"));
+  EXPECT_EQ(g4dn->nics[0].kind, "efa");
+  auto tuo = LoadHwlocXmlFile(PathOf("flux-core/tuo.SPX.xml"));
+  EXPECT_EQ(tuo->nics[0].kind, "slingshot");
+}
+
+TEST(RecordedTopologies, GpuRanksGetLocalCoresAndTheNearestNic) {
+  for (const Recorded& r : kRecorded) {
+    auto t = LoadHwlocXmlFile(PathOf(r.file));
+    ASSERT_TRUE(t.ok());
+    auto p = PlaceBySlot({0, false}, {HostResources{"h", std::nullopt, std::nullopt, *t}});
+    ASSERT_TRUE(p.ok()) << r.file << ": " << p.status().ToString();
+    ASSERT_EQ(p->ranks.size(), r.gpus) << r.file;
+    for (const RankSlot& rank : p->ranks) {
+      ASSERT_EQ(rank.gpus.size(), 1u);
+      const Gpu& gpu = t->gpus[rank.gpus[0]];
+      if (!gpu.local_pus.empty() && gpu.numa_node >= 0) {
+        for (int cpu : rank.cpus) {
+          EXPECT_TRUE(std::binary_search(gpu.local_pus.begin(), gpu.local_pus.end(), cpu))
+              << r.file << " rank " << rank.rank << " cpu " << cpu << " is not local to GPU " << gpu.index;
+        }
+      }
+      if (t->nics.empty()) {
+        EXPECT_TRUE(rank.nic.empty());
+        continue;
+      }
+      const bool local_nic_exists =
+          std::any_of(t->nics.begin(), t->nics.end(), [&](const Nic& n) { return n.numa_node == gpu.numa_node; });
+      const auto chosen = std::find_if(t->nics.begin(), t->nics.end(), [&](const Nic& n) { return n.name == rank.nic; });
+      ASSERT_NE(chosen, t->nics.end()) << r.file;
+      if (local_nic_exists) {
+        EXPECT_EQ(chosen->numa_node, gpu.numa_node) << r.file << " rank " << rank.rank;
+      }
+    }
+  }
+}
+
+TEST(RecordedTopologies, MalformedXmlIsAClearError) {
+  auto t = LoadHwlocXmlText("<html>nope</html>", "bad.xml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("bad.xml:1: not an hwloc XML"), std::string::npos);
+  auto missing = LoadHwlocXmlFile("/nonexistent.xml");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  auto broken = LoadHwlocXmlText("<?xml version=\"1.0\"?><topology><object type=", "broken.xml");
+  EXPECT_FALSE(broken.ok());
+}
+
+TEST(LocalHost, DiscoversThisMachine) {
+  auto t = DiscoverLocalHost();
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_FALSE(t->cores.empty());
+  EXPECT_FALSE(t->hostname.empty());
+}
+
+}  // namespace
+}  // namespace gpulaunch

@@ -1,0 +1,67 @@
+#include "launcher/plan.h"
+
+#include <gtest/gtest.h>
+
+#include "policies/slot_placement.h"
+#include "tests/testing/synthetic_host.h"
+
+namespace gpulaunch {
+namespace {
+
+LaunchPlan Plan(int ranks, std::vector<std::string> program = {"./job"}) {
+  LaunchOptions o;
+  o.program = std::move(program);
+  o.env = {{"FOO", "bar"}};
+  auto p = PlaceBySlot({ranks, false}, {HostResources{"n1", std::nullopt, std::nullopt, testing::SyntheticHost(2, 4, 2, 2, 1)},
+                                        HostResources{"n2", std::nullopt, std::nullopt, testing::SyntheticHost(2, 4, 2, 2, 1)}});
+  return MakeLaunchPlan(std::move(p).value(), o, false);
+}
+
+TEST(Plan, RankfileNamesHostsAndLogicalCores) {
+  const LaunchPlan plan = Plan(6);
+  EXPECT_EQ(RenderRankfile(plan.placement),
+            "rank 0=n1 slot=0-1\nrank 1=n1 slot=2-3\nrank 2=n1 slot=4-5\nrank 3=n1 slot=6-7\n"
+            "rank 4=n2 slot=0-1\nrank 5=n2 slot=2-3\n");
+}
+
+TEST(Plan, HashIsStableAndCoversWhatMatters) {
+  EXPECT_EQ(Plan(6).plan_hash, Plan(6).plan_hash);
+  EXPECT_EQ(Plan(6).plan_hash.size(), 64u);
+  EXPECT_NE(Plan(6).plan_hash, Plan(5).plan_hash);
+  EXPECT_NE(Plan(6).plan_hash, Plan(6, {"./job", "x"}).plan_hash);
+  EXPECT_NE(Plan(6, {"./job", "a b"}).plan_hash, Plan(6, {"./job", "a", "b"}).plan_hash);
+}
+
+TEST(Plan, MpirunArgvPassesValuesThroughTheEnvironment) {
+  const LaunchPlan plan = Plan(2);
+  EngineSettings s;
+  s.shim = "/opt/gl/bin/gpulaunch-shim";
+  s.rankfile = "/tmp/x/rankfile";
+  s.tag = true;
+  s.allow_run_as_root = true;
+  const auto argv = BuildMpirunArgv(plan, s);
+  const std::vector<std::string> want = {"mpirun", "-n", "2", "--rankfile", "/tmp/x/rankfile", "--allow-run-as-root",
+                                         "--tag-output", "-x", "GPULAUNCH_SLOT_TABLE", "-x", "FOO",
+                                         "/opt/gl/bin/gpulaunch-shim", "--", "./job"};
+  EXPECT_EQ(argv, want);
+}
+
+TEST(Plan, LoopbackOnlyKeepsTcpOnLo) {
+  EngineSettings s;
+  s.loopback_only = true;
+  unsetenv("OMPI_MCA_btl_tcp_if_include");
+  unsetenv("OMPI_MCA_oob_tcp_if_include");
+  const auto argv = BuildMpirunArgv(Plan(2), s);
+  const std::string joined = [&] { std::string j; for (auto& a : argv) j += a + " "; return j; }();
+  EXPECT_NE(joined.find("--mca oob_tcp_if_include lo"), std::string::npos);
+  EXPECT_NE(joined.find("--mca btl_tcp_if_include lo"), std::string::npos);
+}
+
+TEST(Plan, TableShowsEveryRank) {
+  const std::string table = RenderPlanTable(Plan(3));
+  EXPECT_NE(table.find("plan: 3 ranks on 1 host (n1)"), std::string::npos) << table;
+  EXPECT_NE(table.find("mlx5_0:1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpulaunch

@@ -1,0 +1,56 @@
+#include "launcher/slot_table.h"
+
+#include <gtest/gtest.h>
+
+namespace gpulaunch {
+namespace {
+
+SlotTable Example() {
+  SlotTable t;
+  t.job_id = "gl-1234";
+  t.plan_hash = "abc";
+  t.master_addr = "10.0.0.1";
+  t.master_port = 29500;
+  t.control = "10.0.0.1:4000";
+  RankSlot a;
+  a.rank = 0; a.host = "node1"; a.local_rank = 0; a.local_size = 2; a.node_rank = 0; a.bound = true;
+  a.cpus = {0, 1, 2, 3, 8}; a.mem_node = 0; a.gpus = {0}; a.host_has_gpus = true; a.nic = "mlx5_0:1";
+  RankSlot b;
+  b.rank = 1; b.host = "node1"; b.local_rank = 1; b.local_size = 2; b.node_rank = 0; b.bound = false;
+  b.cpus = {0, 1, 2, 3, 4, 5, 6, 7, 8}; b.mem_node = -1; b.host_has_gpus = false;
+  t.ranks = {a, b};
+  return t;
+}
+
+TEST(SlotTable, RoundTrips) {
+  const SlotTable t = Example();
+  const std::string text = EncodeSlotTable(t);
+  auto back = DecodeSlotTable(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->job_id, t.job_id);
+  EXPECT_EQ(back->master_port, 29500);
+  EXPECT_EQ(back->control, t.control);
+  ASSERT_EQ(back->ranks.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(back->ranks[i].host, t.ranks[i].host);
+    EXPECT_EQ(back->ranks[i].cpus, t.ranks[i].cpus);
+    EXPECT_EQ(back->ranks[i].gpus, t.ranks[i].gpus);
+    EXPECT_EQ(back->ranks[i].nic, t.ranks[i].nic);
+    EXPECT_EQ(back->ranks[i].bound, t.ranks[i].bound);
+    EXPECT_EQ(back->ranks[i].mem_node, t.ranks[i].mem_node);
+    EXPECT_EQ(back->ranks[i].host_has_gpus, t.ranks[i].host_has_gpus);
+  }
+  EXPECT_EQ(EncodeSlotTable(*back), text);
+}
+
+TEST(SlotTable, RejectsMalformed) {
+  const std::string good = EncodeSlotTable(Example());
+  for (const std::string& bad : {std::string(""), std::string("v2") + good.substr(2), good.substr(0, good.size() - 20),
+                                good + " extra/row", std::string("v1|j|h|a|notaport|-|1|h/0/1/0/1/0/0/-/0/-")}) {
+    auto t = DecodeSlotTable(bad);
+    EXPECT_FALSE(t.ok()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace gpulaunch
