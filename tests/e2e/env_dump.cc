@@ -8,6 +8,7 @@
 //                       on SIGTERM/SIGINT/SIGUSR1 write DIR/<signal>.R
 //   --sleep S           sleep S seconds before exiting
 //   --marker TEXT       ignored; lets a test find its ranks in /proc
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <unistd.h>
@@ -41,8 +42,16 @@ std::string Affinity() {
 
 std::string g_wait_dir;
 volatile sig_atomic_t g_signal = 0;
+char g_term_path[4096], g_int_path[4096], g_usr1_path[4096];
 
-void OnSignal(int sig) { g_signal = sig; }
+// Records the signal at once (open() is async-signal-safe): the engine may
+// follow SIGTERM with SIGKILL before a polling loop would notice.
+void OnSignal(int sig) {
+  g_signal = sig;
+  const char* path = sig == SIGTERM ? g_term_path : sig == SIGINT ? g_int_path : g_usr1_path;
+  const int fd = open(path, O_CREAT | O_WRONLY, 0644);
+  if (fd >= 0) close(fd);
+}
 
 void Touch(const std::string& path) {
   if (FILE* f = std::fopen(path.c_str(), "w")) std::fclose(f);
@@ -69,14 +78,14 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   if (rank == kill_self) raise(SIGKILL);
   if (!g_wait_dir.empty()) {
+    const std::string r = std::to_string(rank);
+    std::snprintf(g_term_path, sizeof g_term_path, "%s/SIGTERM.%s", g_wait_dir.c_str(), r.c_str());
+    std::snprintf(g_int_path, sizeof g_int_path, "%s/SIGINT.%s", g_wait_dir.c_str(), r.c_str());
+    std::snprintf(g_usr1_path, sizeof g_usr1_path, "%s/SIGUSR1.%s", g_wait_dir.c_str(), r.c_str());
     for (int sig : {SIGTERM, SIGINT, SIGUSR1}) signal(sig, OnSignal);
     Touch(g_wait_dir + "/ready." + std::to_string(rank));
     for (int i = 0; i < 300 && !g_signal; ++i) usleep(100000);
-    if (g_signal) {
-      Touch(g_wait_dir + "/" + (g_signal == SIGTERM ? "SIGTERM" : g_signal == SIGINT ? "SIGINT" : "SIGUSR1") + "." +
-            std::to_string(rank));
-      return 128 + g_signal;
-    }
+    if (g_signal) return 128 + g_signal;
     return 0;
   }
   if (sleep_s > 0) sleep(static_cast<unsigned>(sleep_s));
