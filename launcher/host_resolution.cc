@@ -4,13 +4,13 @@
 #include <sys/socket.h>
 
 #include <map>
-#include <regex>
 
 #include "common/host_spec.h"
 #include "common/strings.h"
 #include "launcher/discovery/hwloc_source.h"
 #include "launcher/host_identity.h"
 #include "launcher/process.h"
+#include "launcher/tag_demux.h"
 
 namespace gpulaunch {
 namespace {
@@ -41,11 +41,11 @@ StatusOr<std::map<std::string, HostTopology>> ProbeRemote(const std::vector<std:
                        "installed at the same path. mpirun said:\n" + run.err);
   }
   std::map<int, std::string> xml_of_rank;
-  static const std::regex tag(R"(^\[\d+,(\d+)\]<stdout>:)");
-  for (const std::string& line : Split(run.out, '\n')) {
-    std::smatch m;
-    if (std::regex_search(line, m, tag)) xml_of_rank[std::stoi(m[1].str())] += line.substr(m[0].length()) + "\n";
-  }
+  TagDemux demux([&](int rank, const std::string& line) {
+    if (rank >= 0) xml_of_rank[rank] += line + "\n";
+  });
+  demux.Feed(run.out.data(), run.out.size());
+  demux.Finish();
   std::map<std::string, HostTopology> out;
   for (size_t i = 0; i < hosts.size(); ++i) {
     GL_ASSIGN_OR_RETURN(HostTopology t, LoadHwlocXmlText(xml_of_rank[static_cast<int>(i)], "topology of " + hosts[i]));

@@ -141,8 +141,14 @@ JobRunResult RunJob(const JobRunOptions& o) {
     close(out[1]);
     close(err[1]);
   }
-  auto writer = [](int fd) { return [fd](const std::string& line) { WriteAll(fd, line); }; };
-  TagDemux demux[2] = {TagDemux(o.host_of_rank, writer(STDOUT_FILENO)), TagDemux(o.host_of_rank, writer(STDERR_FILENO))};
+  auto writer = [&o](int fd) {
+    return [fd, &o](int rank, const std::string& line) {
+      if (rank < 0) return WriteAll(fd, line + "\n");
+      const std::string host = o.host_of_rank ? o.host_of_rank(rank) : "?";
+      WriteAll(fd, "[" + std::to_string(rank) + "@" + host + "]: " + line + "\n");
+    };
+  };
+  TagDemux demux[2] = {TagDemux(writer(STDOUT_FILENO)), TagDemux(writer(STDERR_FILENO))};
   pollfd fds[3] = {{g_signal_pipe[0], POLLIN, 0}, {o.tag ? out[0] : -1, POLLIN, 0}, {o.tag ? err[0] : -1, POLLIN, 0}};
   bool exited = false;
   int stop_requests = 0;

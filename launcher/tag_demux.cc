@@ -43,8 +43,7 @@ bool MaybeTagPrefix(const std::string& s, size_t pos) {
 
 }  // namespace
 
-TagDemux::TagDemux(std::function<std::string(int)> host_of_rank, Emit emit)
-    : host_of_rank_(std::move(host_of_rank)), emit_(std::move(emit)) {}
+TagDemux::TagDemux(Emit emit) : emit_(std::move(emit)) {}
 
 void TagDemux::Feed(const char* data, size_t size) {
   pending_.append(data, size);
@@ -75,7 +74,7 @@ void TagDemux::Append(const std::string& text) {
       line.push_back(c);
       continue;
     }
-    EmitLine(current_, line);
+    emit_(current_, line);
     line.clear();
     // mpirun tags every line it forwards, so text after a rank's newline
     // that carries no tag is mpirun's own.
@@ -83,19 +82,11 @@ void TagDemux::Append(const std::string& text) {
   }
 }
 
-void TagDemux::EmitLine(int rank, const std::string& line) {
-  if (rank < 0) {
-    emit_(line + "\n");
-  } else {
-    emit_("[" + std::to_string(rank) + "@" + (host_of_rank_ ? host_of_rank_(rank) : "?") + "]: " + line + "\n");
-  }
-}
-
 void TagDemux::Finish() {
   Append(pending_);
   pending_.clear();
   for (auto& [rank, buf] : partial_) {
-    if (!buf.empty()) EmitLine(rank, buf);
+    if (!buf.empty()) emit_(rank, buf);
     buf.clear();
   }
 }

@@ -9,7 +9,9 @@ namespace {
 
 std::vector<std::string> Demux(const std::vector<std::string>& chunks) {
   std::vector<std::string> lines;
-  TagDemux d([](int r) { return "n" + std::to_string(r); }, [&](const std::string& l) { lines.push_back(l); });
+  TagDemux d([&](int r, const std::string& l) {
+    lines.push_back((r < 0 ? std::string() : "[" + std::to_string(r) + "@n" + std::to_string(r) + "]: ") + l + "\n");
+  });
   for (const auto& c : chunks) d.Feed(c.data(), c.size());
   d.Finish();
   return lines;

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Multi-host end-to-end test over the network-namespace rig (.ci/rig/netns-up.sh):
+# gpulaunch runs on node1 and starts 16 ranks on node1..node4 over ssh.
+# Needs GL_RIG (the rig's scratch dir) and GL_NSP (its namespace prefix);
+# exits 77 (skipped) when the rig is not up. Usage: multihost_test.sh BIN_DIR
+set -uo pipefail
+BIN=${1:?usage: multihost_test.sh BIN_DIR}
+NSP=${GL_NSP:-glr}
+if [ -z "${GL_RIG:-}" ] || [ ! -f "$GL_RIG/ssh/ssh_config" ] || ! ip netns list 2>/dev/null | grep -q "^${NSP}n1"; then
+  echo "multihost: netns rig not up (run .ci/rig/netns-up.sh and set GL_RIG); skipped"
+  exit 77
+fi
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+passed=0; failed=0
+ok() { echo "ok   - $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
+check() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1 (got '$2', want '$3')"; fi; }
+
+# Runs a command on node1 (its own UTS name) with the rig's ssh settings.
+on_node1() {
+  OMPI_MCA_plm_rsh_agent=ssh OMPI_MCA_plm_rsh_args="-F $GL_RIG/ssh/ssh_config" \
+    ip netns exec "${NSP}n1" unshare --uts sh -c 'hostname node1; exec "$@"' sh "$@"
+}
+
+# Compares every rank's env_dump line with the plan printed by --dry-run.
+verify_against_plan() {
+  local what=$1 plan=$2 out=$3
+  local hash; hash=$(sed -n 's/^plan hash: //p' "$plan")
+  local ranks; ranks=$(grep -c '^rank=' "$out")
+  check "$what: 16 ranks reported" "$ranks" 16
+  local mismatches
+  mismatches=$(awk -v hash="$hash" '
+    FNR == NR && $1 ~ /^[0-9]+$/ && NF >= 6 { host[$1] = $2; local[$1] = $3; next }
+    FNR != NR && /^rank=/ {
+      delete kv; for (i = 1; i <= NF; i++) { split($i, p, "="); kv[p[1]] = substr($i, length(p[1]) + 2) }
+      r = kv["rank"]; split(kv["local"], l, "/")
+      if (kv["host"] != host[r] || l[1] != local[r] || kv["hash"] != hash || kv["foo"] != "bar" || kv["world"] != 16)
+        print "rank " r ": host " kv["host"] " (plan " host[r] ") local " l[1] " (plan " local[r] ") foo=" kv["foo"]
+    }' "$plan" "$out")
+  check "$what: every rank on its planned host, local rank, plan hash and -x FOO" "$mismatches" ""
+  check "$what: ranks span 4 hosts" "$(grep -o 'host=node[0-9]' "$out" | sort -u | wc -l)" 4
+}
+
+# 1. --host
+args=(--allow-run-as-root -H node1:4,node2:4,node3:4,node4:4 -x FOO=bar)
+on_node1 "$BIN/gpulaunch" --dry-run "${args[@]}" "$BIN/env_dump" > "$WORK/plan-host" 2>&1
+on_node1 "$BIN/gpulaunch" "${args[@]}" "$BIN/env_dump" > "$WORK/out-host" 2>&1
+check "--host: exit 0" "$?" 0
+verify_against_plan "--host" "$WORK/plan-host" "$WORK/out-host"
+
+# 2. --hostfile (Slurm hostlist + Open MPI slots form, with a comment)
+printf '# the rig\nnode[1-4] slots=4\n' > "$WORK/hosts"
+args=(--allow-run-as-root --hostfile "$WORK/hosts" -x FOO=bar)
+on_node1 "$BIN/gpulaunch" --dry-run "${args[@]}" "$BIN/env_dump" > "$WORK/plan-file" 2>&1
+on_node1 "$BIN/gpulaunch" "${args[@]}" "$BIN/env_dump" > "$WORK/out-file" 2>&1
+check "--hostfile: exit 0" "$?" 0
+verify_against_plan "--hostfile" "$WORK/plan-file" "$WORK/out-file"
+
+# 3. A real MPI job across hosts (Allreduce over TCP between namespaces).
+on_node1 "$BIN/gpulaunch" --allow-run-as-root --hostfile "$WORK/hosts" "$BIN/rank_report" > "$WORK/mpi" 2>&1
+check "MPI allreduce across 4 hosts" "$(grep -c 'rank_report: 16 ranks, allreduce ok, 0 problem' "$WORK/mpi")" 1
+
+# 4. A remote rank's exit code is the job's.
+on_node1 "$BIN/gpulaunch" --allow-run-as-root --hostfile "$WORK/hosts" "$BIN/rank_report" --quiet \
+  --exit-rank 9 --exit-code 5 > /dev/null 2>&1
+check "rank 9 on node3 exits 5 -> gpulaunch exits 5" "$?" 5
+
+# 5. A remote rank killed by SIGKILL: 137, and no rank left on any host.
+marker="gl-multihost-$$"
+on_node1 "$BIN/gpulaunch" --allow-run-as-root --hostfile "$WORK/hosts" "$BIN/env_dump" --kill-self 13 \
+  --sleep 60 --marker "$marker" > /dev/null 2>&1
+check "rank 13 on node4 killed -> gpulaunch exits 137" "$?" 137
+# "[g]" keeps this grep from matching its own command line; remote orteds get
+# a moment to finish killing.
+for _ in 1 2 3 4 5 6; do
+  left=$(grep -l "[g]l-multihost-$$" /proc/[0-9]*/cmdline 2>/dev/null | wc -l)
+  [ "$left" -eq 0 ] && break
+  sleep 0.5
+done
+check "no rank left behind on any host" "$left" 0
+
+# 6. An unknown host is a usage error and starts nothing.
+on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:2,node9:2 "$BIN/env_dump" > "$WORK/unknown" 2>&1
+check "unknown host -> exit 2" "$?" 2
+check "unknown host named" "$(grep -c "unknown host 'node9'" "$WORK/unknown")" 1
+
+echo "multihost: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
