@@ -1,6 +1,7 @@
 #include "launcher/control_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -28,21 +29,25 @@ Status ControlServer::Start(const std::string& bind_addr, const std::string& exp
   socklen_t len = sizeof addr;
   getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
   port_ = ntohs(addr.sin_port);
+  if (pipe2(wake_, O_CLOEXEC) != 0) return Internal("cannot create the check-in wake-up pipe");
   thread_ = std::thread([this] { Serve(); });
   return Status::Ok();
 }
 
 void ControlServer::Stop() {
   stop_ = true;
+  if (wake_[1] >= 0) [[maybe_unused]] auto n = write(wake_[1], "x", 1);
   if (thread_.joinable()) thread_.join();
-  if (listen_fd_ >= 0) close(listen_fd_);
-  listen_fd_ = -1;
+  for (int* fd : {&listen_fd_, &wake_[0], &wake_[1]}) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
 }
 
 void ControlServer::Serve() {
   while (!stop_) {
-    pollfd p{listen_fd_, POLLIN, 0};
-    if (poll(&p, 1, 100) <= 0) continue;
+    pollfd p[2] = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+    if (poll(p, 2, -1) <= 0 || !(p[0].revents & POLLIN)) continue;
     const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd >= 0) Handle(fd);
   }

@@ -39,6 +39,7 @@ class ControlServer {
   void Handle(int fd);
 
   int listen_fd_ = -1;
+  int wake_[2] = {-1, -1};  // Stop() writes here so Serve() leaves poll at once
   int port_ = 0;
   std::string expected_hash_;
   std::atomic<bool> stop_{false};

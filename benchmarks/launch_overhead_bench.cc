@@ -1,0 +1,112 @@
+// Launch overhead: `gpulaunch -n 16 --oversubscribe /bin/true` against the
+// anchor `mpirun -n 16 --oversubscribe /bin/true`, measured in the same run
+// with random interleaving so machine noise hits both alike. Reports the
+// median ratio and the fixed cost (difference) and whether the target holds:
+// gpulaunch <= 1.10 x mpirun + 50 ms. A report, never an assertion.
+//
+//   build/bin/launch_overhead_bench [--ranks N] [google benchmark flags]
+#include <benchmark/benchmark.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "launcher/process.h"
+
+namespace {
+
+int g_ranks = 16;
+std::string g_bin;
+
+std::vector<std::string> MpirunArgv() {
+  std::vector<std::string> a = {"mpirun", "-n", std::to_string(g_ranks), "--oversubscribe",
+                                // the same loopback settings gpulaunch uses on one host
+                                "--mca", "oob_tcp_if_include", "lo", "--mca", "btl_tcp_if_include", "lo"};
+  if (geteuid() == 0) a.push_back("--allow-run-as-root");
+  a.push_back("/bin/true");
+  return a;
+}
+
+std::vector<std::string> GpulaunchArgv() {
+  std::vector<std::string> a = {g_bin + "/gpulaunch", "-n", std::to_string(g_ranks), "--oversubscribe"};
+  if (geteuid() == 0) a.push_back("--allow-run-as-root");
+  a.push_back("/bin/true");
+  return a;
+}
+
+void RunOnce(benchmark::State& state, const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  const auto r = gpulaunch::RunCaptured(argv, env, 60000);
+  if (r.timed_out || !WIFEXITED(r.wait_status) || WEXITSTATUS(r.wait_status) != 0) {
+    state.SkipWithError(("launch failed: " + r.err).c_str());
+  }
+}
+
+void BM_Mpirun(benchmark::State& state) {
+  const auto env = gpulaunch::EnvironmentWith({});
+  for (auto _ : state) RunOnce(state, MpirunArgv(), env);
+}
+
+void BM_Gpulaunch(benchmark::State& state) {
+  const auto env = gpulaunch::EnvironmentWith({});
+  for (auto _ : state) RunOnce(state, GpulaunchArgv(), env);
+}
+
+// Collects per-repetition times to report the ratio at the end.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) {
+      if (r.run_type == Run::RT_Aggregate && r.aggregate_name == "median" && !r.error_occurred) {
+        medians_[r.run_name.function_name] = r.GetAdjustedRealTime();  // already in ms (the unit)
+        repetitions_ = r.repetitions;
+      }
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  void Summary() const {
+    const auto a = medians_.find("BM_Mpirun");
+    const auto g = medians_.find("BM_Gpulaunch");
+    if (a == medians_.end() || g == medians_.end()) return;
+    const double anchor = a->second, gl = g->second;
+    std::printf("\nlaunch overhead, %d ranks (medians of %lld interleaved repetitions each):\n", g_ranks,
+                static_cast<long long>(repetitions_));
+    std::printf("  mpirun (anchor)  %8.1f ms\n  gpulaunch        %8.1f ms\n", anchor, gl);
+    std::printf("  ratio            %8.3f x\n  fixed cost       %8.1f ms\n", gl / anchor, gl - anchor);
+    std::printf("  target gpulaunch <= 1.10 x mpirun + 50 ms: %s (limit %.1f ms)\n",
+                gl <= 1.10 * anchor + 50.0 ? "met" : "NOT met", 1.10 * anchor + 50.0);
+  }
+
+ private:
+  std::map<std::string, double> medians_;
+  int64_t repetitions_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  g_bin = std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--ranks") && i + 1 < argc) {
+      g_ranks = std::atoi(argv[++i]);
+      continue;
+    }
+    args.push_back(argv[i]);
+  }
+  // Defaults: 15 repetitions of one launch each, randomly interleaved.
+  std::vector<std::string> defaults = {"--benchmark_repetitions=15", "--benchmark_enable_random_interleaving=true",
+                                       "--benchmark_report_aggregates_only=true"};
+  for (auto& d : defaults) args.insert(args.begin() + 1, d.data());
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  benchmark::RegisterBenchmark("BM_Mpirun", BM_Mpirun)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RegisterBenchmark("BM_Gpulaunch", BM_Gpulaunch)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  reporter.Summary();
+  benchmark::Shutdown();
+  return 0;
+}
