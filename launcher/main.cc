@@ -180,7 +180,7 @@ int main(int argc, char** argv) {
   const bool rank0_local = plan.all_local || IsLocalHost(rank0.host);
   table.master_addr = plan.all_local ? "127.0.0.1" : (rank0_local && !advertise.empty() ? advertise : rank0.host);
   table.master_port = rank0_local ? FreePort(plan.all_local ? "127.0.0.1" : "0.0.0.0")
-                                  : 29500 + static_cast<int>(Sha256Hex(table.job_id)[0] % 16) * 61;
+                                  : 29500 + static_cast<int>(std::stoul(Sha256Hex(table.job_id).substr(0, 4), nullptr, 16) % 1000);
   table.ranks = plan.placement.ranks;
   const std::string encoded = EncodeSlotTable(table);
   if (encoded.size() > kMaxSlotTableBytes) {
