@@ -1,7 +1,8 @@
-// Launch overhead: `gpulaunch -n 16 --oversubscribe /bin/true` against the
-// anchor `mpirun -n 16 --oversubscribe /bin/true`, measured in the same run
-// with random interleaving so machine noise hits both alike. Reports the
-// median ratio and the fixed cost (difference) and whether the target holds:
+// Launch overhead: `gpulaunch -n 16 --oversubscribe JOB` against the anchor
+// `mpirun -n 16 --oversubscribe JOB`, for a trivial job (/bin/true) and an MPI
+// job (rank_report: MPI_Init, Allreduce, Finalize), all measured in the same
+// run with random interleaving so machine noise hits both alike. Reports the
+// median ratio, the fixed cost (difference) and whether the target holds:
 // gpulaunch <= 1.10 x mpirun + 50 ms. A report, never an assertion.
 //
 //   build/bin/launch_overhead_bench [--ranks N] [google benchmark flags]
@@ -21,19 +22,24 @@ namespace {
 int g_ranks = 16;
 std::string g_bin;
 
-std::vector<std::string> MpirunArgv() {
+std::vector<std::string> Job(bool mpi) {
+  if (mpi) return {g_bin + "/rank_report", "--quiet"};
+  return {"/bin/true"};
+}
+
+std::vector<std::string> MpirunArgv(bool mpi) {
   std::vector<std::string> a = {"mpirun", "-n", std::to_string(g_ranks), "--oversubscribe",
                                 // the same loopback settings gpulaunch uses on one host
                                 "--mca", "oob_tcp_if_include", "lo", "--mca", "btl_tcp_if_include", "lo"};
   if (geteuid() == 0) a.push_back("--allow-run-as-root");
-  a.push_back("/bin/true");
+  for (auto& j : Job(mpi)) a.push_back(j);
   return a;
 }
 
-std::vector<std::string> GpulaunchArgv() {
+std::vector<std::string> GpulaunchArgv(bool mpi) {
   std::vector<std::string> a = {g_bin + "/gpulaunch", "-n", std::to_string(g_ranks), "--oversubscribe"};
   if (geteuid() == 0) a.push_back("--allow-run-as-root");
-  a.push_back("/bin/true");
+  for (auto& j : Job(mpi)) a.push_back(j);
   return a;
 }
 
@@ -44,14 +50,14 @@ void RunOnce(benchmark::State& state, const std::vector<std::string>& argv, cons
   }
 }
 
-void BM_Mpirun(benchmark::State& state) {
+void BM_Mpirun(benchmark::State& state, bool mpi) {
   const auto env = gpulaunch::EnvironmentWith({});
-  for (auto _ : state) RunOnce(state, MpirunArgv(), env);
+  for (auto _ : state) RunOnce(state, MpirunArgv(mpi), env);
 }
 
-void BM_Gpulaunch(benchmark::State& state) {
+void BM_Gpulaunch(benchmark::State& state, bool mpi) {
   const auto env = gpulaunch::EnvironmentWith({});
-  for (auto _ : state) RunOnce(state, GpulaunchArgv(), env);
+  for (auto _ : state) RunOnce(state, GpulaunchArgv(mpi), env);
 }
 
 // Collects per-repetition times to report the ratio at the end.
@@ -67,11 +73,16 @@ class RatioReporter : public benchmark::ConsoleReporter {
     ConsoleReporter::ReportRuns(runs);
   }
   void Summary() const {
-    const auto a = medians_.find("BM_Mpirun");
-    const auto g = medians_.find("BM_Gpulaunch");
+    Pair("true", "BM_Mpirun/true", "BM_Gpulaunch/true");
+    Pair("MPI rank_report", "BM_Mpirun/mpi", "BM_Gpulaunch/mpi");
+  }
+
+  void Pair(const char* job, const std::string& anchor_name, const std::string& name) const {
+    const auto a = medians_.find(anchor_name);
+    const auto g = medians_.find(name);
     if (a == medians_.end() || g == medians_.end()) return;
     const double anchor = a->second, gl = g->second;
-    std::printf("\nlaunch overhead, %d ranks (medians of %lld interleaved repetitions each):\n", g_ranks,
+    std::printf("\nlaunch of %d ranks of %s (medians of %lld interleaved repetitions each):\n", g_ranks, job,
                 static_cast<long long>(repetitions_));
     std::printf("  mpirun (anchor)  %8.1f ms\n  gpulaunch        %8.1f ms\n", anchor, gl);
     std::printf("  ratio            %8.3f x\n  fixed cost       %8.1f ms\n", gl / anchor, gl - anchor);
@@ -102,8 +113,13 @@ int main(int argc, char** argv) {
   for (auto& d : defaults) args.insert(args.begin() + 1, d.data());
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
-  benchmark::RegisterBenchmark("BM_Mpirun", BM_Mpirun)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
-  benchmark::RegisterBenchmark("BM_Gpulaunch", BM_Gpulaunch)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+  for (bool mpi : {false, true}) {
+    const std::string job = mpi ? "mpi" : "true";
+    benchmark::RegisterBenchmark(("BM_Mpirun/" + job).c_str(), BM_Mpirun, mpi)
+        ->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+    benchmark::RegisterBenchmark(("BM_Gpulaunch/" + job).c_str(), BM_Gpulaunch, mpi)
+        ->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+  }
   RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   reporter.Summary();

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <iomanip>
+#include <set>
 #include <sstream>
 
 #include "common/sha256.h"
@@ -76,6 +77,18 @@ std::string RenderRankfile(const Placement& placement) {
   return out;
 }
 
+bool HostsOversubscribed(const Placement& placement) {
+  std::map<std::string, std::pair<int, std::set<int>>> per_host;  // ranks, PUs in use
+  for (const RankSlot& r : placement.ranks) {
+    auto& [ranks, pus] = per_host[r.host];
+    ++ranks;
+    pus.insert(r.cpus.begin(), r.cpus.end());
+  }
+  for (const auto& [host, use] : per_host)
+    if (use.first > static_cast<int>(use.second.size())) return true;
+  return false;
+}
+
 std::vector<std::string> BuildMpirunArgv(const LaunchPlan& plan, const EngineSettings& s) {
   std::vector<std::string> argv = {s.mpirun, "-n", std::to_string(plan.placement.ranks.size()), "--rankfile",
                                    s.rankfile};
@@ -89,6 +102,11 @@ std::vector<std::string> BuildMpirunArgv(const LaunchPlan& plan, const EngineSet
     if (!std::getenv("OMPI_MCA_btl_tcp_if_include") && !std::getenv("OMPI_MCA_btl_tcp_if_exclude")) {
       argv.insert(argv.end(), {"--mca", "btl_tcp_if_include", "lo"});
     }
+  }
+  if (HostsOversubscribed(plan.placement) && !std::getenv("OMPI_MCA_mpi_yield_when_idle")) {
+    // What mpirun sets itself when it sees oversubscription: ranks yield the
+    // CPU while they wait instead of spinning against each other.
+    argv.insert(argv.end(), {"--mca", "mpi_yield_when_idle", "1"});
   }
   argv.insert(argv.end(), {"-x", kSlotTableEnv});
   for (const EnvAssignment& e : plan.env) argv.insert(argv.end(), {"-x", e.name});

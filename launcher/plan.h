@@ -42,6 +42,10 @@ struct EngineSettings {
   bool loopback_only = false;       // all ranks local: keep Open MPI's TCP on lo
 };
 
+// True when some host runs more ranks than the PUs its ranks may use. Open MPI
+// cannot see this through a rankfile, so ranks would busy-poll each other.
+bool HostsOversubscribed(const Placement& placement);
+
 // The exact mpirun argv. Values (slot table, -x VAR=VALUE) travel through the
 // engine's environment and `-x VAR`, never through a shell.
 std::vector<std::string> BuildMpirunArgv(const LaunchPlan& plan, const EngineSettings& settings);

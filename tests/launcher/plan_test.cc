@@ -57,6 +57,20 @@ TEST(Plan, LoopbackOnlyKeepsTcpOnLo) {
   EXPECT_NE(joined.find("--mca btl_tcp_if_include lo"), std::string::npos);
 }
 
+TEST(Plan, OversubscribedHostsYieldWhenIdle) {
+  unsetenv("OMPI_MCA_mpi_yield_when_idle");
+  EngineSettings s;
+  const auto joined = [](const std::vector<std::string>& v) { std::string j; for (auto& a : v) j += a + " "; return j; };
+  EXPECT_EQ(joined(BuildMpirunArgv(Plan(6), s)).find("mpi_yield_when_idle"), std::string::npos);
+  LaunchOptions o;
+  o.program = {"./job"};
+  auto over = PlaceBySlot({5, true}, {HostResources{"n1", 2, std::nullopt, testing::SyntheticHost(1, 2, 1, 0, 0)}});
+  ASSERT_TRUE(over.ok());
+  const LaunchPlan plan = MakeLaunchPlan(std::move(over).value(), o, true);
+  EXPECT_TRUE(HostsOversubscribed(plan.placement));
+  EXPECT_NE(joined(BuildMpirunArgv(plan, s)).find("--mca mpi_yield_when_idle 1"), std::string::npos);
+}
+
 TEST(Plan, TableShowsEveryRank) {
   const std::string table = RenderPlanTable(Plan(3));
   EXPECT_NE(table.find("plan: 3 ranks on 1 host (n1)"), std::string::npos) << table;
