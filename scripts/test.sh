@@ -3,7 +3,8 @@
 # multi-host test rig (4 network namespaces with sshd; root only), runs every
 # test with ctest, and tears the rig down again (by PID) whatever happens.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
 scripts/install-deps.sh --test
 WERROR=ON scripts/build.sh
 
@@ -11,14 +12,14 @@ export RIG
 RIG=$(mktemp -d /tmp/gpulaunch-rig.XXXXXX)
 chmod 755 "$RIG"
 cleanup() {
-  .ci/rig/netns-down.sh || true
-  rm -rf "$RIG"
+  # The rig's pid file lives in $RIG: remove $RIG only once teardown worked.
+  "$ROOT/.ci/rig/netns-down.sh" && rm -rf "$RIG"
 }
 trap cleanup EXIT
-if [ "$(id -u)" -eq 0 ] && .ci/rig/netns-up.sh; then
+if [ "$(id -u)" -eq 0 ] && "$ROOT/.ci/rig/netns-up.sh"; then
   export GL_RIG=$RIG GL_NSP=${NSP:-glr}
 else
   echo "test.sh: no network-namespace rig here (needs root and ip netns); multi-host tests will be skipped"
 fi
-cd build
+cd "$ROOT/build"
 ctest --output-on-failure -j 2 --timeout 600

@@ -8,6 +8,7 @@
 //                       on SIGTERM/SIGINT/SIGUSR1 write DIR/<signal>.R
 //   --sleep S           sleep S seconds before exiting
 //   --marker TEXT       ignored; lets a test find its ranks in /proc
+//   --stubborn          ignore SIGINT and SIGTERM (a rank that will not stop)
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -61,6 +62,12 @@ void Touch(const std::string& path) {
 
 int main(int argc, char** argv) {
   int lines = 0, kill_self = -1, sleep_s = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--stubborn")) {
+      signal(SIGINT, SIG_IGN);
+      signal(SIGTERM, SIG_IGN);
+    }
+  }
   for (int i = 1; i + 1 < argc; ++i) {
     if (!std::strcmp(argv[i], "--lines")) lines = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--kill-self")) kill_self = std::atoi(argv[++i]);

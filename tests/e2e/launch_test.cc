@@ -195,6 +195,36 @@ TEST(Launch, SigtermReachesEveryRankAndNothingIsLeft) {
   fs::remove_all(dir);
 }
 
+TEST(Launch, SecondInterruptKillsRanksThatIgnoreSignals) {
+  const std::string marker = "gl-e2e-stubborn-" + std::to_string(getpid());
+  const std::vector<std::string> argv = {kLaunch, "-n", "4", "--oversubscribe", "--allow-run-as-root",
+                                         kBin + "/env_dump", "--stubborn", "--sleep", "60", "--marker", marker};
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    freopen("/dev/null", "w", stdout);
+    execv(cargv[0], cargv.data());
+    _exit(127);
+  }
+  // Wait for gpulaunch, mpirun and the four ranks, then interrupt twice as a
+  // user pressing Ctrl-C twice would.
+  for (int i = 0; i < 200 && ProcessesWith(marker).size() < 6; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  kill(pid, SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  kill(pid, SIGINT);
+  const auto start = std::chrono::steady_clock::now();
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(20)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << "gpulaunch did not end after a second SIGINT";
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(ProcessesWith(marker).empty()) << "stubborn ranks left behind";
+}
+
 TEST(Launch, TagPrefixesWholeLines) {
   const CapturedRun run = Launch({"-n", "4", "--oversubscribe", "--allow-run-as-root", "--tag", kBin + "/env_dump",
                                   "--lines", "200"});
