@@ -143,6 +143,7 @@ int main(int argc, char** argv) {
   engine.tag = o.tag;
   engine.allow_run_as_root = root_allowed;
   engine.loopback_only = plan.all_local;
+  engine.kill_grace_s = o.kill_grace_s;
 
   if (o.dry_run) {
     engine.rankfile = "{job_dir}/rankfile";

@@ -35,6 +35,8 @@ TEST(Options, EqualsValueInXKeepsEverythingAfterFirstEquals) {
   EXPECT_EQ(cl->options.env[0].value, "b=c");
   EXPECT_TRUE(cl->options.dry_run);
   EXPECT_EQ(cl->options.topology_file, "t.xml");
+  EXPECT_EQ(cl->options.kill_grace_s, 10);
+  EXPECT_EQ(Parse({"--kill-grace", "3", "prog"})->options.kill_grace_s, 3);
 }
 
 TEST(Options, HelpAndVersion) {
@@ -56,6 +58,7 @@ TEST(Options, BadInputIsAUsageErrorThatSaysWhat) {
       {{"-x", "A B", "job"}, "is not a variable name"},
       {{"--hostfile", "a", "--machinefile", "b", "job"}, "same option"},
       {{"-n"}, "-n"},
+      {{"--kill-grace", "-1", "job"}, "from 0 to 3600"},
   };
   for (const auto& [args, want] : cases) {
     auto cl = Parse(args);
