@@ -18,6 +18,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
+
+#include "common/strings.h"
 
 namespace {
 
@@ -30,15 +33,10 @@ std::string Affinity() {
   cpu_set_t set;
   CPU_ZERO(&set);
   sched_getaffinity(0, sizeof set, &set);
-  std::string out;
-  for (int i = 0; i < CPU_SETSIZE; ++i) {
-    if (!CPU_ISSET(i, &set)) continue;
-    int j = i;
-    while (j + 1 < CPU_SETSIZE && CPU_ISSET(j + 1, &set)) ++j;
-    out += (out.empty() ? "" : ",") + std::to_string(i) + (j > i ? "-" + std::to_string(j) : "");
-    i = j;
-  }
-  return out;
+  std::vector<int> cpus;
+  for (int i = 0; i < CPU_SETSIZE; ++i)
+    if (CPU_ISSET(i, &set)) cpus.push_back(i);
+  return gpulaunch::FormatIdList(cpus);
 }
 
 std::string g_wait_dir;

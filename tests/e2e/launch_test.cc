@@ -96,6 +96,20 @@ std::string AllCpus() {
   return FormatIdList(ids);
 }
 
+// Starts argv (stdout to /dev/null) and returns its pid, for tests that signal it.
+pid_t StartInBackground(const std::vector<std::string>& argv) {
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen("/dev/null", "w", stdout)) _exit(126);
+    execv(cargv[0], cargv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
 TEST(Launch, SixteenRanksOversubscribedGetTheirPlannedEnvironment) {
   const std::vector<std::string> job = {"-n", "16", "--oversubscribe", "--allow-run-as-root", "-x", "FOO=bar",
                                         kBin + "/env_dump"};
@@ -167,15 +181,7 @@ TEST(Launch, SigtermReachesEveryRankAndNothingIsLeft) {
   fs::create_directories(dir);
   const std::vector<std::string> argv = {kLaunch, "-n", "4", "--oversubscribe", "--allow-run-as-root",
                                          kBin + "/env_dump", "--wait-dir", dir.string()};
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    freopen("/dev/null", "w", stdout);
-    execv(cargv[0], cargv.data());
-    _exit(127);
-  }
+  const pid_t pid = StartInBackground(argv);
   auto ready = [&] {
     int n = 0;
     for (int r = 0; r < 4; ++r) n += fs::exists(dir / ("ready." + std::to_string(r)));
@@ -199,15 +205,7 @@ TEST(Launch, SecondInterruptKillsRanksThatIgnoreSignals) {
   const std::string marker = "gl-e2e-stubborn-" + std::to_string(getpid());
   const std::vector<std::string> argv = {kLaunch, "-n", "4", "--oversubscribe", "--allow-run-as-root",
                                          kBin + "/env_dump", "--stubborn", "--sleep", "60", "--marker", marker};
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    freopen("/dev/null", "w", stdout);
-    execv(cargv[0], cargv.data());
-    _exit(127);
-  }
+  const pid_t pid = StartInBackground(argv);
   // Wait for gpulaunch, mpirun and the four ranks, then interrupt twice as a
   // user pressing Ctrl-C twice would.
   for (int i = 0; i < 200 && ProcessesWith(marker).size() < 6; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
