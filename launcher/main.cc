@@ -203,6 +203,9 @@ int main(int argc, char** argv) {
   run.force_kill = [&] {
     for (int pid : control.LocalPids()) kill(pid, SIGKILL);
   };
+  run.signal_local_ranks = [&](int sig) {
+    for (int pid : control.LocalPids()) kill(pid, sig);
+  };
   const JobRunResult result = RunJob(run);
   control.Stop();
   const int checked_in = control.CheckedIn();

@@ -26,7 +26,7 @@ po::options_description Describe() {
     ("dry-run", "print the plan and the exact engine command, start nothing")
     ("topology-file", po::value<std::string>(), "make every host look like this recorded hwloc XML (with --dry-run)")
     ("allow-run-as-root", "allow running as root (as mpirun requires)")
-    ("kill-grace", po::value<int>(), "seconds between SIGTERM and SIGKILL when ranks are stopped (default 10)")
+    ("kill-grace", po::value<int>(), "seconds Open MPI waits before SIGTERM and again before SIGKILL when it stops ranks (its default: 1)")
     ("help,h", "show this help")
     ("version,V", "show the version");
   // clang-format on
@@ -131,10 +131,11 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
   o.dry_run = vm.count("dry-run") > 0;
   o.allow_run_as_root = vm.count("allow-run-as-root") > 0;
   if (vm.count("kill-grace")) {
-    o.kill_grace_s = vm["kill-grace"].as<int>();
-    if (o.kill_grace_s < 0 || o.kill_grace_s > 3600) {
-      return InvalidArgument("--kill-grace " + std::to_string(o.kill_grace_s) + ": give seconds from 0 to 3600");
+    const int grace = vm["kill-grace"].as<int>();
+    if (grace < 0 || grace > 3600) {
+      return InvalidArgument("--kill-grace " + std::to_string(grace) + ": give seconds from 0 to 3600");
     }
+    o.kill_grace_s = grace;
   }
   if (vm.count("topology-file")) o.topology_file = vm["topology-file"].as<std::string>();
   if (o.program.empty()) {

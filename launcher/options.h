@@ -28,7 +28,7 @@ struct LaunchOptions {
   bool tag = false;                       // --tag / --tag-output
   bool dry_run = false;
   bool allow_run_as_root = false;
-  int kill_grace_s = 10;                  // SIGTERM, then SIGKILL after this long
+  std::optional<int> kill_grace_s;        // engine's SIGTERM -> SIGKILL delay; unset: its default
   std::optional<std::string> topology_file;
   std::vector<std::string> program;       // argv of the job
 };

@@ -103,10 +103,8 @@ std::vector<std::string> BuildMpirunArgv(const LaunchPlan& plan, const EngineSet
       argv.insert(argv.end(), {"--mca", "btl_tcp_if_include", "lo"});
     }
   }
-  if (!std::getenv("OMPI_MCA_odls_base_sigkill_timeout")) {
-    // Open MPI's own default (1 s) can SIGKILL a busy rank before its SIGTERM
-    // handler ever runs.
-    argv.insert(argv.end(), {"--mca", "odls_base_sigkill_timeout", std::to_string(s.kill_grace_s)});
+  if (s.kill_grace_s) {
+    argv.insert(argv.end(), {"--mca", "odls_base_sigkill_timeout", std::to_string(*s.kill_grace_s)});
   }
   if (HostsOversubscribed(plan.placement) && !std::getenv("OMPI_MCA_mpi_yield_when_idle")) {
     // What mpirun sets itself when it sees oversubscription: ranks yield the

@@ -40,7 +40,9 @@ struct EngineSettings {
   bool tag = false;
   bool allow_run_as_root = false;
   bool loopback_only = false;       // all ranks local: keep Open MPI's TCP on lo
-  int kill_grace_s = 10;            // SIGTERM -> SIGKILL delay when the engine stops ranks
+  // Open MPI (ORTE) stops ranks with SIGCONT, sleep(grace), SIGTERM,
+  // sleep(grace), SIGKILL, always sleeping the full grace: unset keeps its 1 s.
+  std::optional<int> kill_grace_s;
 };
 
 // True when some host runs more ranks than the PUs its ranks may use. Open MPI

@@ -173,6 +173,8 @@ JobRunResult RunJob(const JobRunOptions& o) {
             hard_kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(3);
           }
         }
+        const bool stop = sig == SIGINT || sig == SIGTERM || sig == SIGHUP;
+        if (!exited && stop && !from_terminal && o.signal_local_ranks) o.signal_local_ranks(sig);
         if (!exited && (!from_terminal || stop_requests >= 2)) kill(pid, sig);
       }
     }

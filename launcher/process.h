@@ -31,6 +31,11 @@ struct JobRunOptions {
   // Called when the user insists (second SIGINT/SIGTERM) and again if the
   // engine has not exited shortly after: kill whatever ranks are known.
   std::function<void()> force_kill;
+  // Called with SIGINT/SIGTERM/SIGHUP sent to gpulaunch (not from the
+  // terminal), before the engine hears of it: signal the local ranks at once.
+  // Open MPI would first send SIGCONT and sleep its kill grace, and cannot
+  // forward these signals as they are.
+  std::function<void(int sig)> signal_local_ranks;
 };
 
 struct JobRunResult {
@@ -38,11 +43,12 @@ struct JobRunResult {
   int user_signal = 0;  // first SIGINT/SIGTERM/SIGHUP received, 0 if none
 };
 
-// Runs the engine in the foreground. SIGINT/SIGTERM/SIGHUP/SIGUSR1/SIGUSR2
-// sent to gpulaunch are passed on to the engine (which passes them to every
-// rank); a signal from the terminal already reached the engine, as it shares
-// our process group, and is not sent twice. A second SIGINT/SIGTERM kills the
-// job.
+// Runs the engine in the foreground. SIGINT/SIGTERM/SIGHUP sent to gpulaunch
+// go to the local ranks (signal_local_ranks) and to the engine, which stops
+// every rank (remote ones get SIGTERM from their daemon); SIGUSR1/SIGUSR2 go
+// to the engine, which forwards them to every rank. A signal from the
+// terminal already reached the engine (it shares our process group) and is
+// not sent twice. A second SIGINT/SIGTERM kills the job.
 JobRunResult RunJob(const JobRunOptions& options);
 
 }  // namespace gpulaunch

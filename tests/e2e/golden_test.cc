@@ -18,6 +18,9 @@ struct GoldenCase {
   std::vector<std::string> args;
 };
 
+// Names the case in test listings (instead of its bytes).
+void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.name; }
+
 std::string ReadFile(const std::string& path) {
   std::ifstream f(path);
   std::stringstream s;

@@ -40,7 +40,6 @@ TEST(Plan, MpirunArgvPassesValuesThroughTheEnvironment) {
   s.tag = true;
   s.allow_run_as_root = true;
   s.kill_grace_s = 7;
-  unsetenv("OMPI_MCA_odls_base_sigkill_timeout");
   const auto argv = BuildMpirunArgv(plan, s);
   const std::vector<std::string> want = {"mpirun", "-n", "2", "--rankfile", "/tmp/x/rankfile", "--allow-run-as-root",
                                          "--tag-output", "--mca", "odls_base_sigkill_timeout", "7",
