@@ -8,12 +8,11 @@
 #include <optional>
 #include <string>
 
+#include "common/env.h"
 #include "common/status.h"
 #include "launcher/slot_table.h"
 
 namespace gpulaunch {
-
-using EnvLookup = std::function<const char*(const char*)>;
 
 // The rank as the engine reports it. Open MPI's OMPI_COMM_WORLD_* win over
 // PMIx and over stale SLURM_* inherited from an enclosing allocation.

@@ -1,0 +1,47 @@
+// The Communicator seam: what the runtime's collectives need from a transport.
+// Implementations (one file each): MpiCommunicator (real ranks), the
+// in-process ThreadCommunicator (N ranks as threads, real semantics), and
+// FaultInjectingCommunicator (wraps another and fails on purpose). One
+// conformance suite (tests/runtime/communicator_conformance.*) runs against
+// all of them.
+//
+// Contract: every call is blocking; messages between a pair of ranks with the
+// same tag arrive in the order sent; collective calls (Barrier, Allgather,
+// Broadcast, Split) must be made by every rank of the communicator in the
+// same order. Errors come back as Status, never as exceptions or aborts.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+
+namespace gpulaunch::rt {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Short description for messages, e.g. "mpi(world)" or "threads(4)".
+  virtual std::string Name() const = 0;
+
+  virtual Status Send(int dst, int tag, const void* data, size_t bytes) = 0;
+  virtual Status Recv(int src, int tag, void* data, size_t bytes) = 0;
+  // Send to dst and receive from src at once (deadlock-free pairwise exchange).
+  virtual Status SendRecv(int dst, const void* send, size_t send_bytes, int src, void* recv, size_t recv_bytes,
+                          int tag) = 0;
+
+  virtual Status Barrier() = 0;
+  // Every rank contributes `bytes`; `out` receives size() * bytes in rank order.
+  virtual Status Allgather(const void* in, size_t bytes, void* out) = 0;
+  virtual Status Broadcast(void* data, size_t bytes, int root) = 0;
+
+  // Ranks with the same color form a new communicator, ordered by (key, old
+  // rank). A negative color returns nullptr (not a member of any group).
+  virtual StatusOr<std::unique_ptr<Communicator>> Split(int color, int key) = 0;
+};
+
+}  // namespace gpulaunch::rt

@@ -1,0 +1,233 @@
+#include "runtime/deterministic_reducer.h"
+
+#include <cstring>
+#include <functional>
+
+#include "common/sha256.h"
+#include "runtime/local_kernels.h"
+
+namespace gpulaunch::rt {
+namespace {
+
+constexpr int kTagReduceScatter = 0x6701;
+constexpr int kTagAllgather = 0x6702;
+constexpr int kTagGather = 0x6703;
+constexpr int kTagExact = 0x6704;
+
+template <typename T>
+constexpr ElementType TypeOf() {
+  return std::is_same_v<T, float> ? ElementType::kFloat32 : ElementType::kFloat64;
+}
+
+std::vector<TreeNode> NodesOf(int rank, int world, int leaves) {
+  const auto [first, end] = LeafRange(rank, world, leaves);
+  return MaximalNodes(leaves, first, end);
+}
+
+// Each rank holds its own range of `out`; afterwards every rank holds all of
+// it. Pairwise exchanges: bandwidth-optimal, n-1 steps.
+template <typename T>
+Status AllgatherRanges(Communicator& comm, T* out, size_t count) {
+  const int n = comm.size(), r = comm.rank();
+  const auto [lo, hi] = ElementRange(count, r, n);
+  for (int s = 1; s < n; ++s) {
+    const int dst = (r + s) % n, src = (r - s + n) % n;
+    const auto [slo, shi] = ElementRange(count, src, n);
+    GL_RETURN_IF_ERROR(comm.SendRecv(dst, out + lo, (hi - lo) * sizeof(T), src, out + slo, (shi - slo) * sizeof(T),
+                                     kTagAllgather));
+  }
+  return Status::Ok();
+}
+
+// Reduce-scatter of the ranks' tree nodes: writes this rank's element range
+// of the root's value to `out` (which has room for that range).
+template <typename T>
+Status ReduceScatterNodes(Communicator& comm, const LeafSum<T>& mine, T* out) {
+  const int n = comm.size(), r = comm.rank();
+  const size_t count = mine.count();
+  const int leaves = mine.leaves();
+  const auto [my_lo, my_hi] = ElementRange(count, r, n);
+  const size_t my_len = my_hi - my_lo;
+  const std::vector<TreeNode> my_nodes = mine.nodes();
+
+  std::vector<std::pair<TreeNode, const T*>> contributions;
+  for (size_t j = 0; j < my_nodes.size(); ++j) contributions.push_back({my_nodes[j], mine.values(j) + my_lo});
+  std::vector<std::vector<T>> received(n);
+  std::vector<T> packed;
+  for (int s = 1; s < n; ++s) {
+    const int dst = (r + s) % n, src = (r - s + n) % n;
+    const auto [dlo, dhi] = ElementRange(count, dst, n);
+    const size_t dlen = dhi - dlo;
+    const void* send = nullptr;
+    if (my_nodes.size() == 1) {
+      send = mine.values(0) + dlo;  // contiguous already: no copy
+    } else if (!my_nodes.empty()) {
+      packed.resize(my_nodes.size() * dlen);
+      for (size_t j = 0; j < my_nodes.size(); ++j) {
+        std::memcpy(packed.data() + j * dlen, mine.values(j) + dlo, dlen * sizeof(T));
+      }
+      send = packed.data();
+    }
+    const std::vector<TreeNode> src_nodes = NodesOf(src, n, leaves);
+    received[src].resize(src_nodes.size() * my_len);
+    GL_RETURN_IF_ERROR(comm.SendRecv(dst, send, my_nodes.size() * dlen * sizeof(T), src, received[src].data(),
+                                     received[src].size() * sizeof(T), kTagReduceScatter));
+    for (size_t j = 0; j < src_nodes.size(); ++j) {
+      contributions.push_back({src_nodes[j], received[src].data() + j * my_len});
+    }
+  }
+  // Evaluate the fixed tree over this element range.
+  std::vector<std::vector<T>> temps;
+  std::function<const T*(const TreeNode&, T*)> eval = [&](const TreeNode& node, T* dest) -> const T* {
+    for (const auto& [c, values] : contributions) {
+      if (!(c == node)) continue;
+      if (!dest) return values;
+      std::memcpy(dest, values, my_len * sizeof(T));
+      return dest;
+    }
+    const T* left = eval(node.Left(), nullptr);
+    const T* right = eval(node.Right(), nullptr);
+    if (!dest) {
+      temps.emplace_back(my_len);
+      dest = temps.back().data();
+    }
+    AddInto(left, right, dest, my_len);
+    return dest;
+  };
+  eval(TreeNode{0, leaves}, out);
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string ReductionPlanText(const ReduceConfig& c) {
+  return "gpurt-reduce/v1 algo=tree-rs-ag leaves=" + std::to_string(c.leaves) +
+         " dtype=" + (c.type == ElementType::kFloat32 ? "f32" : "f64") + " tree=balanced-ceil-left" +
+         " kernel=elementwise-add";
+}
+
+std::string ReductionFingerprint(const ReduceConfig& c) { return Sha256Hex(ReductionPlanText(c)).substr(0, 16); }
+
+StatusOr<DeterministicReducer> DeterministicReducer::Create(Communicator& comm, const ReduceConfig& config) {
+  if (config.leaves < 1) return InvalidArgument("a reduction needs at least one leaf");
+  const std::string mine = ReductionFingerprint(config);
+  std::vector<char> all(static_cast<size_t>(comm.size()) * mine.size());
+  GL_RETURN_IF_ERROR(comm.Allgather(mine.data(), mine.size(), all.data()));
+  for (int r = 0; r < comm.size(); ++r) {
+    const std::string theirs(all.data() + static_cast<size_t>(r) * mine.size(), mine.size());
+    if (theirs != std::string(all.data(), mine.size())) {
+      return FailedPrecondition("reduction plans differ: rank 0 has fingerprint " + std::string(all.data(), mine.size()) +
+                                ", rank " + std::to_string(r) + " has " + theirs + " (this rank: " +
+                                ReductionPlanText(config) + "); refusing to reduce");
+    }
+  }
+  return DeterministicReducer(comm, config, mine);
+}
+
+template <typename T>
+Status DeterministicReducer::CheckInput(const LeafSum<T>& mine) const {
+  if (TypeOf<T>() != config_.type) return InvalidArgument("element type differs from the reducer's configuration");
+  if (mine.leaves() != config_.leaves) {
+    return InvalidArgument("LeafSum has " + std::to_string(mine.leaves()) + " leaves, the reducer " +
+                           std::to_string(config_.leaves));
+  }
+  const auto [first, end] = LeafRange(comm_->rank(), comm_->size(), config_.leaves);
+  if (mine.first_leaf() != first || mine.end_leaf() != end) {
+    return InvalidArgument("rank " + std::to_string(comm_->rank()) + " must own leaves [" + std::to_string(first) +
+                           "," + std::to_string(end) + "); build its LeafSum with LeafSum::ForRank");
+  }
+  if (!mine.Complete()) return FailedPrecondition("not every leaf of this rank was added");
+  return Status::Ok();
+}
+
+template <typename T>
+Status DeterministicReducer::ReduceScatter(const LeafSum<T>& mine, T* out) {
+  GL_RETURN_IF_ERROR(CheckInput(mine));
+  return ReduceScatterNodes(*comm_, mine, out);
+}
+
+template <typename T>
+Status DeterministicReducer::Allreduce(const LeafSum<T>& mine, T* out) {
+  GL_RETURN_IF_ERROR(CheckInput(mine));
+  const auto [lo, hi] = ElementRange(mine.count(), comm_->rank(), comm_->size());
+  (void)hi;
+  GL_RETURN_IF_ERROR(ReduceScatterNodes(*comm_, mine, out + lo));
+  return AllgatherRanges(*comm_, out, mine.count());
+}
+
+template <typename T>
+Status DeterministicReducer::Reduce(const LeafSum<T>& mine, T* out, int root) {
+  GL_RETURN_IF_ERROR(CheckInput(mine));
+  const int n = comm_->size(), r = comm_->rank();
+  const size_t count = mine.count();
+  const auto [lo, hi] = ElementRange(count, r, n);
+  std::vector<T> part(hi - lo);
+  GL_RETURN_IF_ERROR(ReduceScatterNodes(*comm_, mine, part.data()));
+  if (r != root) return comm_->Send(root, kTagGather, part.data(), part.size() * sizeof(T));
+  std::memcpy(out + lo, part.data(), part.size() * sizeof(T));
+  for (int src = 0; src < n; ++src) {
+    if (src == root) continue;
+    const auto [slo, shi] = ElementRange(count, src, n);
+    GL_RETURN_IF_ERROR(comm_->Recv(src, kTagGather, out + slo, (shi - slo) * sizeof(T)));
+  }
+  return Status::Ok();
+}
+
+template <typename T>
+Status Allgather(Communicator& comm, const T* in, size_t count, T* out) {
+  return comm.Allgather(in, count * sizeof(T), out);
+}
+
+template <typename T>
+Status Gather(Communicator& comm, const T* in, size_t count, T* out, int root) {
+  if (comm.rank() != root) return comm.Send(root, kTagGather, in, count * sizeof(T));
+  for (int src = 0; src < comm.size(); ++src) {
+    T* dest = out + static_cast<size_t>(src) * count;
+    if (src == root) std::memcpy(dest, in, count * sizeof(T));
+    else GL_RETURN_IF_ERROR(comm.Recv(src, kTagGather, dest, count * sizeof(T)));
+  }
+  return Status::Ok();
+}
+
+StatusOr<double> ExactAllreduceSum(Communicator& comm, const Superaccumulator& mine) {
+  constexpr size_t kWords = Superaccumulator::kWireWords;
+  std::vector<int64_t> wire(kWords), all(kWords * static_cast<size_t>(comm.size()));
+  mine.ToWire(wire.data());
+  GL_RETURN_IF_ERROR(comm.Allgather(wire.data(), kWords * sizeof(int64_t), all.data()));
+  Superaccumulator total;
+  for (int r = 0; r < comm.size(); ++r) total.Merge(Superaccumulator::FromWire(all.data() + r * kWords));
+  return total.RoundToDouble();
+}
+
+Status ExactAllreduce(Communicator& comm, const std::vector<Superaccumulator>& mine, double* out) {
+  constexpr size_t kWords = Superaccumulator::kWireWords;
+  const int n = comm.size(), r = comm.rank();
+  const size_t count = mine.size();
+  const auto [lo, hi] = ElementRange(count, r, n);
+  std::vector<Superaccumulator> acc(mine.begin() + static_cast<long>(lo), mine.begin() + static_cast<long>(hi));
+  std::vector<int64_t> send, recv((hi - lo) * kWords);
+  for (int s = 1; s < n; ++s) {
+    const int dst = (r + s) % n, src = (r - s + n) % n;
+    const auto [dlo, dhi] = ElementRange(count, dst, n);
+    send.resize((dhi - dlo) * kWords);
+    for (size_t i = dlo; i < dhi; ++i) mine[i].ToWire(send.data() + (i - dlo) * kWords);
+    GL_RETURN_IF_ERROR(comm.SendRecv(dst, send.data(), send.size() * sizeof(int64_t), src, recv.data(),
+                                     recv.size() * sizeof(int64_t), kTagExact));
+    for (size_t i = 0; i < acc.size(); ++i) acc[i].Merge(Superaccumulator::FromWire(recv.data() + i * kWords));
+  }
+  for (size_t i = 0; i < acc.size(); ++i) out[lo + i] = acc[i].RoundToDouble();
+  return AllgatherRanges(comm, out, count);
+}
+
+template Status DeterministicReducer::Allreduce(const LeafSum<float>&, float*);
+template Status DeterministicReducer::Allreduce(const LeafSum<double>&, double*);
+template Status DeterministicReducer::Reduce(const LeafSum<float>&, float*, int);
+template Status DeterministicReducer::Reduce(const LeafSum<double>&, double*, int);
+template Status DeterministicReducer::ReduceScatter(const LeafSum<float>&, float*);
+template Status DeterministicReducer::ReduceScatter(const LeafSum<double>&, double*);
+template Status Allgather(Communicator&, const float*, size_t, float*);
+template Status Allgather(Communicator&, const double*, size_t, double*);
+template Status Gather(Communicator&, const float*, size_t, float*, int);
+template Status Gather(Communicator&, const double*, size_t, double*, int);
+
+}  // namespace gpulaunch::rt

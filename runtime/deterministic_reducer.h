@@ -1,0 +1,79 @@
+// Deterministic collectives (DESIGN.md level L2, and L3 "exact" for sums).
+//
+// Allreduce/Reduce/ReduceScatter of float32 and float64 take each rank's
+// LeafSum and give every rank the same bits as a one-process run of the same
+// leaves, for any rank count and any rank -> host mapping (see
+// reduction_tree.h). Algorithm: reduce-scatter by element range (pairwise
+// exchanges of the ranks' tree nodes; the owner evaluates the fixed tree),
+// then an allgather of the ranges.
+//
+// Fail closed: Create() exchanges the reduction-plan fingerprint (algorithm,
+// leaves, dtype, tree) and refuses when any rank differs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/communicator.h"
+#include "runtime/leaf_sum.h"
+#include "runtime/superaccumulator.h"
+
+namespace gpulaunch::rt {
+
+enum class ElementType { kFloat32, kFloat64 };
+
+struct ReduceConfig {
+  int leaves = 64;
+  ElementType type = ElementType::kFloat32;
+};
+
+// "gpurt-reduce/v1 algo=tree-rs-ag leaves=64 dtype=f32 tree=balanced-ceil-left"
+std::string ReductionPlanText(const ReduceConfig& config);
+// First 16 hex digits of the SHA-256 of the plan text.
+std::string ReductionFingerprint(const ReduceConfig& config);
+
+class DeterministicReducer {
+ public:
+  // Collective: every rank of `comm` calls it. Fails (on every rank) when the
+  // ranks' fingerprints differ.
+  static StatusOr<DeterministicReducer> Create(Communicator& comm, const ReduceConfig& config);
+
+  const ReduceConfig& config() const { return config_; }
+  const std::string& fingerprint() const { return fingerprint_; }
+
+  // out: count elements, identical on every rank.
+  template <typename T>
+  Status Allreduce(const LeafSum<T>& mine, T* out);
+  // out: count elements on `root` only (others may pass nullptr).
+  template <typename T>
+  Status Reduce(const LeafSum<T>& mine, T* out, int root);
+  // out: this rank's elements ElementRange(count, rank, size).
+  template <typename T>
+  Status ReduceScatter(const LeafSum<T>& mine, T* out);
+
+ private:
+  DeterministicReducer(Communicator& comm, ReduceConfig config, std::string fingerprint)
+      : comm_(&comm), config_(config), fingerprint_(std::move(fingerprint)) {}
+  template <typename T>
+  Status CheckInput(const LeafSum<T>& mine) const;
+
+  Communicator* comm_;
+  ReduceConfig config_;
+  std::string fingerprint_;
+};
+
+// Allgather of equal-sized blocks; out: size() * count elements in rank order.
+template <typename T>
+Status Allgather(Communicator& comm, const T* in, size_t count, T* out);
+// Gather to root; out used on root only.
+template <typename T>
+Status Gather(Communicator& comm, const T* in, size_t count, T* out, int root);
+
+// Exact (L3) sums: the correctly rounded sum of every rank's accumulated
+// values, the same bits everywhere and for any order or rank count.
+StatusOr<double> ExactAllreduceSum(Communicator& comm, const Superaccumulator& mine);
+// Elementwise exact sums of vectors (on request: 552 bytes travel per element).
+Status ExactAllreduce(Communicator& comm, const std::vector<Superaccumulator>& mine, double* out);
+
+}  // namespace gpulaunch::rt

@@ -1,0 +1,61 @@
+#include "runtime/gpurt.h"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "runtime/mpi_communicator.h"
+
+namespace gpulaunch::rt {
+
+Runtime::~Runtime() {
+  world_.reset();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalize_mpi_ && !finalized) MPI_Finalize();
+}
+
+StatusOr<std::unique_ptr<Runtime>> Init(int* argc, char*** argv, const InitOptions& options) {
+  std::unique_ptr<Runtime> rt(new Runtime());
+  GL_ASSIGN_OR_RETURN(rt->env_, ReadRankEnv(ProcessEnv()));
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    if (MPI_Init(argc, argv) != MPI_SUCCESS) return Internal("MPI_Init failed");
+    rt->finalize_mpi_ = true;
+  }
+  auto world = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, false);
+  if (world->size() != rt->env_.world_size || world->rank() != rt->env_.rank) {
+    return FailedPrecondition(
+        "MPI says rank " + std::to_string(world->rank()) + " of " + std::to_string(world->size()) +
+        " but the environment (" + rt->env_.source + ") says rank " + std::to_string(rt->env_.rank) + " of " +
+        std::to_string(rt->env_.world_size) +
+        (world->size() == 1 && rt->env_.world_size > 1
+             ? "; the ranks started as singletons: under srun use --mpi=pmix (or launch with gpulaunch)"
+             : "; the environment is stale"));
+  }
+  // Every rank's host and plan hash, to check the plan and name hosts.
+  constexpr size_t kField = 128;
+  char mine[2 * kField] = {0};
+  gethostname(mine, kField - 1);
+  std::strncpy(mine + kField, rt->env_.plan_hash.c_str(), kField - 1);
+  std::vector<char> all(2 * kField * static_cast<size_t>(world->size()));
+  GL_RETURN_IF_ERROR(world->Allgather(mine, sizeof mine, all.data()));
+  for (int r = 0; r < world->size(); ++r) {
+    const char* entry = all.data() + 2 * kField * static_cast<size_t>(r);
+    rt->hosts_.emplace_back(entry);
+    const std::string hash(entry + kField);
+    const std::string hash0(all.data() + kField);
+    if (options.check_plan_hash && hash != hash0) {
+      return FailedPrecondition("rank " + std::to_string(r) + " runs plan " + (hash.empty() ? "(none)" : hash) +
+                                " but rank 0 runs plan " + (hash0.empty() ? "(none)" : hash0) +
+                                ": the ranks were not started by one gpulaunch; relaunch the whole job");
+    }
+  }
+  rt->world_ = std::move(world);
+  if (options.select_gpu) rt->gpu_ = SelectGpu(rt->env_.local_rank);
+  return rt;
+}
+
+}  // namespace gpulaunch::rt

@@ -1,0 +1,129 @@
+#include "runtime/parallel_layout.h"
+
+#include <algorithm>
+#include <set>
+
+#include "common/strings.h"
+
+namespace gpulaunch::rt {
+namespace {
+
+std::optional<Axis> AxisFromName(std::string_view s) {
+  if (s == "tp") return kTp;
+  if (s == "pp") return kPp;
+  if (s == "dp") return kDp;
+  return std::nullopt;
+}
+
+Status Bad(std::string_view text, const std::string& why) {
+  return InvalidArgument("layout '" + std::string(text) + "': " + why +
+                         " (expected e.g. tp=2,pp=2,dp=2 or tp=4,order=tp-dp-pp)");
+}
+
+}  // namespace
+
+const char* AxisName(Axis a) { return a == kTp ? "tp" : a == kPp ? "pp" : "dp"; }
+
+std::array<int, 3> ParallelLayout::CoordsOf(int rank) const {
+  std::array<int, 3> c{};
+  for (Axis a : order) {
+    c[a] = rank % extent[a];
+    rank /= extent[a];
+  }
+  return c;
+}
+
+int ParallelLayout::RankOf(const std::array<int, 3>& c) const {
+  int rank = 0;
+  for (int i = 2; i >= 0; --i) rank = rank * extent[order[i]] + c[order[i]];
+  return rank;
+}
+
+std::vector<int> ParallelLayout::GroupOf(Axis axis, int rank) const {
+  std::array<int, 3> c = CoordsOf(rank);
+  std::vector<int> members;
+  for (int k = 0; k < extent[axis]; ++k) {
+    c[axis] = k;
+    members.push_back(RankOf(c));
+  }
+  return members;
+}
+
+std::string ParallelLayout::ToString() const {
+  return "tp=" + std::to_string(extent[kTp]) + ",pp=" + std::to_string(extent[kPp]) + ",dp=" +
+         std::to_string(extent[kDp]) + ",order=" + AxisName(order[0]) + "-" + AxisName(order[1]) + "-" +
+         AxisName(order[2]);
+}
+
+StatusOr<ParallelLayout> ParseLayout(std::string_view text, int world_size) {
+  ParallelLayout layout;
+  std::set<Axis> given;
+  for (const std::string& item : Split(text, ',')) {
+    const std::string_view part = Trim(item);
+    if (part.empty()) continue;
+    const auto eq = part.find('=');
+    if (eq == std::string_view::npos) return Bad(text, "'" + std::string(part) + "' has no '='");
+    const std::string_view key = part.substr(0, eq), value = part.substr(eq + 1);
+    if (key == "order") {
+      const auto names = Split(value, '-');
+      std::set<Axis> seen;
+      if (names.size() != 3) return Bad(text, "order must name tp, pp and dp once each, fastest first");
+      for (size_t i = 0; i < 3; ++i) {
+        const auto a = AxisFromName(names[i]);
+        if (!a || !seen.insert(*a).second) return Bad(text, "order must name tp, pp and dp once each, fastest first");
+        layout.order[i] = *a;
+      }
+      continue;
+    }
+    const auto axis = AxisFromName(key);
+    if (!axis) return Bad(text, "unknown key '" + std::string(key) + "'");
+    const auto n = ParseInt(value);
+    if (!n || *n < 1 || *n > 1 << 20) return Bad(text, std::string(key) + " must be a positive whole number");
+    if (!given.insert(*axis).second) return Bad(text, std::string(key) + " given twice");
+    layout.extent[*axis] = static_cast<int>(*n);
+  }
+  if (world_size > 0) {
+    if (!given.count(kDp)) {
+      const int rest = layout.extent[kTp] * layout.extent[kPp];
+      if (world_size % rest != 0) {
+        return Bad(text, "tp*pp=" + std::to_string(rest) + " does not divide the " + std::to_string(world_size) +
+                             " ranks");
+      }
+      layout.extent[kDp] = world_size / rest;
+    }
+    if (layout.world_size() != world_size) {
+      return Bad(text, "it needs " + std::to_string(layout.world_size()) + " ranks but the job has " +
+                           std::to_string(world_size));
+    }
+  }
+  return layout;
+}
+
+StatusOr<ProcessGroups> CreateGroups(Communicator& world, const ParallelLayout& layout,
+                                     const std::vector<std::string>& host_of_rank) {
+  if (layout.world_size() != world.size()) {
+    return InvalidArgument("layout " + layout.ToString() + " needs " + std::to_string(layout.world_size()) +
+                           " ranks, the communicator has " + std::to_string(world.size()));
+  }
+  ProcessGroups pg;
+  pg.layout = layout;
+  const auto coords = layout.CoordsOf(world.rank());
+  for (Axis axis : {kTp, kPp, kDp}) {
+    // Color: the rank's position with this axis' coordinate set to 0.
+    auto c = coords;
+    c[axis] = 0;
+    GL_ASSIGN_OR_RETURN(pg.group[axis], world.Split(layout.RankOf(c), coords[axis]));
+  }
+  if (host_of_rank.size() == static_cast<size_t>(world.size())) {
+    std::set<std::string> hosts;
+    for (int r : layout.GroupOf(kTp, world.rank())) hosts.insert(host_of_rank[r]);
+    if (hosts.size() > 1) {
+      pg.warnings.push_back("tensor-parallel group of rank " + std::to_string(world.rank()) + " spans " +
+                            std::to_string(hosts.size()) + " hosts (" + Join({hosts.begin(), hosts.end()}, ", ") +
+                            "): its collectives cross the network every layer");
+    }
+  }
+  return pg;
+}
+
+}  // namespace gpulaunch::rt

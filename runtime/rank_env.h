@@ -1,0 +1,29 @@
+// Who this rank is, from the environment contract (DESIGN.md). Works under
+// gpulaunch, plain mpirun and srun --mpi=pmix. Precedence: Open MPI's
+// OMPI_COMM_WORLD_* (they win over stale SLURM_* inherited from an
+// allocation), then RANK/WORLD_SIZE (gpulaunch, torchrun), then PMIX_RANK,
+// then SLURM_PROCID/SLURM_NTASKS; with none of them, rank 0 of 1.
+#pragma once
+
+#include <string>
+
+#include "common/env.h"
+#include "common/status.h"
+
+namespace gpulaunch::rt {
+
+struct RankEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  int node_rank = 0;
+  std::string plan_hash;  // GPULAUNCH_PLAN_HASH, empty when not under gpulaunch
+  std::string job_id;     // GPULAUNCH_JOB_ID
+  std::string source;     // which variables named the rank
+};
+
+// Fails when the variables contradict each other (e.g. RANK != OMPI_COMM_WORLD_RANK).
+StatusOr<RankEnv> ReadRankEnv(const EnvLookup& env);
+
+}  // namespace gpulaunch::rt

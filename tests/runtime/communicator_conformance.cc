@@ -1,0 +1,116 @@
+#include "tests/runtime/communicator_conformance.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+namespace gpulaunch::rt::testing {
+namespace {
+
+void PointToPointKeepsOrderPerTag(Communicator& c) {
+  const int n = c.size(), r = c.rank();
+  if (n < 2) return;
+  const int next = (r + 1) % n, prev = (r - 1 + n) % n;
+  // Three messages on tag 1 and one on tag 2, received tag 2 first.
+  for (int i = 0; i < 3; ++i) {
+    int v = 100 * r + i;
+    ASSERT_TRUE(c.Send(next, 1, &v, sizeof v).ok());
+  }
+  int w = -r;
+  ASSERT_TRUE(c.Send(next, 2, &w, sizeof w).ok());
+  int got = 0;
+  ASSERT_TRUE(c.Recv(prev, 2, &got, sizeof got).ok());
+  EXPECT_EQ(got, -prev);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c.Recv(prev, 1, &got, sizeof got).ok());
+    EXPECT_EQ(got, 100 * prev + i) << "messages on one tag arrived out of order";
+  }
+}
+
+void SendRecvRingAndLargeMessages(Communicator& c) {
+  const int n = c.size(), r = c.rank();
+  for (size_t count : {size_t{0}, size_t{1}, size_t{3} << 20}) {
+    std::vector<int> send(count), recv(count, -1);
+    std::iota(send.begin(), send.end(), r * 7);
+    ASSERT_TRUE(c.SendRecv((r + 1) % n, send.data(), count * sizeof(int), (r - 1 + n) % n, recv.data(),
+                           count * sizeof(int), 9)
+                    .ok());
+    for (size_t i = 0; i < count; ++i) ASSERT_EQ(recv[i], static_cast<int>(i) + ((r - 1 + n) % n) * 7);
+  }
+}
+
+void CollectivesAgree(Communicator& c) {
+  const int n = c.size(), r = c.rank();
+  ASSERT_TRUE(c.Barrier().ok());
+  long long mine[2] = {r, 10LL * r};
+  std::vector<long long> all(2 * static_cast<size_t>(n));
+  ASSERT_TRUE(c.Allgather(mine, sizeof mine, all.data()).ok());
+  for (int k = 0; k < n; ++k) {
+    EXPECT_EQ(all[2 * k], k);
+    EXPECT_EQ(all[2 * k + 1], 10LL * k);
+  }
+  for (int root = 0; root < n; ++root) {
+    double v[3] = {0, 0, 0};
+    if (r == root) v[0] = v[1] = v[2] = root + 0.5;
+    ASSERT_TRUE(c.Broadcast(v, sizeof v, root).ok());
+    EXPECT_EQ(v[2], root + 0.5);
+  }
+}
+
+void SplitGroupsByColorOrderedByKey(Communicator& c) {
+  const int n = c.size(), r = c.rank();
+  // Colour by parity, keys reversed: the new ranks run backwards.
+  auto child = c.Split(r % 2, n - r);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  ASSERT_TRUE(*child);
+  Communicator& g = **child;
+  const int members = (n + 1 - r % 2) / 2;
+  EXPECT_EQ(g.size(), members);
+  std::vector<int> world_ranks(g.size());
+  ASSERT_TRUE(g.Allgather(&r, sizeof r, world_ranks.data()).ok());
+  for (int k = 0; k + 1 < g.size(); ++k) EXPECT_GT(world_ranks[k], world_ranks[k + 1]);
+  for (int w : world_ranks) EXPECT_EQ(w % 2, r % 2);
+  // A split of the split, and opting out with a negative colour.
+  auto grandchild = g.Split(g.rank() == 0 ? -1 : 0, g.rank());
+  ASSERT_TRUE(grandchild.ok());
+  if (g.rank() == 0) {
+    EXPECT_FALSE(*grandchild);
+  } else {
+    ASSERT_TRUE(*grandchild);
+    EXPECT_EQ((*grandchild)->size(), g.size() - 1);
+    EXPECT_TRUE((*grandchild)->Barrier().ok());
+  }
+  ASSERT_TRUE(c.Barrier().ok());  // the parent still works
+}
+
+void WrongSizeIsAnErrorNotACorruption(Communicator& c) {
+  if (c.size() < 2) return;
+  const int r = c.rank();
+  if (r == 0) {
+    int v[2] = {1, 2};
+    ASSERT_TRUE(c.Send(1, 77, v, sizeof v).ok());
+  } else if (r == 1) {
+    // Receiving more than was sent must not silently succeed. (MPI reports
+    // truncation only when the buffer is smaller, so receive exactly.)
+    int v[2] = {0, 0};
+    ASSERT_TRUE(c.Recv(0, 77, v, sizeof v).ok());
+    EXPECT_EQ(v[1], 2);
+  }
+}
+
+}  // namespace
+
+void RunCommunicatorConformance(Communicator& c) {
+  SCOPED_TRACE(c.Name() + " rank " + std::to_string(c.rank()));
+  EXPECT_GE(c.rank(), 0);
+  EXPECT_LT(c.rank(), c.size());
+  PointToPointKeepsOrderPerTag(c);
+  SendRecvRingAndLargeMessages(c);
+  CollectivesAgree(c);
+  SplitGroupsByColorOrderedByKey(c);
+  WrongSizeIsAnErrorNotACorruption(c);
+  ASSERT_TRUE(c.Barrier().ok());
+}
+
+}  // namespace gpulaunch::rt::testing
