@@ -199,7 +199,8 @@ StatusOr<double> ExactAllreduceSum(Communicator& comm, const Superaccumulator& m
   return total.RoundToDouble();
 }
 
-Status ExactAllreduce(Communicator& comm, const std::vector<Superaccumulator>& mine, double* out) {
+template <typename T>
+Status ExactAllreduce(Communicator& comm, const std::vector<Superaccumulator>& mine, T* out) {
   constexpr size_t kWords = Superaccumulator::kWireWords;
   const int n = comm.size(), r = comm.rank();
   const size_t count = mine.size();
@@ -215,7 +216,9 @@ Status ExactAllreduce(Communicator& comm, const std::vector<Superaccumulator>& m
                                      recv.size() * sizeof(int64_t), kTagExact));
     for (size_t i = 0; i < acc.size(); ++i) acc[i].Merge(Superaccumulator::FromWire(recv.data() + i * kWords));
   }
-  for (size_t i = 0; i < acc.size(); ++i) out[lo + i] = acc[i].RoundToDouble();
+  for (size_t i = 0; i < acc.size(); ++i) {
+    out[lo + i] = std::is_same_v<T, float> ? acc[i].RoundToFloat() : static_cast<T>(acc[i].RoundToDouble());
+  }
   return AllgatherRanges(comm, out, count);
 }
 
@@ -229,5 +232,7 @@ template Status Allgather(Communicator&, const float*, size_t, float*);
 template Status Allgather(Communicator&, const double*, size_t, double*);
 template Status Gather(Communicator&, const float*, size_t, float*, int);
 template Status Gather(Communicator&, const double*, size_t, double*, int);
+template Status ExactAllreduce(Communicator&, const std::vector<Superaccumulator>&, float*);
+template Status ExactAllreduce(Communicator&, const std::vector<Superaccumulator>&, double*);
 
 }  // namespace gpulaunch::rt

@@ -73,7 +73,9 @@ Status Gather(Communicator& comm, const T* in, size_t count, T* out, int root);
 // Exact (L3) sums: the correctly rounded sum of every rank's accumulated
 // values, the same bits everywhere and for any order or rank count.
 StatusOr<double> ExactAllreduceSum(Communicator& comm, const Superaccumulator& mine);
-// Elementwise exact sums of vectors (on request: 552 bytes travel per element).
-Status ExactAllreduce(Communicator& comm, const std::vector<Superaccumulator>& mine, double* out);
+// Elementwise exact sums of vectors (on request: 552 bytes travel per
+// element), each rounded once into T (float or double).
+template <typename T>
+Status ExactAllreduce(Communicator& comm, const std::vector<Superaccumulator>& mine, T* out);
 
 }  // namespace gpulaunch::rt
