@@ -43,15 +43,10 @@ StatusOr<RankEnv> ReadRankEnv(const EnvLookup& env) {
     e.local_rank = first({"LOCAL_RANK"}).value_or(0);
     e.local_size = first({"LOCAL_WORLD_SIZE"}).value_or(1);
     e.node_rank = first({"NODE_RANK", "GROUP_RANK"}).value_or(0);
-  } else if (auto p = Int(env, "PMIX_RANK")) {
-    e.source = "PMIX_RANK";
+  } else if (auto p = first({"PMIX_RANK", "SLURM_PROCID"})) {
+    // Direct launch by srun: the rank from PMIx (or Slurm), the rest from Slurm.
+    e.source = Int(env, "PMIX_RANK") ? "PMIX_RANK" : "SLURM_*";
     e.rank = *p;
-    e.world_size = first({"SLURM_NTASKS", "SLURM_NPROCS"}).value_or(1);
-    e.local_rank = first({"SLURM_LOCALID"}).value_or(0);
-    e.node_rank = first({"SLURM_NODEID"}).value_or(0);
-  } else if (auto s = Int(env, "SLURM_PROCID")) {
-    e.source = "SLURM_*";
-    e.rank = *s;
     e.world_size = first({"SLURM_NTASKS", "SLURM_NPROCS"}).value_or(1);
     e.local_rank = first({"SLURM_LOCALID"}).value_or(0);
     e.node_rank = first({"SLURM_NODEID"}).value_or(0);

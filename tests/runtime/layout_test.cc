@@ -112,6 +112,10 @@ TEST(RankEnv, Precedence) {
   auto slurm = ReadRankEnv(Fake({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "6"}, {"SLURM_LOCALID", "1"}}));
   EXPECT_EQ(slurm->rank, 5);
   EXPECT_EQ(slurm->local_rank, 1);
+  auto pmix = ReadRankEnv(Fake({{"PMIX_RANK", "4"}, {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "6"}}));
+  EXPECT_EQ(pmix->rank, 4);
+  EXPECT_EQ(pmix->world_size, 6);
+  EXPECT_EQ(pmix->source, "PMIX_RANK");
   auto alone = ReadRankEnv(Fake({}));
   EXPECT_EQ(alone->world_size, 1);
   auto stale = ReadRankEnv(Fake({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"RANK", "0"}}));
