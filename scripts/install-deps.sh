@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config openmpi-bin libopenmpi-dev libucx-dev ucx-utils
       libhwloc-dev hwloc libboost-program-options-dev libpmix-dev)
 if [ "${1:-}" = "--test" ]; then
-  pkgs+=(libgtest-dev libgmock-dev libbenchmark-dev openssh-server openssh-client iproute2 hpcc)
+  pkgs+=(libgtest-dev libgmock-dev libbenchmark-dev openssh-server openssh-client iproute2 hpcc
+         slurmctld slurmd slurm-client munge)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

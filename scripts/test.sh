@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds with warnings as errors, brings up the
-# multi-host test rig (4 network namespaces with sshd; root only), runs every
-# test with ctest, and tears the rig down again (by PID) whatever happens.
+# test rigs (root only: 4 network namespaces with sshd, and a one-node Slurm
+# with its own munged), runs every test with ctest, and tears the rigs down
+# again (by PID) whatever happens.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -13,13 +14,18 @@ RIG=$(mktemp -d /tmp/gpulaunch-rig.XXXXXX)
 chmod 755 "$RIG"
 cleanup() {
   # The rig's pid file lives in $RIG: remove $RIG only once teardown worked.
-  "$ROOT/.ci/rig/netns-down.sh" && rm -rf "$RIG"
+  "$ROOT/.ci/rig/rig-down.sh" && rm -rf "$RIG"
 }
 trap cleanup EXIT
 if [ "$(id -u)" -eq 0 ] && "$ROOT/.ci/rig/netns-up.sh"; then
   export GL_RIG=$RIG GL_NSP=${NSP:-glr}
 else
   echo "test.sh: no network-namespace rig here (needs root and ip netns); multi-host tests will be skipped"
+fi
+if [ "$(id -u)" -eq 0 ] && "$ROOT/.ci/rig/slurm-up.sh"; then
+  export GL_SLURM_CONF=$RIG/slurm/slurm.conf
+else
+  echo "test.sh: no Slurm rig here (needs root); Slurm tests will be skipped"
 fi
 cd "$ROOT/build"
 ctest --output-on-failure -j 2 --timeout 600

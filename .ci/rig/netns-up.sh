@@ -4,7 +4,7 @@
 # namespace cannot reach them and nothing leaves the machine. Each host runs
 # its own sshd (hostname nodeI via a UTS namespace, /etc/hosts via
 # /etc/netns). Writes $RIG/ssh/ssh_config for clients and pids to $RIG/pids.
-# Usage: RIG=/scratch .ci/rig/netns-up.sh ; undo with netns-down.sh
+# Usage: RIG=/scratch .ci/rig/netns-up.sh ; undo with rig-down.sh
 set -euo pipefail
 : "${RIG:?set RIG to a scratch directory}"
 N=${N:-4}; NSP=${NSP:-glr}; NET=${NET:-10.200.0}

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Undoes netns-up.sh: kills the sshds it started (by PID), deletes its
-# namespaces and /etc/netns entries. Safe to run twice.
+# Stops what the rig scripts started, from their record in $RIG/pids: the
+# daemons (sshd, munged, slurmctld, slurmd) by PID, then the namespaces and
+# /etc/netns entries of netns-up.sh. Safe to run twice.
 set -uo pipefail
-: "${RIG:?set RIG to the scratch directory given to netns-up.sh}"
+: "${RIG:?set RIG to the scratch directory given to the rig scripts}"
 [ -f "$RIG/pids" ] || exit 0
 while read -r kind what; do
   case "$kind" in
