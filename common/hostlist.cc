@@ -71,7 +71,49 @@ Status ExpandItem(std::string_view expr, std::string_view item, std::vector<std:
   return Status::Ok();
 }
 
+// Splits "node012" into ("node", "012"); no trailing digits gives ("name", "").
+std::pair<std::string, std::string> SplitTrailingNumber(const std::string& name) {
+  size_t i = name.size();
+  while (i > 0 && isdigit(static_cast<unsigned char>(name[i - 1]))) --i;
+  return {name.substr(0, i), name.substr(i)};
+}
+
 }  // namespace
+
+std::string CompressHostlist(const std::vector<std::string>& hosts) {
+  std::vector<std::string> items;
+  size_t i = 0;
+  while (i < hosts.size()) {
+    const auto [prefix, digits] = SplitTrailingNumber(hosts[i]);
+    if (digits.empty()) {
+      items.push_back(hosts[i++]);
+      continue;
+    }
+    // Collect following names with the same prefix and digit width.
+    std::vector<std::string> nums = {digits};
+    size_t j = i + 1;
+    for (; j < hosts.size(); ++j) {
+      const auto [p, d] = SplitTrailingNumber(hosts[j]);
+      if (p != prefix || d.size() != digits.size() || d.empty()) break;
+      nums.push_back(d);
+    }
+    if (nums.size() == 1) {
+      items.push_back(hosts[i++]);
+      continue;
+    }
+    std::string ranges;
+    for (size_t k = 0; k < nums.size();) {
+      size_t m = k;
+      while (m + 1 < nums.size() && std::stoll(nums[m + 1]) == std::stoll(nums[m]) + 1) ++m;
+      if (!ranges.empty()) ranges += ',';
+      ranges += nums[k] + (m > k ? "-" + nums[m] : "");
+      k = m + 1;
+    }
+    items.push_back(prefix + "[" + ranges + "]");
+    i = j;
+  }
+  return Join(items, ",");
+}
 
 StatusOr<std::vector<std::string>> ExpandHostlist(std::string_view expression) {
   const std::string_view expr = Trim(expression);

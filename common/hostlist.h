@@ -18,4 +18,9 @@ inline constexpr size_t kMaxHostlistExpansion = 1 << 20;
 // Expands to host names in written order (duplicates kept, as Slurm does).
 StatusOr<std::vector<std::string>> ExpandHostlist(std::string_view expression);
 
+// The inverse, for names in the given order: runs of names that differ only
+// in a trailing number of one width become "prefix[a-b,c]"; the result
+// expands back to exactly `hosts`.
+std::string CompressHostlist(const std::vector<std::string>& hosts);
+
 }  // namespace gpulaunch
