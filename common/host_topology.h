@@ -51,7 +51,13 @@ struct HostTopology {
   std::vector<NumaNode> numa_nodes;
   std::vector<Gpu> gpus;      // sorted by PCI bus id
   std::vector<Nic> nics;      // data-network NICs only, sorted by PCI bus id then name
+  // Direct GPU-GPU bandwidth in GB/s over NVLink, NVSwitch or XGMI, row-major
+  // gpus.size() squared; empty when the source records none (PCIe only).
+  std::vector<double> gpu_link_gbps;
 
+  double GpuLinkGbps(int a, int b) const {
+    return gpu_link_gbps.empty() ? 0.0 : gpu_link_gbps[static_cast<size_t>(a) * gpus.size() + b];
+  }
   int NumPus() const;
   std::vector<int> AllPus() const;
 };

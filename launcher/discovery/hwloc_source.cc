@@ -162,6 +162,62 @@ void AddNics(hwloc_topology_t topo, HostTopology& host) {
   });
 }
 
+// The GPU (index in host.gpus) an object belongs to: a PCI device or an OS
+// device below one; -1 otherwise.
+int GpuIndexOf(const HostTopology& host, hwloc_obj_t obj) {
+  while (obj && obj->type == HWLOC_OBJ_OS_DEVICE) obj = obj->parent;
+  if (!obj || obj->type != HWLOC_OBJ_PCI_DEVICE) return -1;
+  const std::string bus = BusId(obj);
+  for (const Gpu& g : host.gpus)
+    if (g.pci_bus_id == bus) return g.index;
+  return -1;
+}
+
+// GPU-GPU bandwidth from hwloc's NVLinkBandwidth / XGMIBandwidth matrices
+// (MB/s). Objects are mapped to their PCI GPU (partitions of one GPU merge,
+// keeping the largest link); GPUs joined through NVSwitches get the smaller
+// of their two totals towards the switches, as the fabric is non-blocking.
+void AddGpuLinks(hwloc_topology_t topo, HostTopology& host) {
+  const size_t n = host.gpus.size();
+  if (n == 0) return;
+  std::vector<double> link(n * n, 0.0), to_switch(n, 0.0);
+  bool any = false;
+  for (const char* name : {"NVLinkBandwidth", "XGMIBandwidth"}) {
+    unsigned count = 8;
+    hwloc_distances_s* dist[8];
+    if (hwloc_distances_get_by_name(topo, name, &count, dist, 0) != 0) continue;
+    for (unsigned d = 0; d < std::min(count, 8u); ++d) {
+      const unsigned nb = dist[d]->nbobjs;
+      for (unsigned i = 0; i < nb; ++i) {
+        const int gi = GpuIndexOf(host, dist[d]->objs[i]);
+        if (gi < 0) continue;
+        for (unsigned j = 0; j < nb; ++j) {
+          const double mbps = static_cast<double>(dist[d]->values[i * nb + j]);
+          if (i == j || mbps <= 0) continue;
+          const int gj = GpuIndexOf(host, dist[d]->objs[j]);
+          hwloc_obj_t other = dist[d]->objs[j];
+          if (gj >= 0 && gj != gi) {
+            double& v = link[gi * n + gj];
+            v = std::max(v, mbps / 1000.0);
+            any = true;
+          } else if (gj < 0 && other->type == HWLOC_OBJ_PCI_DEVICE && other->attr->pcidev.vendor_id == 0x10de) {
+            to_switch[gi] += mbps / 1000.0;  // an NVSwitch
+            any = true;
+          }
+        }
+      }
+      hwloc_distances_release(topo, dist[d]);
+    }
+  }
+  if (!any) return;
+  for (size_t a = 0; a < n; ++a)
+    for (size_t b = 0; b < n; ++b)
+      if (a != b && to_switch[a] > 0 && to_switch[b] > 0) {
+        link[a * n + b] = std::max(link[a * n + b], std::min(to_switch[a], to_switch[b]));
+      }
+  host.gpu_link_gbps = std::move(link);
+}
+
 HostTopology Convert(hwloc_topology_t topo) {
   HostTopology host;
   if (const char* hn = Info(hwloc_get_root_obj(topo), "HostName")) host.hostname = hn;
@@ -187,6 +243,7 @@ HostTopology Convert(hwloc_topology_t topo) {
   }
   AddGpus(topo, host);
   AddNics(topo, host);
+  AddGpuLinks(topo, host);
   return host;
 }
 

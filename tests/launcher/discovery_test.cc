@@ -70,6 +70,25 @@ TEST(RecordedTopologies, UuidsAndModelsWhenRecorded) {
   EXPECT_EQ(tuo->nics[0].kind, "slingshot");
 }
 
+TEST(RecordedTopologies, GpuLinksFromNvlinkAndXgmiMatrices) {
+  // DGX-2: every pair through the NVSwitch fabric (5 switches x 25 GB/s are
+  // recorded; the sixth switch's PCI id is anonymised upstream).
+  auto dgx = LoadHwlocXmlFile(PathOf("open-mpi-hwloc/nvidiaDGX2.xml"));
+  ASSERT_EQ(dgx->gpu_link_gbps.size(), 16u * 16u);
+  for (int a = 0; a < 16; ++a)
+    for (int b = 0; b < 16; ++b) EXPECT_EQ(dgx->GpuLinkGbps(a, b), a == b ? 0.0 : 125.0) << a << "," << b;
+  // Minsky: NVLink pairs per socket (2 x 20 GB/s), nothing across sockets.
+  auto minsky = LoadHwlocXmlFile(PathOf("open-mpi-hwloc/power8gpudistances.xml"));
+  EXPECT_EQ(minsky->GpuLinkGbps(0, 1), 40.0);
+  EXPECT_EQ(minsky->GpuLinkGbps(2, 3), 40.0);
+  EXPECT_EQ(minsky->GpuLinkGbps(0, 3), 0.0);
+  // MI300A: XGMI between the APUs; partitions of one APU merge into it.
+  auto tuo = LoadHwlocXmlFile(PathOf("flux-core/tuo.TPX.xml"));
+  EXPECT_EQ(tuo->GpuLinkGbps(0, 3), 100.0);
+  // PCIe-only machines record no links.
+  EXPECT_TRUE(LoadHwlocXmlFile(PathOf("mpibind/g4dnmetal.xml"))->gpu_link_gbps.empty());
+}
+
 TEST(RecordedTopologies, GpuRanksGetLocalCoresAndTheNearestNic) {
   for (const Recorded& r : kRecorded) {
     auto t = LoadHwlocXmlFile(PathOf(r.file));
