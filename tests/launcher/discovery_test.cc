@@ -71,12 +71,17 @@ TEST(RecordedTopologies, UuidsAndModelsWhenRecorded) {
 }
 
 TEST(RecordedTopologies, GpuLinksFromNvlinkAndXgmiMatrices) {
-  // DGX-2: every pair through the NVSwitch fabric (5 switches x 25 GB/s are
-  // recorded; the sixth switch's PCI id is anonymised upstream).
+  // DGX-2: every pair through the NVSwitch fabric, 6 links x 25 GB/s; on the
+  // first baseboard one switch's PCI id is anonymised upstream, so its GPUs
+  // show 5 links (125), and a pair is as fast as its slower GPU.
   auto dgx = LoadHwlocXmlFile(PathOf("open-mpi-hwloc/nvidiaDGX2.xml"));
   ASSERT_EQ(dgx->gpu_link_gbps.size(), 16u * 16u);
-  for (int a = 0; a < 16; ++a)
-    for (int b = 0; b < 16; ++b) EXPECT_EQ(dgx->GpuLinkGbps(a, b), a == b ? 0.0 : 125.0) << a << "," << b;
+  for (int a = 0; a < 16; ++a) {
+    for (int b = 0; b < 16; ++b) {
+      const double want = a == b ? 0.0 : (a >= 8 && b >= 8 ? 150.0 : 125.0);
+      EXPECT_EQ(dgx->GpuLinkGbps(a, b), want) << a << "," << b;
+    }
+  }
   // Minsky: NVLink pairs per socket (2 x 20 GB/s), nothing across sockets.
   auto minsky = LoadHwlocXmlFile(PathOf("open-mpi-hwloc/power8gpudistances.xml"));
   EXPECT_EQ(minsky->GpuLinkGbps(0, 1), 40.0);
