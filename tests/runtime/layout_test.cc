@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "runtime/parallel_layout.h"
+#include "runtime/process_groups.h"
 #include "runtime/rank_env.h"
 #include "runtime/thread_communicator.h"
 

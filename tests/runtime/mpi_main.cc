@@ -10,7 +10,7 @@
 #include "runtime/deterministic_reducer.h"
 #include "runtime/gpurt.h"
 #include "runtime/mpi_communicator.h"
-#include "runtime/parallel_layout.h"
+#include "runtime/process_groups.h"
 #include "tests/runtime/communicator_conformance.h"
 
 namespace gpulaunch::rt {

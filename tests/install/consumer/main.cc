@@ -4,7 +4,7 @@
 
 #include "runtime/deterministic_reducer.h"
 #include "runtime/gpurt.h"
-#include "runtime/parallel_layout.h"
+#include "runtime/process_groups.h"
 
 int main(int argc, char** argv) {
   using namespace gpulaunch::rt;

@@ -1,7 +1,8 @@
 // ParallelLayout: how a job's ranks split into tensor (tp), pipeline (pp) and
-// data (dp) parallel groups. The order string lists axes fastest first
-// ("tp,pp,dp" by default, as in Megatron: TP neighbours are adjacent ranks,
-// so gpulaunch's placement keeps them on one host).
+// data (dp) parallel groups. A pure value shared by placement (policies/) and
+// the runtime (runtime/process_groups.h). The order string lists axes fastest
+// first ("tp,pp,dp" by default, as in Megatron: TP neighbours are adjacent
+// ranks, so placement keeps them on one host).
 //
 //   "tp=2,pp=2,dp=2"          explicit
 //   "tp=4" with 16 ranks      dp inferred (= 4), pp = 1
@@ -9,15 +10,13 @@
 #pragma once
 
 #include <array>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/status.h"
-#include "runtime/communicator.h"
 
-namespace gpulaunch::rt {
+namespace gpulaunch {
 
 enum Axis { kTp = 0, kPp = 1, kDp = 2 };
 const char* AxisName(Axis a);
@@ -37,16 +36,4 @@ struct ParallelLayout {
 // world_size > 0 infers a missing dp and checks the product; 0 skips both.
 StatusOr<ParallelLayout> ParseLayout(std::string_view text, int world_size);
 
-// One communicator per axis, created in the same order (tp, pp, dp) on every
-// rank of `world` (collective).
-struct ProcessGroups {
-  ParallelLayout layout;
-  std::array<std::unique_ptr<Communicator>, 3> group;  // by Axis
-  std::vector<std::string> warnings;  // e.g. a TP group spanning hosts
-};
-
-// `host_of_rank` (optional, world-sized) lets it warn when a TP group spans hosts.
-StatusOr<ProcessGroups> CreateGroups(Communicator& world, const ParallelLayout& layout,
-                                     const std::vector<std::string>& host_of_rank = {});
-
-}  // namespace gpulaunch::rt
+}  // namespace gpulaunch

@@ -1,0 +1,117 @@
+#include "common/synthetic_cluster.h"
+
+#include <cstdio>
+#include <map>
+
+#include "common/strings.h"
+
+namespace gpulaunch {
+namespace {
+
+std::string Numbered(const char* prefix, int n, int width) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s%0*d", prefix, width, n);
+  return buf;
+}
+
+}  // namespace
+
+HostTopology MakeSyntheticHost(int numa, int cores_per_numa, int gpus, int nics, double nvswitch_gbps) {
+  HostTopology h;
+  h.hostname = "synthetic";
+  for (int n = 0; n < numa; ++n) {
+    NumaNode node{n, {}};
+    for (int c = 0; c < cores_per_numa; ++c) {
+      const int id = n * cores_per_numa + c;
+      h.cores.push_back(Core{id, {id}, n});
+      node.pus.push_back(id);
+    }
+    h.numa_nodes.push_back(node);
+  }
+  for (int g = 0; g < gpus; ++g) {
+    Gpu gpu;
+    gpu.index = g;
+    char bus[32];
+    std::snprintf(bus, sizeof bus, "0000:%02x:00.0", 0x10 + g);
+    gpu.pci_bus_id = bus;
+    gpu.vendor = "nvidia";
+    gpu.model = "synthetic";
+    gpu.numa_node = numa > 0 ? g * numa / gpus : -1;
+    if (gpu.numa_node >= 0) gpu.local_pus = h.numa_nodes[gpu.numa_node].pus;
+    const int nic = nics > 0 ? g * nics / gpus : g;
+    gpu.pci_path = {"hb" + std::to_string(gpu.numa_node), "sw" + std::to_string(nic)};
+    h.gpus.push_back(gpu);
+  }
+  for (int k = 0; k < nics; ++k) {
+    Nic nic;
+    nic.name = "mlx5_" + std::to_string(k) + ":1";
+    nic.kind = "infiniband";
+    char bus[32];
+    std::snprintf(bus, sizeof bus, "0000:%02x:00.0", 0x80 + k);
+    nic.pci_bus_id = bus;
+    nic.numa_node = numa > 0 ? k * numa / nics : -1;
+    nic.pci_path = {"hb" + std::to_string(nic.numa_node), "sw" + std::to_string(k)};
+    h.nics.push_back(nic);
+  }
+  if (nvswitch_gbps > 0 && gpus > 1) {
+    h.gpu_link_gbps.assign(static_cast<size_t>(gpus) * gpus, nvswitch_gbps);
+    for (int g = 0; g < gpus; ++g) h.gpu_link_gbps[static_cast<size_t>(g) * gpus + g] = 0;
+  }
+  return h;
+}
+
+StatusOr<ClusterTopology> MakeSyntheticCluster(std::string_view spec) {
+  std::map<std::string, int> v = {{"pod", 0}, {"switch", 1}, {"node", 1}, {"gpu", 0}, {"nic", 0},
+                                  {"numa", 2}, {"core", 16}, {"nvlink", -1}};
+  for (const std::string& word : Split(Trim(spec), ' ')) {
+    if (word.empty()) continue;
+    const auto colon = word.find(':');
+    const std::string key = word.substr(0, colon);
+    const int64_t n = colon == std::string::npos ? -1 : ParseInt(word.substr(colon + 1)).value_or(-1);
+    if (!v.count(key) || n < 0 || n > 100000) {
+      return InvalidArgument("synthetic cluster '" + std::string(spec) + "': bad item '" + word +
+                             "' (expected KEY:N with KEY one of pod, switch, node, gpu, nic, numa, core, nvlink)");
+    }
+    v[key] = static_cast<int>(n);
+  }
+  if (v["node"] < 1 || v["switch"] < 1 || v["numa"] < 1 || v["core"] < 1) {
+    return InvalidArgument("synthetic cluster '" + std::string(spec) + "': node, switch, numa and core must be >= 1");
+  }
+  const int pods = std::max(v["pod"], 1), leaves = v["switch"], nodes = v["node"];
+  if (static_cast<int64_t>(pods) * leaves * nodes > 100000) {
+    return InvalidArgument("synthetic cluster '" + std::string(spec) + "': more than 100000 hosts");
+  }
+  const bool nvlink = v["nvlink"] < 0 ? v["gpu"] > 1 : v["nvlink"] > 0;
+  const HostTopology host = MakeSyntheticHost(v["numa"], v["core"], v["gpu"], v["nic"], nvlink ? 300.0 : 0.0);
+  ClusterTopology c;
+  std::vector<NetworkSwitch> switches;
+  std::vector<std::string> tops;
+  int host_no = 0, leaf_no = 0;
+  for (int p = 1; p <= pods; ++p) {
+    NetworkSwitch pod;
+    pod.name = Numbered("pod", p, 1);
+    for (int l = 0; l < leaves; ++l) {
+      NetworkSwitch leaf;
+      leaf.name = Numbered("leaf", ++leaf_no, 2);
+      for (int n = 0; n < nodes; ++n) {
+        ClusterHost h{Numbered("node", ++host_no, 4), host, true, {}};
+        h.topology.hostname = h.name;
+        leaf.nodes.push_back(h.name);
+        c.hosts.push_back(std::move(h));
+      }
+      pod.children.push_back(leaf.name);
+      switches.push_back(std::move(leaf));
+    }
+    if (v["pod"] > 0) {
+      tops.push_back(pod.name);
+      switches.push_back(std::move(pod));
+    } else {
+      tops = pod.children;
+    }
+  }
+  if (tops.size() > 1) switches.push_back(NetworkSwitch{"spine", {}, tops, std::nullopt, "", 0});
+  GL_ASSIGN_OR_RETURN(c.network, NetworkTree::Build(std::move(switches), "synthetic cluster"));
+  return c;
+}
+
+}  // namespace gpulaunch

@@ -1,0 +1,60 @@
+#include "policies/link_model.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace gpulaunch {
+namespace {
+
+int SharedPrefix(const PciPath& a, const PciPath& b) {
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  return static_cast<int>(i);
+}
+
+}  // namespace
+
+LinkCost CostBetween(const ClusterTopology& c, const SlotRef& a, const SlotRef& b) {
+  if (a.host != b.host) {
+    const std::string& ha = c.hosts[a.host].name;
+    const std::string& hb = c.hosts[b.host].name;
+    int switches = c.network.empty() ? 1 : c.network.SwitchesBetween(ha, hb);
+    if (switches < 0) switches = 7;  // unknown or disconnected: assume far away
+    const int levels_up = (switches - 1) / 2;
+    double gbps = c.nic_gbps;
+    for (int l = 0; l < levels_up; ++l) gbps /= 2;
+    return {gbps, 3.0 + 1.0 * (switches - 1), levels_up == 0 ? "same leaf" : "across switches"};
+  }
+  const HostTopology& h = c.hosts[a.host].topology;
+  if (a.gpu < 0 || b.gpu < 0) return {10.0, 0.5, "shared memory"};
+  if (a.gpu == b.gpu) return {std::numeric_limits<double>::infinity(), 0.0, "same GPU"};
+  if (const double nv = h.GpuLinkGbps(a.gpu, b.gpu); nv > 0) return {nv, 2.0, "NVLink"};
+  const Gpu& ga = h.gpus[a.gpu];
+  const Gpu& gb = h.gpus[b.gpu];
+  const int shared = SharedPrefix(ga.pci_path, gb.pci_path);
+  if (shared >= 2) return {24.0, 2.0, "PCIe switch"};
+  if (shared == 1) return {20.0, 3.0, "PCIe host bridge"};
+  if (ga.numa_node >= 0 && ga.numa_node == gb.numa_node) return {16.0, 4.0, "same socket"};
+  return {10.0, 5.0, "across sockets"};
+}
+
+double RingAllreduceSeconds(const ClusterTopology& c, const std::vector<SlotRef>& ring, double bytes) {
+  const size_t n = ring.size();
+  if (n < 2) return 0;
+  double min_gbps = std::numeric_limits<double>::infinity(), max_lat = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const LinkCost l = CostBetween(c, ring[i], ring[(i + 1) % n]);
+    min_gbps = std::min(min_gbps, l.gbps);
+    max_lat = std::max(max_lat, l.latency_us);
+  }
+  const double steps = 2.0 * static_cast<double>(n - 1);
+  return steps / static_cast<double>(n) * bytes / (min_gbps * 1e9) + steps * max_lat * 1e-6;
+}
+
+double PointToPointSeconds(const ClusterTopology& c, const SlotRef& a, const SlotRef& b, double bytes) {
+  const LinkCost l = CostBetween(c, a, b);
+  if (l.latency_us == 0) return 0;
+  return bytes / (l.gbps * 1e9) + l.latency_us * 1e-6;
+}
+
+}  // namespace gpulaunch

@@ -1,0 +1,42 @@
+// The link cost model: bandwidth and latency between two ranks' slots, and
+// the modelled per-step communication time of a parallel layout.
+//
+// Link classes and the figures used (docs/cost-model.md gives the sources):
+//   same GPU                     -
+//   NVLink / NVSwitch / XGMI     recorded GB/s (hwloc matrices), 2 us
+//   PCIe, same switch            24 GB/s, 2 us   (Gen4 x16, ~75% of 31.5 GB/s)
+//   PCIe, same host bridge       20 GB/s, 3 us
+//   same socket (via CPU)        16 GB/s, 4 us
+//   across sockets (UPI/xGMI)    10 GB/s, 5 us
+//   CPU ranks on one host        10 GB/s, 0.5 us (shared memory; measured 9-12 GB/s here)
+//   between hosts, same leaf     the cluster's NIC GB/s, 3 us
+//   each further switch level    +1 us and half the bandwidth (2:1 taper)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/cluster_topology.h"
+
+namespace gpulaunch {
+
+struct LinkCost {
+  double gbps = 0;
+  double latency_us = 0;
+  const char* cls = "";
+};
+
+// Where a rank runs, for the model: host index in the cluster, its GPU (or -1).
+struct SlotRef {
+  int host = 0;
+  int gpu = -1;
+};
+
+LinkCost CostBetween(const ClusterTopology& cluster, const SlotRef& a, const SlotRef& b);
+
+// Ring allreduce of `bytes` over `ring` (in order): 2(n-1)/n * bytes at the
+// slowest link's bandwidth, plus 2(n-1) times the slowest link's latency. Seconds.
+double RingAllreduceSeconds(const ClusterTopology& cluster, const std::vector<SlotRef>& ring, double bytes);
+double PointToPointSeconds(const ClusterTopology& cluster, const SlotRef& a, const SlotRef& b, double bytes);
+
+}  // namespace gpulaunch

@@ -1,0 +1,36 @@
+#include "runtime/process_groups.h"
+
+#include <set>
+
+#include "common/strings.h"
+
+namespace gpulaunch::rt {
+
+StatusOr<ProcessGroups> CreateGroups(Communicator& world, const ParallelLayout& layout,
+                                     const std::vector<std::string>& host_of_rank) {
+  if (layout.world_size() != world.size()) {
+    return InvalidArgument("layout " + layout.ToString() + " needs " + std::to_string(layout.world_size()) +
+                           " ranks, the communicator has " + std::to_string(world.size()));
+  }
+  ProcessGroups pg;
+  pg.layout = layout;
+  const auto coords = layout.CoordsOf(world.rank());
+  for (Axis axis : {kTp, kPp, kDp}) {
+    // Color: the rank's position with this axis' coordinate set to 0.
+    auto c = coords;
+    c[axis] = 0;
+    GL_ASSIGN_OR_RETURN(pg.group[axis], world.Split(layout.RankOf(c), coords[axis]));
+  }
+  if (host_of_rank.size() == static_cast<size_t>(world.size())) {
+    std::set<std::string> hosts;
+    for (int r : layout.GroupOf(kTp, world.rank())) hosts.insert(host_of_rank[r]);
+    if (hosts.size() > 1) {
+      pg.warnings.push_back("tensor-parallel group of rank " + std::to_string(world.rank()) + " spans " +
+                            std::to_string(hosts.size()) + " hosts (" + Join({hosts.begin(), hosts.end()}, ", ") +
+                            "): its collectives cross the network every layer");
+    }
+  }
+  return pg;
+}
+
+}  // namespace gpulaunch::rt

@@ -1,0 +1,36 @@
+// Process groups of a parallel layout: one communicator per axis (tp, pp,
+// dp), created in the same order on every rank. The layout value itself is
+// common/parallel_layout.h.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/parallel_layout.h"
+#include "common/status.h"
+#include "runtime/communicator.h"
+
+namespace gpulaunch::rt {
+
+using gpulaunch::Axis;
+using gpulaunch::AxisName;
+using gpulaunch::kDp;
+using gpulaunch::kPp;
+using gpulaunch::kTp;
+using gpulaunch::ParallelLayout;
+using gpulaunch::ParseLayout;
+
+struct ProcessGroups {
+  ParallelLayout layout;
+  std::array<std::unique_ptr<Communicator>, 3> group;  // by Axis
+  std::vector<std::string> warnings;  // e.g. a TP group spanning hosts
+};
+
+// Collective over `world`. `host_of_rank` (optional, world-sized) lets it warn
+// when a tensor-parallel group spans hosts.
+StatusOr<ProcessGroups> CreateGroups(Communicator& world, const ParallelLayout& layout,
+                                     const std::vector<std::string>& host_of_rank = {});
+
+}  // namespace gpulaunch::rt
