@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
   const ResolveSettings resolve{(bin / "gpulaunch-probe").string(), root_allowed};
   auto resolved = ResolveHosts(o, resolve);
   if (!resolved.ok()) return Fail(resolved.status());
-  auto placement = PlaceBySlot(JobRequest{o.ranks, o.oversubscribe}, resolved->hosts);
+  auto placement = PlaceBySlot(SlotJob(o.ranks, o.oversubscribe), resolved->hosts);
   if (!placement.ok()) return Fail(placement.status());
   const LaunchPlan plan = MakeLaunchPlan(std::move(placement).value(), o, resolved->all_local);
 

@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include <array>
+
 #include "common/host_topology.h"
+#include "common/parallel_layout.h"
 #include "common/status.h"
 
 namespace gpulaunch {
@@ -21,9 +24,28 @@ struct HostResources {
   HostTopology topology;
 };
 
+// Bytes each kind of group moves per step, for the communication model.
+// Defaults follow a transformer step: tensor parallelism allreduces
+// activations several times per layer (1 GiB in all, on the critical path),
+// pipeline neighbours pass activations (64 MiB), data parallelism allreduces
+// the gradients once (256 MiB, often overlapped with compute).
+struct CommVolume {
+  double tp_bytes = 1024.0 * (1 << 20);
+  double pp_bytes = 64.0 * (1 << 20);
+  double dp_bytes = 256.0 * (1 << 20);
+};
+
 struct JobRequest {
   int ranks = 0;               // 0: one rank per slot (mpirun's default)
   bool oversubscribe = false;  // allow more ranks than slots (ranks then run unbound)
+  // Placement engine (placement_engine.h) only:
+  int gpus_per_rank = -1;      // -1: 1 when the hosts have GPUs, else 0 (CPU ranks)
+  int cores_per_rank = 1;      // for CPU-only ranks
+  ParallelLayout layout;       // its size must equal ranks
+  std::string policy = "compact";
+  std::string comm = "allreduce";  // allreduce | p2p | compute
+  std::vector<std::string> exclude_hosts;
+  CommVolume volume;
 };
 
 // Where one rank runs and what it may use.
@@ -40,6 +62,7 @@ struct RankSlot {
   std::vector<int> gpus;       // GPU indices (PCI bus order) owned by the rank
   bool host_has_gpus = false;  // decides whether CUDA_VISIBLE_DEVICES is set at all
   std::string nic;             // UCX device name, empty when none chosen
+  std::array<int, 3> coords = {0, 0, 0};  // tp, pp, dp (placement engine)
 };
 
 struct Placement {
@@ -47,6 +70,7 @@ struct Placement {
   std::vector<std::string> hosts;     // hosts that run ranks, by node rank
   bool oversubscribed = false;
   std::vector<std::string> notes;     // why things are as they are, for --dry-run
+  std::vector<std::string> explain;   // per host: chosen or passed over, and why
 };
 
 }  // namespace gpulaunch

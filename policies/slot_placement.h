@@ -18,6 +18,14 @@
 
 namespace gpulaunch {
 
+// A request for PlaceBySlot: `ranks` (0: one per slot) and oversubscription.
+inline JobRequest SlotJob(int ranks, bool oversubscribe) {
+  JobRequest r;
+  r.ranks = ranks;
+  r.oversubscribe = oversubscribe;
+  return r;
+}
+
 // Slots a host offers: the user's count, else its GPUs, else its cores.
 int EffectiveSlots(const HostResources& host);
 

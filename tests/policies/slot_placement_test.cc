@@ -22,7 +22,7 @@ bool Subset(const std::vector<int>& a, const std::vector<int>& b) {
 }
 
 TEST(SlotPlacement, CpuHostOneRankPerCoreBlock) {
-  auto p = PlaceBySlot({4, false}, {Host("a", SyntheticHost(2, 4, 2, 0, 0))});
+  auto p = PlaceBySlot(SlotJob(4, false), {Host("a", SyntheticHost(2, 4, 2, 0, 0))});
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   ASSERT_EQ(p->ranks.size(), 4u);
   std::set<int> seen;
@@ -40,7 +40,7 @@ TEST(SlotPlacement, CpuHostOneRankPerCoreBlock) {
 
 TEST(SlotPlacement, GpuHostOneGpuEachWithLocalCoresAndNic) {
   const HostTopology t = SyntheticHost(2, 8, 2, 4, 2);
-  auto p = PlaceBySlot({8, false}, {Host("g", t)});
+  auto p = PlaceBySlot(SlotJob(8, false), {Host("g", t)});
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   std::set<int> gpus;
   std::map<std::string, int> nic_use;
@@ -63,13 +63,13 @@ TEST(SlotPlacement, GpuHostOneGpuEachWithLocalCoresAndNic) {
 TEST(SlotPlacement, EquidistantNicsAreNotSharedWhileOneIsFree) {
   HostTopology t = SyntheticHost(1, 4, 1, 2, 2);
   for (Nic& n : t.nics) n.pci_path = {"elsewhere"};  // both NICs equally far from both GPUs
-  auto p = PlaceBySlot({2, false}, {Host("g", t)});
+  auto p = PlaceBySlot(SlotJob(2, false), {Host("g", t)});
   ASSERT_TRUE(p.ok());
   EXPECT_NE(p->ranks[0].nic, p->ranks[1].nic);
 }
 
 TEST(SlotPlacement, FillsHostsBySlotInOrder) {
-  auto p = PlaceBySlot({5, false}, {Host("a", SyntheticHost(1, 4, 1, 0, 0), 2), Host("b", SyntheticHost(1, 4, 1, 0, 0), 4)});
+  auto p = PlaceBySlot(SlotJob(5, false), {Host("a", SyntheticHost(1, 4, 1, 0, 0), 2), Host("b", SyntheticHost(1, 4, 1, 0, 0), 4)});
   ASSERT_TRUE(p.ok());
   std::vector<std::string> hosts;
   for (const RankSlot& r : p->ranks) hosts.push_back(r.host + ":" + std::to_string(r.local_rank) + "/" +
@@ -79,13 +79,13 @@ TEST(SlotPlacement, FillsHostsBySlotInOrder) {
 }
 
 TEST(SlotPlacement, DefaultRanksIsOnePerSlot) {
-  auto p = PlaceBySlot({0, false}, {Host("g", SyntheticHost(2, 4, 1, 2, 0)), Host("c", SyntheticHost(1, 3, 1, 0, 0))});
+  auto p = PlaceBySlot(SlotJob(0, false), {Host("g", SyntheticHost(2, 4, 1, 2, 0)), Host("c", SyntheticHost(1, 3, 1, 0, 0))});
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->ranks.size(), 4u + 3u);  // GPUs on g, cores on c
 }
 
 TEST(SlotPlacement, TooManyRanksIsInfeasibleAndNamesOversubscribe) {
-  auto p = PlaceBySlot({16, false}, {Host("vm", SyntheticHost(1, 2, 1, 0, 0))});
+  auto p = PlaceBySlot(SlotJob(16, false), {Host("vm", SyntheticHost(1, 2, 1, 0, 0))});
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), StatusCode::kInfeasible);
   EXPECT_NE(p.status().message().find("--oversubscribe"), std::string::npos);
@@ -93,7 +93,7 @@ TEST(SlotPlacement, TooManyRanksIsInfeasibleAndNamesOversubscribe) {
 }
 
 TEST(SlotPlacement, OversubscribeSpreadsEvenlyUnbound) {
-  auto p = PlaceBySlot({10, true}, {Host("a", SyntheticHost(1, 2, 1, 0, 0)), Host("b", SyntheticHost(1, 2, 1, 0, 0)),
+  auto p = PlaceBySlot(SlotJob(10, true), {Host("a", SyntheticHost(1, 2, 1, 0, 0)), Host("b", SyntheticHost(1, 2, 1, 0, 0)),
                                     Host("c", SyntheticHost(1, 2, 1, 0, 0))});
   ASSERT_TRUE(p.ok());
   EXPECT_TRUE(p->oversubscribed);
@@ -107,18 +107,18 @@ TEST(SlotPlacement, OversubscribeSpreadsEvenlyUnbound) {
 }
 
 TEST(SlotPlacement, OversubscribeHonoursMaxSlots) {
-  auto p = PlaceBySlot({10, true}, {Host("a", SyntheticHost(1, 2, 1, 0, 0), 2, 2), Host("b", SyntheticHost(1, 2, 1, 0, 0))});
+  auto p = PlaceBySlot(SlotJob(10, true), {Host("a", SyntheticHost(1, 2, 1, 0, 0), 2, 2), Host("b", SyntheticHost(1, 2, 1, 0, 0))});
   ASSERT_TRUE(p.ok());
   int on_a = 0;
   for (const RankSlot& r : p->ranks) on_a += r.host == "a";
   EXPECT_EQ(on_a, 2);
-  auto capped = PlaceBySlot({10, true}, {Host("a", SyntheticHost(1, 2, 1, 0, 0), 2, 3)});
+  auto capped = PlaceBySlot(SlotJob(10, true), {Host("a", SyntheticHost(1, 2, 1, 0, 0), 2, 3)});
   ASSERT_FALSE(capped.ok());
   EXPECT_NE(capped.status().message().find("max_slots"), std::string::npos);
 }
 
 TEST(SlotPlacement, MoreRanksThanCoresOnGrantedSlotsAreUnbound) {
-  auto p = PlaceBySlot({8, false}, {Host("a", SyntheticHost(1, 2, 1, 0, 0), 8)});
+  auto p = PlaceBySlot(SlotJob(8, false), {Host("a", SyntheticHost(1, 2, 1, 0, 0), 8)});
   ASSERT_TRUE(p.ok());
   for (const RankSlot& r : p->ranks) EXPECT_FALSE(r.bound);
   EXPECT_FALSE(p->notes.empty());
@@ -126,8 +126,8 @@ TEST(SlotPlacement, MoreRanksThanCoresOnGrantedSlotsAreUnbound) {
 
 TEST(SlotPlacement, Deterministic) {
   const std::vector<HostResources> hosts = {Host("a", SyntheticHost(2, 8, 2, 4, 2)), Host("b", SyntheticHost(2, 8, 2, 4, 2))};
-  auto p1 = PlaceBySlot({12, false}, hosts);
-  auto p2 = PlaceBySlot({12, false}, hosts);
+  auto p1 = PlaceBySlot(SlotJob(12, false), hosts);
+  auto p2 = PlaceBySlot(SlotJob(12, false), hosts);
   ASSERT_TRUE(p1.ok() && p2.ok());
   for (size_t i = 0; i < p1->ranks.size(); ++i) {
     EXPECT_EQ(p1->ranks[i].cpus, p2->ranks[i].cpus);

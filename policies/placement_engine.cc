@@ -1,0 +1,440 @@
+#include "policies/placement_engine.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "common/strings.h"
+#include "policies/host_selection.h"
+#include "policies/link_model.h"
+
+namespace gpulaunch {
+namespace {
+
+bool AnyGpus(const ClusterTopology& c) {
+  return std::any_of(c.hosts.begin(), c.hosts.end(), [](const ClusterHost& h) { return !h.topology.gpus.empty(); });
+}
+
+int RanksThatFit(const ClusterHost& h, const JobRequest& r) {
+  if (r.gpus_per_rank > 0) return h.FreeGpus() / r.gpus_per_rank;
+  return static_cast<int>(h.topology.cores.size()) / std::max(1, r.cores_per_rank);
+}
+
+// Free GPUs grouped into islands (NVLink components, else NUMA nodes), each
+// ordered by PCI path so GPUs on one PCIe switch are adjacent.
+std::vector<std::vector<int>> Islands(const ClusterHost& host) {
+  const HostTopology& t = host.topology;
+  std::vector<int> free;
+  for (const Gpu& g : t.gpus)
+    if (host.GpuFree(g.index)) free.push_back(g.index);
+  std::vector<std::vector<int>> islands;
+  std::set<int> seen;
+  for (int g : free) {
+    if (seen.count(g)) continue;
+    std::vector<int> island, stack = {g};
+    seen.insert(g);
+    while (!stack.empty()) {
+      const int cur = stack.back();
+      stack.pop_back();
+      island.push_back(cur);
+      for (int o : free) {
+        const bool linked = t.gpu_link_gbps.empty() ? t.gpus[o].numa_node == t.gpus[cur].numa_node
+                                                     : t.GpuLinkGbps(cur, o) > 0;
+        if (!seen.count(o) && linked) {
+          seen.insert(o);
+          stack.push_back(o);
+        }
+      }
+    }
+    std::sort(island.begin(), island.end(), [&](int a, int b) {
+      return std::tie(t.gpus[a].pci_path, a) < std::tie(t.gpus[b].pci_path, b);
+    });
+    islands.push_back(island);
+  }
+  return islands;
+}
+
+// `need` GPUs: the smallest island that holds them all (keeps big islands
+// whole), else whole islands from the largest down.
+std::vector<int> PickGpus(const ClusterHost& host, int need) {
+  auto islands = Islands(host);
+  const std::vector<int>* fit = nullptr;
+  for (const auto& is : islands)
+    if (static_cast<int>(is.size()) >= need && (!fit || is.size() < fit->size())) fit = &is;
+  if (fit) return std::vector<int>(fit->begin(), fit->begin() + need);
+  std::stable_sort(islands.begin(), islands.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
+  std::vector<int> out;
+  for (const auto& is : islands)
+    for (int g : is)
+      if (static_cast<int>(out.size()) < need) out.push_back(g);
+  return out;
+}
+
+int SharedPrefix(const PciPath& a, const PciPath& b) {
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  return static_cast<int>(i);
+}
+
+// Fills cpus, memory node and NIC of the ranks on one host (GPUs chosen).
+void FillHostResources(const HostTopology& t, std::vector<RankSlot*>& ranks, const JobRequest& r) {
+  if (r.gpus_per_rank > 0) {
+    std::map<int, std::vector<RankSlot*>> by_numa;
+    for (RankSlot* s : ranks) by_numa[t.gpus[s->gpus.front()].numa_node].push_back(s);
+    for (auto& [numa, members] : by_numa) {
+      std::vector<const Core*> pool;
+      for (const Core& c : t.cores)
+        if (numa < 0 || c.numa_node == numa) pool.push_back(&c);
+      const size_t k = members.size();
+      for (size_t j = 0; j < k; ++j) {
+        RankSlot& s = *members[j];
+        s.cpus.clear();
+        s.cores.clear();
+        const size_t lo = pool.size() * j / k, hi = pool.size() * (j + 1) / k;
+        for (size_t i = lo; i < std::max(hi, lo + 1) && i < pool.size(); ++i) {
+          s.cpus.insert(s.cpus.end(), pool[i]->pus.begin(), pool[i]->pus.end());
+          s.cores.push_back(pool[i]->logical_index);
+        }
+        std::sort(s.cpus.begin(), s.cpus.end());
+        s.bound = !s.cpus.empty();
+        s.mem_node = numa;
+      }
+    }
+    std::vector<int> nic_users(t.nics.size(), 0);
+    for (RankSlot* s : ranks) {
+      if (t.nics.empty()) break;
+      const Gpu& g = t.gpus[s->gpus.front()];
+      auto distance = [&](size_t n) {
+        const int shared = SharedPrefix(g.pci_path, t.nics[n].pci_path);
+        if (shared > 0) return 100 - shared;
+        return g.numa_node >= 0 && g.numa_node == t.nics[n].numa_node ? 200 : 300;
+      };
+      size_t best = 0;
+      for (size_t n = 1; n < t.nics.size(); ++n)
+        if (std::make_pair(distance(n), nic_users[n]) < std::make_pair(distance(best), nic_users[best])) best = n;
+      s->nic = t.nics[best].name;
+      ++nic_users[best];
+    }
+    return;
+  }
+  // CPU ranks: contiguous blocks of cores_per_rank cores, in core order.
+  size_t next = 0;
+  for (RankSlot* s : ranks) {
+    for (int i = 0; i < r.cores_per_rank && next < t.cores.size(); ++i, ++next) {
+      s->cpus.insert(s->cpus.end(), t.cores[next].pus.begin(), t.cores[next].pus.end());
+      s->cores.push_back(t.cores[next].logical_index);
+    }
+    std::sort(s->cpus.begin(), s->cpus.end());
+    s->bound = true;
+    s->mem_node = t.cores[next - 1].numa_node;
+  }
+}
+
+// Builds the placement from hosts and, per slot in fill order, its GPUs.
+Placement Assemble(const ClusterTopology& c, const JobRequest& r,
+                   const std::vector<std::pair<int, std::vector<std::vector<int>>>>& host_slots,
+                   bool tp_innermost_fill) {
+  Placement p;
+  const ParallelLayout& L = r.layout;
+  p.ranks.resize(r.ranks);
+  int slot = 0;
+  std::map<int, std::vector<RankSlot*>> on_host;
+  for (size_t node = 0; node < host_slots.size(); ++node) {
+    const auto& [h, slots] = host_slots[node];
+    p.hosts.push_back(c.hosts[h].name);
+    for (const auto& gpus : slots) {
+      // Fill order: tp innermost, then pp, then dp (or plain rank order).
+      std::array<int, 3> coords;
+      int rank;
+      if (tp_innermost_fill) {
+        coords = {slot % L.extent[kTp], (slot / L.extent[kTp]) % L.extent[kPp],
+                  slot / (L.extent[kTp] * L.extent[kPp])};
+        rank = L.RankOf(coords);
+      } else {
+        rank = slot;
+        coords = L.CoordsOf(rank);
+      }
+      RankSlot& s = p.ranks[rank];
+      s.rank = rank;
+      s.host = c.hosts[h].name;
+      s.node_rank = static_cast<int>(node);
+      s.gpus = gpus;
+      s.host_has_gpus = !c.hosts[h].topology.gpus.empty();
+      s.coords = coords;
+      on_host[h].push_back(&s);
+      ++slot;
+    }
+  }
+  for (auto& [h, ranks] : on_host) {
+    std::sort(ranks.begin(), ranks.end(), [](const RankSlot* a, const RankSlot* b) { return a->rank < b->rank; });
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      ranks[i]->local_rank = static_cast<int>(i);
+      ranks[i]->local_size = static_cast<int>(ranks.size());
+    }
+    FillHostResources(c.hosts[h].topology, ranks, r);
+  }
+  return p;
+}
+
+std::string Shortfall(const JobRequest& r, int have_units_in_ranks, int eligible_hosts) {
+  if (r.gpus_per_rank > 0) {
+    const int need = r.ranks * r.gpus_per_rank, have = have_units_in_ranks * r.gpus_per_rank;
+    return "needs " + std::to_string(need) + " GPUs (" + std::to_string(r.ranks) + " ranks x " +
+           std::to_string(r.gpus_per_rank) + ") but the " + std::to_string(eligible_hosts) +
+           " eligible hosts offer " + std::to_string(have) + " usable free GPUs: short by " +
+           std::to_string(need - have);
+  }
+  return "needs " + std::to_string(r.ranks) + " ranks of " + std::to_string(r.cores_per_rank) +
+         " cores but the eligible hosts fit " + std::to_string(have_units_in_ranks) + ": short by " +
+         std::to_string(r.ranks - have_units_in_ranks) + " ranks";
+}
+
+// Exact search for a job on one host with one GPU per rank: every injective
+// map of ranks to the free GPUs, when there are at most kExactLimit, scored
+// by the link model over precomputed pairwise costs. Returns the GPU of each
+// slot in fill order, or an empty vector when the search is too large.
+constexpr double kExactLimit = 40320;
+
+std::vector<int> ExactSingleHost(const ClusterTopology& c, int h, const JobRequest& r) {
+  const ClusterHost& host = c.hosts[h];
+  std::vector<int> free;
+  for (const Gpu& g : host.topology.gpus)
+    if (host.GpuFree(g.index)) free.push_back(g.index);
+  const int n = static_cast<int>(free.size()), k = r.ranks;
+  double count = 1;
+  for (int i = 0; i < k; ++i) count *= n - i;
+  if (k > n || count > kExactLimit) return {};
+  const int G = static_cast<int>(host.topology.gpus.size());
+  std::vector<LinkCost> cost(static_cast<size_t>(G) * G);
+  for (int a = 0; a < G; ++a)
+    for (int b = 0; b < G; ++b) cost[static_cast<size_t>(a) * G + b] = CostBetween(c, {h, a}, {h, b});
+  const ParallelLayout& L = r.layout;
+  // Groups as lists of slots (slot = fill position, tp innermost).
+  auto slot_of = [&](int rank) {
+    const auto co = L.CoordsOf(rank);
+    return (co[kDp] * L.extent[kPp] + co[kPp]) * L.extent[kTp] + co[kTp];
+  };
+  std::vector<std::vector<int>> tp_groups, dp_groups, pipelines;
+  for (int rank = 0; rank < k; ++rank) {
+    const auto co = L.CoordsOf(rank);
+    auto slots = [&](Axis a) {
+      std::vector<int> v;
+      for (int m : L.GroupOf(a, rank)) v.push_back(slot_of(m));
+      return v;
+    };
+    if (co[kTp] == 0) tp_groups.push_back(slots(kTp));
+    if (co[kDp] == 0) dp_groups.push_back(slots(kDp));
+    if (co[kPp] == 0) pipelines.push_back(slots(kPp));
+  }
+  std::vector<int> assign(k), best;
+  double best_cost = std::numeric_limits<double>::infinity();
+  auto ring = [&](const std::vector<int>& g, double bytes) {
+    if (g.size() < 2) return 0.0;
+    double bw = std::numeric_limits<double>::infinity(), lat = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      const LinkCost& l = cost[static_cast<size_t>(assign[g[i]]) * G + assign[g[(i + 1) % g.size()]]];
+      bw = std::min(bw, l.gbps);
+      lat = std::max(lat, l.latency_us);
+    }
+    const double steps = 2.0 * static_cast<double>(g.size() - 1);
+    return steps / static_cast<double>(g.size()) * bytes / (bw * 1e9) + steps * lat * 1e-6;
+  };
+  auto total = [&] {
+    double tp = 0, pp = 0, dp = 0;
+    for (const auto& g : tp_groups) tp = std::max(tp, ring(g, r.volume.tp_bytes));
+    for (const auto& g : dp_groups) dp = std::max(dp, ring(g, r.volume.dp_bytes));
+    for (const auto& g : pipelines) {
+      double t = 0;
+      for (size_t s = 0; s + 1 < g.size(); ++s) {
+        const LinkCost& l = cost[static_cast<size_t>(assign[g[s]]) * G + assign[g[s + 1]]];
+        t += r.volume.pp_bytes / (l.gbps * 1e9) + l.latency_us * 1e-6;
+      }
+      pp = std::max(pp, t);
+    }
+    return tp + pp + dp;
+  };
+  std::vector<bool> taken(n, false);
+  std::function<void(int)> dfs = [&](int slot) {
+    if (slot == k) {
+      const double t = total();
+      if (t < best_cost * (1 - 1e-12)) {  // strictly better: the first optimum (in GPU order) wins
+        best_cost = t;
+        best = assign;
+      }
+      return;
+    }
+    for (int i = 0; i < n; ++i) {
+      if (taken[i]) continue;
+      taken[i] = true;
+      assign[slot] = free[i];
+      dfs(slot + 1);
+      taken[i] = false;
+    }
+  };
+  dfs(0);
+  return best;
+}
+
+}  // namespace
+
+StatusOr<JobRequest> Normalise(const JobRequest& in, const ClusterTopology& c) {
+  JobRequest r = in;
+  if (r.ranks < 1) return InvalidArgument("the job needs at least one rank");
+  if (r.gpus_per_rank < 0) r.gpus_per_rank = AnyGpus(c) ? 1 : 0;
+  if (r.cores_per_rank < 1) return InvalidArgument("--cores-per-rank must be at least 1");
+  if (r.layout.world_size() == 1 && r.ranks > 1) r.layout.extent[kDp] = r.ranks;
+  if (r.layout.world_size() != r.ranks) {
+    return InvalidArgument("layout " + r.layout.ToString() + " has " + std::to_string(r.layout.world_size()) +
+                           " ranks but the job has " + std::to_string(r.ranks));
+  }
+  return r;
+}
+
+StatusOr<Placement> Place(const JobRequest& request, const ClusterTopology& c) {
+  GL_ASSIGN_OR_RETURN(const JobRequest r, Normalise(request, c));
+  const HostSelector* selector = FindHostSelector(r.comm == "compute" && r.policy == "compact" ? "fragmented" : r.policy);
+  if (!selector) {
+    return InvalidArgument("unknown policy '" + r.policy + "' (choose from " + Join(HostSelectorNames(), ", ") + ")");
+  }
+  // Filter.
+  std::vector<std::string> explain(c.hosts.size());
+  std::vector<int> fit(c.hosts.size(), 0);
+  int max_fit = 0;
+  for (size_t h = 0; h < c.hosts.size(); ++h) {
+    for (const HostFilter& f : HostFilters()) {
+      if (const std::string why = f.reject(c, static_cast<int>(h), r); !why.empty()) {
+        explain[h] = "passed over: " + why;
+        break;
+      }
+    }
+    if (!explain[h].empty()) continue;
+    fit[h] = RanksThatFit(c.hosts[h], r);
+    if (fit[h] == 0) {
+      explain[h] = r.gpus_per_rank > 0 ? "passed over: " + std::to_string(c.hosts[h].FreeGpus()) +
+                                             " free GPUs, fewer than " + std::to_string(r.gpus_per_rank) + " per rank"
+                                       : "passed over: too few cores";
+    }
+    max_fit = std::max(max_fit, fit[h]);
+  }
+  // Units: whole TP groups when a TP group fits on a host.
+  const int tp = r.layout.extent[kTp];
+  const int unit = tp <= max_fit ? tp : 1;
+  std::vector<Candidate> cands;
+  int capacity = 0;
+  for (size_t h = 0; h < c.hosts.size(); ++h) {
+    if (fit[h] / unit > 0) cands.push_back({static_cast<int>(h), fit[h] / unit});
+    capacity += fit[h] / unit * unit;
+  }
+  if (capacity < r.ranks) return Infeasible(Shortfall(r, capacity, static_cast<int>(cands.size())));
+  auto sel = selector->Select(c, cands, r.ranks / unit + (r.ranks % unit ? 1 : 0));
+  if (!sel.ok()) return Infeasible(Shortfall(r, capacity, static_cast<int>(cands.size())));
+  // Pick GPUs (or core slots) per host, trimming the last unit to the job.
+  std::vector<std::pair<int, std::vector<std::vector<int>>>> host_slots;
+  int left = r.ranks;
+  for (const Candidate& ch : sel->chosen) {
+    const int ranks_here = std::min(ch.units * unit, left);
+    left -= ranks_here;
+    std::vector<std::vector<int>> slots(ranks_here);
+    if (r.gpus_per_rank > 0) {
+      const std::vector<int> gpus = PickGpus(c.hosts[ch.host], ranks_here * r.gpus_per_rank);
+      for (int i = 0; i < ranks_here; ++i) {
+        slots[i].assign(gpus.begin() + i * r.gpus_per_rank, gpus.begin() + (i + 1) * r.gpus_per_rank);
+      }
+    }
+    host_slots.push_back({ch.host, slots});
+    explain[ch.host] = "chosen: " + std::to_string(ranks_here) + " ranks (" + sel->why + ")";
+  }
+  // One host and a small search space: take the model's optimum outright.
+  if (host_slots.size() == 1 && r.gpus_per_rank == 1) {
+    const std::vector<int> exact = ExactSingleHost(c, host_slots[0].first, r);
+    for (size_t i = 0; i < exact.size(); ++i) host_slots[0].second[i] = {exact[i]};
+  }
+  Placement p = Assemble(c, r, host_slots, /*tp_innermost_fill=*/true);
+  for (size_t h = 0; h < c.hosts.size(); ++h) {
+    p.explain.push_back(c.hosts[h].name + ": " + (explain[h].empty() ? "not needed (" + sel->why + ")" : explain[h]));
+  }
+  if (unit == 1 && tp > 1) {
+    p.notes.push_back("TP groups of " + std::to_string(tp) + " do not fit on one host: they span hosts");
+  }
+  return p;
+}
+
+StatusOr<Placement> PlaceLikeOpenMpiBySlot(const JobRequest& request, const ClusterTopology& c) {
+  GL_ASSIGN_OR_RETURN(const JobRequest r, Normalise(request, c));
+  std::vector<std::pair<int, std::vector<std::vector<int>>>> host_slots;
+  int left = r.ranks, capacity = 0;
+  for (size_t h = 0; h < c.hosts.size() && left > 0; ++h) {
+    bool rejected = false;
+    for (const HostFilter& f : HostFilters()) rejected |= !f.reject(c, static_cast<int>(h), r).empty();
+    if (rejected) continue;
+    const int here = std::min(RanksThatFit(c.hosts[h], r), left);
+    capacity += here;
+    if (here == 0) continue;
+    std::vector<int> free;
+    for (const Gpu& g : c.hosts[h].topology.gpus)
+      if (c.hosts[h].GpuFree(g.index)) free.push_back(g.index);
+    std::vector<std::vector<int>> slots(here);
+    for (int i = 0; i < here && r.gpus_per_rank > 0; ++i) {
+      slots[i].assign(free.begin() + i * r.gpus_per_rank, free.begin() + (i + 1) * r.gpus_per_rank);
+    }
+    host_slots.push_back({static_cast<int>(h), slots});
+    left -= here;
+  }
+  if (left > 0) return Infeasible(Shortfall(r, capacity, static_cast<int>(c.hosts.size())));
+  return Assemble(c, r, host_slots, /*tp_innermost_fill=*/false);
+}
+
+StepModel ModelStep(const Placement& p, const ClusterTopology& c, const JobRequest& request) {
+  StepModel m;
+  auto normalised = Normalise(request, c);
+  if (!normalised.ok()) return m;
+  const JobRequest& r = *normalised;
+  std::map<std::string, int> index;
+  for (size_t h = 0; h < c.hosts.size(); ++h) index[c.hosts[h].name] = static_cast<int>(h);
+  auto slot = [&](int rank) {
+    const RankSlot& s = p.ranks[rank];
+    return SlotRef{index.at(s.host), s.gpus.empty() ? -1 : s.gpus.front()};
+  };
+  const ParallelLayout& L = r.layout;
+  for (int rank = 0; rank < L.world_size(); ++rank) {
+    const auto coords = L.CoordsOf(rank);
+    if (coords[kTp] == 0) {
+      std::vector<SlotRef> ring;
+      for (int m2 : L.GroupOf(kTp, rank)) ring.push_back(slot(m2));
+      m.tp_seconds = std::max(m.tp_seconds, RingAllreduceSeconds(c, ring, r.volume.tp_bytes));
+    }
+    if (coords[kPp] == 0) {
+      const auto stages = L.GroupOf(kPp, rank);
+      double t = 0;
+      for (size_t s = 0; s + 1 < stages.size(); ++s) t += PointToPointSeconds(c, slot(stages[s]), slot(stages[s + 1]), r.volume.pp_bytes);
+      m.pp_seconds = std::max(m.pp_seconds, t);
+    }
+    if (coords[kDp] == 0) {
+      std::vector<SlotRef> ring;
+      for (int m2 : L.GroupOf(kDp, rank)) ring.push_back(slot(m2));
+      m.dp_seconds = std::max(m.dp_seconds, RingAllreduceSeconds(c, ring, r.volume.dp_bytes));
+    }
+  }
+  std::set<std::string> switches;
+  for (const std::string& h : p.hosts)
+    for (const NetworkSwitch* s : c.network.PathOf(h)) switches.insert(s->name);
+  // Only the switches a message crosses: drop ancestors above the lowest
+  // common one.
+  if (const NetworkSwitch* top = c.network.CommonAncestor(p.hosts)) {
+    for (const NetworkSwitch* s = top; s && !s->parent.empty();) {
+      const std::string parent = s->parent;
+      switches.erase(parent);
+      s = nullptr;
+      for (const NetworkSwitch& cand : c.network.switches())
+        if (cand.name == parent) s = &cand;
+    }
+  }
+  m.hosts = static_cast<int>(p.hosts.size());
+  m.switches = p.hosts.size() > 1 ? static_cast<int>(switches.size()) : 0;
+  return m;
+}
+
+}  // namespace gpulaunch

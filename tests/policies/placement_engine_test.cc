@@ -1,0 +1,208 @@
+#include "policies/placement_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "common/synthetic_cluster.h"
+#include "launcher/discovery/hwloc_source.h"
+
+namespace gpulaunch {
+namespace {
+
+JobRequest Job(int ranks, const std::string& layout = "") {
+  JobRequest r;
+  r.ranks = ranks;
+  r.layout = *ParseLayout(layout, ranks);
+  return r;
+}
+
+ClusterTopology Cluster(const std::string& spec) { return *MakeSyntheticCluster(spec); }
+
+ClusterTopology Recorded(const std::string& file, int hosts = 1) {
+  ClusterTopology c;
+  auto t = LoadHwlocXmlFile(std::string(GL_TEST_DATA) + "/topologies/hwloc/" + file);
+  EXPECT_TRUE(t.ok()) << file;
+  for (int h = 0; h < hosts; ++h) c.hosts.push_back({"host" + std::to_string(h), *t, true, {}});
+  return c;
+}
+
+TEST(PlacementEngine, FitsOnOneHostWhenItCan) {
+  const auto c = Cluster("switch:2 node:4 gpu:8 nic:4");
+  auto p = Place(Job(8), c);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->hosts.size(), 1u);
+  EXPECT_EQ(ModelStep(*p, c, Job(8)).switches, 0);
+}
+
+TEST(PlacementEngine, FewestHostsUnderTheLowestSwitch) {
+  const auto c = Cluster("switch:2 node:4 gpu:8 nic:4");
+  auto p = Place(Job(32, "tp=8"), c);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->hosts, (std::vector<std::string>{"node0001", "node0002", "node0003", "node0004"}));
+  EXPECT_EQ(ModelStep(*p, c, Job(32, "tp=8")).switches, 1);  // one leaf
+  auto wide = Place(Job(40, "tp=8"), c);
+  ASSERT_TRUE(wide.ok());
+  EXPECT_EQ(wide->hosts.size(), 5u);
+  EXPECT_EQ(ModelStep(*wide, c, Job(40, "tp=8")).switches, 3);  // two leaves and the spine
+}
+
+TEST(PlacementEngine, BestFitKeepsWholeHostsFree) {
+  auto c = Cluster("node:3 gpu:8");
+  c.hosts[1].gpu_busy.assign(8, false);
+  for (int g = 0; g < 6; ++g) c.hosts[1].gpu_busy[g] = true;  // 2 free on node0002
+  auto p = Place(Job(2), c);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->hosts, (std::vector<std::string>{"node0002"}));
+  EXPECT_EQ(p->ranks[0].gpus, (std::vector<int>{6}));
+  EXPECT_EQ(p->ranks[1].gpus, (std::vector<int>{7}));
+}
+
+TEST(PlacementEngine, ExplainsHostsPassedOver) {
+  auto c = Cluster("node:4 gpu:4");
+  c.hosts[0].healthy = false;
+  JobRequest r = Job(4);
+  r.exclude_hosts = {"node0002"};
+  auto p = Place(r, c);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->hosts, (std::vector<std::string>{"node0003"}));
+  EXPECT_EQ(p->explain[0], "node0001: passed over: unhealthy");
+  EXPECT_EQ(p->explain[1], "node0002: passed over: excluded");
+  EXPECT_NE(p->explain[2].find("chosen: 4 ranks"), std::string::npos);
+  EXPECT_NE(p->explain[3].find("not needed"), std::string::npos);
+}
+
+TEST(PlacementEngine, InfeasibleSaysWhatIsShortAndByHowMuch) {
+  auto c = Cluster("node:2 gpu:8");
+  JobRequest r = Job(10);
+  r.gpus_per_rank = 2;
+  auto p = Place(r, c);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kInfeasible);
+  EXPECT_NE(p.status().message().find("needs 20 GPUs (10 ranks x 2)"), std::string::npos) << p.status().message();
+  EXPECT_NE(p.status().message().find("short by 4"), std::string::npos);
+  r.policy = "nope";
+  EXPECT_EQ(Place(r, c).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Properties over many requests and clusters.
+TEST(PlacementEngine, PropertiesHoldEverywhere) {
+  const char* clusters[] = {"node:1 gpu:8 nic:2", "switch:2 node:3 gpu:4 nic:4", "node:5 gpu:8 numa:2 nvlink:0"};
+  const char* layouts[] = {"", "tp=2", "tp=4", "tp=2,pp=2", "tp=4,pp=2,order=tp-dp-pp"};
+  for (const char* spec : clusters) {
+    auto c = Cluster(spec);
+    for (int ranks : {1, 2, 4, 8, 16}) {
+      for (const char* layout : layouts) {
+        auto parsed = ParseLayout(layout, ranks);
+        if (!parsed.ok()) continue;
+        for (const char* policy : {"compact", "spread"}) {
+          JobRequest r = Job(ranks, layout);
+          r.policy = policy;
+          auto p = Place(r, c);
+          if (!p.ok()) {
+            EXPECT_EQ(p.status().code(), StatusCode::kInfeasible) << spec << " " << ranks;
+            continue;
+          }
+          SCOPED_TRACE(std::string(spec) + " n=" + std::to_string(ranks) + " " + layout + " " + policy);
+          std::map<std::string, std::set<int>> used;
+          for (const RankSlot& s : p->ranks) {
+            ASSERT_EQ(s.gpus.size(), 1u);
+            EXPECT_TRUE(used[s.host].insert(s.gpus[0]).second) << "GPU given twice";
+            EXPECT_EQ(r.layout.RankOf(s.coords), s.rank);
+            const auto& host = *std::find_if(c.hosts.begin(), c.hosts.end(), [&](auto& h) { return h.name == s.host; });
+            const Gpu& g = host.topology.gpus[s.gpus[0]];
+            for (int cpu : s.cpus) EXPECT_TRUE(std::binary_search(g.local_pus.begin(), g.local_pus.end(), cpu));
+          }
+          // TP groups stay on one host whenever a host can hold one.
+          if (std::string(policy) == "compact") {
+            for (const RankSlot& s : p->ranks) {
+              for (int m : r.layout.GroupOf(kTp, s.rank)) EXPECT_EQ(p->ranks[m].host, s.host);
+            }
+          }
+          auto again = Place(r, c);
+          for (size_t i = 0; i < p->ranks.size(); ++i) {
+            EXPECT_EQ(again->ranks[i].host, p->ranks[i].host);
+            EXPECT_EQ(again->ranks[i].gpus, p->ranks[i].gpus);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(PlacementEngine, NeverWorseThanOpenMpiBySlot) {
+  struct Case {
+    ClusterTopology cluster;
+    std::string layout;
+    int ranks;
+  };
+  auto busy = Cluster("switch:2 node:4 gpu:8 nic:4");
+  busy.hosts[0].gpu_busy = {true, true, true, false, false, false, false, false};  // fragments
+  busy.hosts[2].gpu_busy = {true, false, true, false, true, false, true, false};
+  std::vector<Case> cases = {
+      {Cluster("switch:2 node:4 gpu:8 nic:4"), "tp=8", 32},
+      {busy, "tp=4", 16},
+      {busy, "tp=2,pp=2", 8},
+      {Recorded("mpibind/g4dnmetal.xml", 2), "tp=4", 8},
+      {Recorded("open-mpi-hwloc/power8gpudistances.xml", 3), "tp=2", 6},
+      {Recorded("mpibind/coral-lassen.xml", 4), "tp=2,pp=2", 8},
+  };
+  for (const Case& k : cases) {
+    const JobRequest r = Job(k.ranks, k.layout);
+    auto ours = Place(r, k.cluster);
+    auto ompi = PlaceLikeOpenMpiBySlot(r, k.cluster);
+    ASSERT_TRUE(ours.ok() && ompi.ok()) << k.layout;
+    const StepModel a = ModelStep(*ours, k.cluster, r), b = ModelStep(*ompi, k.cluster, r);
+    EXPECT_LE(a.total_seconds(), b.total_seconds() * (1 + 1e-12)) << k.layout;
+    EXPECT_LE(a.hosts, b.hosts) << k.layout;
+  }
+}
+
+// Exhaustive search over every assignment of ranks to GPUs on one host.
+double BestByEnumeration(const ClusterTopology& c, const JobRequest& r) {
+  const int gpus = static_cast<int>(c.hosts[0].topology.gpus.size());
+  std::vector<int> perm(gpus);
+  for (int i = 0; i < gpus; ++i) perm[i] = i;
+  double best = std::numeric_limits<double>::infinity();
+  std::set<std::vector<int>> seen;
+  do {
+    std::vector<int> take(perm.begin(), perm.begin() + r.ranks);
+    if (!seen.insert(take).second) continue;
+    Placement p;
+    p.hosts = {c.hosts[0].name};
+    for (int rank = 0; rank < r.ranks; ++rank) {
+      RankSlot s;
+      s.rank = rank;
+      s.host = c.hosts[0].name;
+      s.gpus = {take[rank]};
+      p.ranks.push_back(s);
+    }
+    best = std::min(best, ModelStep(p, c, r).total_seconds());
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  return best;
+}
+
+TEST(PlacementEngine, EqualsExhaustiveSearchOnSmallRecordedHosts) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"open-mpi-hwloc/power8gpudistances.xml", "tp=2"},
+      {"mpibind/coral-lassen.xml", "tp=2"},
+      {"flux-sched/corona11.xml", "tp=2"},
+      {"mpibind/g4dnmetal.xml", "tp=4"},
+      {"mpibind/g4dnmetal.xml", "tp=2,pp=2"},
+      {"flux-core/tuo.SPX.xml", "tp=2"},
+  };
+  for (const auto& [file, layout] : cases) {
+    const ClusterTopology c = Recorded(file);
+    const int ranks = std::min<int>(static_cast<int>(c.hosts[0].topology.gpus.size()), 8);
+    const JobRequest r = Job(ranks, layout);
+    auto p = Place(r, c);
+    ASSERT_TRUE(p.ok()) << file;
+    EXPECT_DOUBLE_EQ(ModelStep(*p, c, r).total_seconds(), BestByEnumeration(c, r)) << file << " " << layout;
+  }
+}
+
+}  // namespace
+}  // namespace gpulaunch
