@@ -19,6 +19,7 @@
 #include "launcher/host_resolution.h"
 #include "launcher/options.h"
 #include "launcher/plan.h"
+#include "launcher/plan_command.h"
 #include "launcher/process.h"
 #include "launcher/slot_table.h"
 #include "policies/slot_placement.h"
@@ -102,6 +103,7 @@ fs::path SelfDir() { return fs::read_symlink("/proc/self/exe").parent_path(); }
 int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   const std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "plan") return RunPlanCommand({args.begin() + 1, args.end()});
   auto cl = ParseCommandLine(args);
   if (!cl.ok()) return Fail(cl.status());
   if (cl->action == CommandAction::kHelp) {

@@ -167,6 +167,91 @@ std::string HelpText() {
   return out.str();
 }
 
+namespace {
+
+po::options_description DescribePlan() {
+  po::options_description d("Options");
+  // clang-format off
+  d.add_options()
+    ("np,n", po::value<int>(), "number of ranks (required)")
+    ("gpus-per-rank", po::value<int>(), "GPUs per rank (default 1 where hosts have GPUs; 0: CPU-only ranks)")
+    ("cores-per-rank", po::value<int>(), "cores per CPU-only rank (default 1)")
+    ("layout", po::value<std::string>(), "parallel layout, e.g. tp=8,pp=2,dp=2[,order=tp-pp-dp] (dp inferred)")
+    ("policy", po::value<std::string>(), "compact (default), spread, fragmented")
+    ("comm", po::value<std::string>(), "allreduce (default), p2p, or compute (may use fragmented GPUs)")
+    ("hosts,H", po::value<std::vector<std::string>>()->composing(), "hosts, as for launches")
+    ("hostfile", po::value<std::string>(), "host file, as for launches")
+    ("topology-file", po::value<std::string>(), "recorded hwloc XML describing every host")
+    ("synthetic", po::value<std::string>(), "a synthetic cluster, e.g. 'switch:2 node:4 gpu:8 nic:4'")
+    ("network", po::value<std::string>(), "switch tree in Slurm topology.conf syntax")
+    ("exclude", po::value<std::vector<std::string>>()->composing(), "hosts not to use (repeatable, hostlists)")
+    ("format", po::value<std::string>(), "table (default) or json")
+    ("explain", "say why each host was chosen or passed over")
+    ("help,h", "show this help");
+  // clang-format on
+  return d;
+}
+
+}  // namespace
+
+StatusOr<PlanOptions> ParsePlanCommandLine(const std::vector<std::string>& args) {
+  const po::options_description desc = DescribePlan();
+  std::vector<std::string> normalised;
+  for (const auto& a : args) normalised.push_back(a == "-np" ? "--np" : a);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(normalised).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return InvalidArgument(std::string(e.what()) + "; see 'gpulaunch plan --help'");
+  }
+  PlanOptions o;
+  if (vm.count("help")) {
+    o.help = true;
+    return o;
+  }
+  if (!vm.count("np") || vm["np"].as<int>() < 1) {
+    return InvalidArgument("gpulaunch plan needs -n N (at least 1 rank), e.g. gpulaunch plan -n 16 --layout tp=8");
+  }
+  o.ranks = vm["np"].as<int>();
+  if (vm.count("gpus-per-rank")) o.gpus_per_rank = vm["gpus-per-rank"].as<int>();
+  if (vm.count("cores-per-rank")) o.cores_per_rank = vm["cores-per-rank"].as<int>();
+  if (vm.count("layout")) o.layout = vm["layout"].as<std::string>();
+  if (vm.count("policy")) o.policy = vm["policy"].as<std::string>();
+  if (vm.count("comm")) o.comm = vm["comm"].as<std::string>();
+  if (vm.count("hosts")) o.host_args = vm["hosts"].as<std::vector<std::string>>();
+  if (vm.count("hostfile")) o.hostfile = vm["hostfile"].as<std::string>();
+  if (vm.count("topology-file")) o.topology_file = vm["topology-file"].as<std::string>();
+  if (vm.count("synthetic")) o.synthetic = vm["synthetic"].as<std::string>();
+  if (vm.count("network")) o.network = vm["network"].as<std::string>();
+  if (vm.count("exclude")) o.exclude = vm["exclude"].as<std::vector<std::string>>();
+  if (vm.count("format")) o.format = vm["format"].as<std::string>();
+  o.explain = vm.count("explain") > 0;
+  if (o.format != "table" && o.format != "json") return InvalidArgument("--format must be table or json");
+  if (o.comm != "allreduce" && o.comm != "p2p" && o.comm != "compute") {
+    return InvalidArgument("--comm must be allreduce, p2p or compute");
+  }
+  if (o.gpus_per_rank < -1 || o.cores_per_rank < 1) return InvalidArgument("--gpus-per-rank/--cores-per-rank out of range");
+  if (o.synthetic && (o.hostfile || !o.host_args.empty() || o.topology_file)) {
+    return InvalidArgument("--synthetic describes the whole cluster; do not combine it with hosts or --topology-file");
+  }
+  return o;
+}
+
+std::string PlanHelpText() {
+  std::ostringstream out;
+  out << "Usage: gpulaunch plan -n N [options]\n\n"
+         "Shows where gpulaunch would place N ranks and why, with the modelled per-step\n"
+         "communication time of the layout and the same figures for Open MPI's default\n"
+         "by-slot mapping of the same job. Nothing is started.\n\n"
+      << DescribePlan()
+      << "\nExamples:\n"
+         "  gpulaunch plan -n 16 --layout tp=8 --synthetic 'switch:2 node:4 gpu:8 nic:4'\n"
+         "  gpulaunch plan -n 8 --topology-file dgx.xml --hostfile hosts --network topology.conf --explain\n"
+         "  gpulaunch plan -n 32 --layout tp=4,pp=2 --format json --synthetic 'node:4 gpu:8'\n";
+  return out.str();
+}
+
 std::string VersionText() { return std::string("gpulaunch ") + GPULAUNCH_VERSION + "\n"; }
 
 }  // namespace gpulaunch

@@ -47,4 +47,26 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args);
 std::string HelpText();
 std::string VersionText();
 
+// `gpulaunch plan`: show and explain a placement without launching.
+struct PlanOptions {
+  int ranks = 0;
+  int gpus_per_rank = -1;
+  int cores_per_rank = 1;
+  std::string layout;
+  std::string policy = "compact";
+  std::string comm = "allreduce";
+  std::vector<std::string> host_args;
+  std::optional<std::string> hostfile;
+  std::optional<std::string> topology_file;
+  std::optional<std::string> synthetic;
+  std::optional<std::string> network;
+  std::vector<std::string> exclude;
+  std::string format = "table";
+  bool explain = false;
+  bool help = false;
+};
+
+StatusOr<PlanOptions> ParsePlanCommandLine(const std::vector<std::string>& args);
+std::string PlanHelpText();
+
 }  // namespace gpulaunch

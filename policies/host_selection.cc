@@ -17,34 +17,19 @@ std::string Excluded(const ClusterTopology& c, int h, const JobRequest& r) {
 }
 
 // Hosts ordered so that hosts under one leaf are adjacent, leaves under one
-// parent adjacent, and so on (the path from the root, then the name).
-std::vector<std::string> RootPath(const ClusterTopology& c, int h) {
-  std::vector<std::string> path;
-  for (const NetworkSwitch* s : c.network.PathOf(c.hosts[h].name)) path.insert(path.begin(), s->name);
-  path.push_back(c.hosts[h].name);
-  return path;
+// parent adjacent, and so on: the key is the path from the root, then the name.
+std::string NetworkKey(const ClusterTopology& c, int h) {
+  std::string key;
+  const auto path = c.network.PathOf(c.hosts[h].name);
+  for (auto it = path.rbegin(); it != path.rend(); ++it) key += (*it)->name + '\x01';
+  return key + c.hosts[h].name;
 }
 
 void SortByNetwork(const ClusterTopology& c, std::vector<Candidate>& v) {
-  std::stable_sort(v.begin(), v.end(), [&](const Candidate& a, const Candidate& b) {
-    return RootPath(c, a.host) < RootPath(c, b.host);
-  });
-}
-
-// Takes hosts by units (largest first, then network order) until `units`;
-// returns the hosts used and how many units each, or an empty vector.
-std::vector<Candidate> TakeLargestFirst(const ClusterTopology& c, std::vector<Candidate> pool, int units) {
-  SortByNetwork(c, pool);
-  std::stable_sort(pool.begin(), pool.end(), [](const Candidate& a, const Candidate& b) { return a.units > b.units; });
-  std::vector<Candidate> out;
-  int left = units;
-  for (const Candidate& cand : pool) {
-    if (left == 0) break;
-    out.push_back({cand.host, std::min(cand.units, left)});
-    left -= out.back().units;
-  }
-  if (left > 0) out.clear();
-  return out;
+  std::vector<std::pair<std::string, Candidate>> keyed;
+  for (const Candidate& cand : v) keyed.push_back({NetworkKey(c, cand.host), cand});
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < v.size(); ++i) v[i] = keyed[i].second;
 }
 
 // compact: one host if the job fits (the smallest that does, so big hosts
@@ -61,31 +46,64 @@ class CompactSelector : public HostSelector {
     for (const Candidate& cand : cands)
       if (cand.units >= units && (!best || cand.units < best->units)) best = &cand;
     if (best) return Selection{{{best->host, units}}, "fits on one host: " + c.hosts[best->host].name};
-    // Groups: every switch's subtree (lowest level first), then all hosts.
-    std::vector<std::pair<std::string, std::vector<Candidate>>> groups;
-    std::vector<const NetworkSwitch*> sw;
-    for (const NetworkSwitch& s : c.network.switches()) sw.push_back(&s);
-    std::stable_sort(sw.begin(), sw.end(), [](auto* a, auto* b) { return a->level < b->level; });
-    for (const NetworkSwitch* s : sw) {
-      std::vector<Candidate> under;
-      for (const Candidate& cand : cands) {
-        for (const NetworkSwitch* p : c.network.PathOf(c.hosts[cand.host].name))
-          if (p == s) under.push_back(cand);
-      }
-      groups.push_back({s->name, under});
+    // Candidates ordered once: most units first, then network order. Every
+    // switch's group keeps that order, so a group's first hosts are the ones
+    // it would take.
+    struct Keyed {
+      Candidate cand;
+      std::string key;
+      std::vector<const NetworkSwitch*> path;
+    };
+    std::vector<Keyed> keyed;
+    for (const Candidate& cand : cands) {
+      keyed.push_back({cand, NetworkKey(c, cand.host), c.network.PathOf(c.hosts[cand.host].name)});
     }
-    groups.push_back({"all hosts", cands});
+    std::stable_sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+      return a.cand.units != b.cand.units ? a.cand.units > b.cand.units : a.key < b.key;
+    });
+    std::map<const NetworkSwitch*, std::vector<const Keyed*>> groups;
+    for (const Keyed& k : keyed)
+      for (const NetworkSwitch* s : k.path) groups[s].push_back(&k);
+    // Hosts a group needs (largest first), or 0 when it cannot hold the job.
+    auto hosts_needed = [&](const std::vector<const Keyed*>& g) {
+      int left = units, used = 0;
+      for (const Keyed* k : g) {
+        if (left <= 0) break;
+        left -= k->cand.units;
+        ++used;
+      }
+      return left <= 0 ? used : 0;
+    };
+    std::vector<const Keyed*> all;
+    for (const Keyed& k : keyed) all.push_back(&k);
+    const std::vector<const Keyed*>* chosen_group = &all;
+    int chosen_hosts = hosts_needed(all);
+    std::string where = "all hosts";
+    if (chosen_hosts == 0) return Infeasible("not enough capacity");
+    // Lowest level first, then name: the first group with the fewest hosts wins.
+    std::vector<const NetworkSwitch*> switches;
+    for (const auto& [sw, g] : groups) switches.push_back(sw);
+    std::sort(switches.begin(), switches.end(), [](const NetworkSwitch* a, const NetworkSwitch* b) {
+      return a->level != b->level ? a->level < b->level : a->name < b->name;
+    });
+    for (const NetworkSwitch* sw : switches) {
+      const int n = hosts_needed(groups[sw]);
+      if (n > 0 && n < chosen_hosts) {
+        chosen_hosts = n;
+        chosen_group = &groups[sw];
+        where = sw->name;
+      } else if (n > 0 && n == chosen_hosts && where == "all hosts") {
+        chosen_group = &groups[sw];  // same count, but under one switch
+        where = sw->name;
+      }
+    }
     std::vector<Candidate> chosen;
-    std::string where;
-    for (const auto& [name, pool] : groups) {
-      auto take = TakeLargestFirst(c, pool, units);
-      if (take.empty()) continue;
-      if (chosen.empty() || take.size() < chosen.size()) {  // lower groups win ties
-        chosen = take;
-        where = name;
-      }
+    int left = units;
+    for (const Keyed* k : *chosen_group) {
+      if (left <= 0) break;
+      chosen.push_back({k->cand.host, std::min(k->cand.units, left)});
+      left -= chosen.back().units;
     }
-    if (chosen.empty()) return Infeasible("not enough capacity");
     SortByNetwork(c, chosen);
     return Selection{chosen, std::to_string(chosen.size()) + " hosts under " + where};
   }

@@ -1,0 +1,185 @@
+#include "launcher/plan_command.h"
+
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "common/hostlist.h"
+#include "common/sha256.h"
+#include "common/strings.h"
+#include "common/synthetic_cluster.h"
+#include "launcher/exit_codes.h"
+#include "launcher/host_identity.h"
+#include "launcher/host_resolution.h"
+#include "launcher/options.h"
+#include "policies/placement_engine.h"
+
+namespace gpulaunch {
+namespace {
+
+int Fail(const Status& s) {
+  std::cerr << "gpulaunch plan: " << s.message() << "\n";
+  return s.code() == StatusCode::kInternal || s.code() == StatusCode::kUnavailable ? kExitLaunchFailure : kExitUsage;
+}
+
+StatusOr<ClusterTopology> BuildCluster(const PlanOptions& o) {
+  ClusterTopology c;
+  if (o.synthetic) {
+    GL_ASSIGN_OR_RETURN(c, MakeSyntheticCluster(*o.synthetic));
+  } else {
+    LaunchOptions lo;
+    lo.host_args = o.host_args;
+    lo.hostfile = o.hostfile;
+    lo.topology_file = o.topology_file;
+    lo.dry_run = true;
+    GL_ASSIGN_OR_RETURN(ResolvedHosts hosts, ResolveHosts(lo, ResolveSettings{"gpulaunch-probe", false}));
+    for (const HostResources& h : hosts.hosts) c.hosts.push_back(ClusterHost{h.name, h.topology, true, {}});
+  }
+  if (o.network) {
+    GL_ASSIGN_OR_RETURN(c.network, ReadTopologyConf(*o.network));
+  }
+  return c;
+}
+
+std::string GpuIds(const ClusterTopology& c, const RankSlot& s) {
+  if (s.gpus.empty()) return "-";
+  const ClusterHost* host = nullptr;
+  for (const auto& h : c.hosts)
+    if (h.name == s.host) host = &h;
+  std::vector<std::string> ids;
+  for (int g : s.gpus) {
+    const Gpu& gpu = host->topology.gpus[g];
+    ids.push_back(std::to_string(g) + "=" + (gpu.uuid.empty() ? gpu.pci_bus_id : gpu.uuid));
+  }
+  return Join(ids, ",");
+}
+
+std::string Ms(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f ms", seconds * 1e3);
+  return buf;
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    if (static_cast<unsigned char>(ch) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", ch);
+      out += buf;
+      continue;
+    }
+    out += ch;
+  }
+  return out + "\"";
+}
+
+std::string JsonIds(const std::vector<int>& v) {
+  std::vector<std::string> parts;
+  for (int x : v) parts.push_back(std::to_string(x));
+  return "[" + Join(parts, ",") + "]";
+}
+
+std::string ModelJson(const StepModel& m) {
+  std::ostringstream s;
+  s << "{\"hosts\":" << m.hosts << ",\"switches\":" << m.switches << ",\"tp_seconds\":" << m.tp_seconds
+    << ",\"pp_seconds\":" << m.pp_seconds << ",\"dp_seconds\":" << m.dp_seconds
+    << ",\"total_seconds\":" << m.total_seconds() << "}";
+  return s.str();
+}
+
+}  // namespace
+
+int RunPlanCommand(const std::vector<std::string>& args) {
+  auto parsed = ParsePlanCommandLine(args);
+  if (!parsed.ok()) return Fail(parsed.status());
+  const PlanOptions& o = *parsed;
+  if (o.help) {
+    std::cout << PlanHelpText();
+    return kExitOk;
+  }
+  auto cluster = BuildCluster(o);
+  if (!cluster.ok()) return Fail(cluster.status());
+  JobRequest r;
+  r.ranks = o.ranks;
+  r.gpus_per_rank = o.gpus_per_rank;
+  r.cores_per_rank = o.cores_per_rank;
+  r.policy = o.policy;
+  r.comm = o.comm;
+  for (const std::string& e : o.exclude) {
+    auto names = ExpandHostlist(e);
+    if (!names.ok()) return Fail(names.status());
+    r.exclude_hosts.insert(r.exclude_hosts.end(), names->begin(), names->end());
+  }
+  auto layout = ParseLayout(o.layout, o.ranks);
+  if (!layout.ok()) return Fail(layout.status());
+  r.layout = *layout;
+  auto placement = Place(r, *cluster);
+  if (!placement.ok()) return Fail(placement.status());
+  const StepModel ours = ModelStep(*placement, *cluster, r);
+  auto baseline = PlaceLikeOpenMpiBySlot(r, *cluster);
+  const StepModel theirs = baseline.ok() ? ModelStep(*baseline, *cluster, r) : StepModel{};
+  std::ostringstream canon;
+  for (const RankSlot& s : placement->ranks) {
+    canon << s.rank << " " << s.host << " " << FormatIdList(s.cpus) << " " << FormatIdList(s.gpus) << " " << s.nic
+          << "\n";
+  }
+  const std::string hash = Sha256Hex(canon.str());
+
+  if (o.format == "json") {
+    std::ostringstream j;
+    j << "{\"schema\":\"gpulaunch-plan/v1\",\"plan_hash\":" << JsonString(hash) << ",\"layout\":"
+      << JsonString(r.layout.ToString()) << ",\"policy\":" << JsonString(o.policy) << ",\"ranks\":[";
+    for (size_t i = 0; i < placement->ranks.size(); ++i) {
+      const RankSlot& s = placement->ranks[i];
+      j << (i ? "," : "") << "{\"rank\":" << s.rank << ",\"host\":" << JsonString(s.host)
+        << ",\"local_rank\":" << s.local_rank << ",\"cpus\":" << JsonIds(s.cpus) << ",\"numa\":" << s.mem_node
+        << ",\"gpus\":" << JsonIds(s.gpus) << ",\"gpu_ids\":" << JsonString(GpuIds(*cluster, s))
+        << ",\"nic\":" << JsonString(s.nic) << ",\"coords\":{\"tp\":" << s.coords[kTp] << ",\"pp\":"
+        << s.coords[kPp] << ",\"dp\":" << s.coords[kDp] << "}}";
+    }
+    j << "],\"summary\":" << ModelJson(ours) << ",\"openmpi_by_slot\":"
+      << (baseline.ok() ? ModelJson(theirs) : "null") << ",\"explain\":[";
+    for (size_t i = 0; i < placement->explain.size(); ++i) j << (i ? "," : "") << JsonString(placement->explain[i]);
+    j << "]}\n";
+    std::cout << j.str();
+    return kExitOk;
+  }
+  std::cout << "plan: " << r.ranks << " ranks, layout " << r.layout.ToString() << ", policy " << o.policy << ", "
+            << placement->hosts.size() << " host" << (placement->hosts.size() == 1 ? "" : "s") << "\n";
+  std::cout << "plan hash: " << hash << "\n";
+  for (const std::string& n : placement->notes) std::cout << "note: " << n << "\n";
+  std::cout << std::left << std::setw(6) << "rank" << std::setw(12) << "host" << std::setw(7) << "local"
+            << std::setw(14) << "cpus" << std::setw(6) << "numa" << std::setw(24) << "gpus" << std::setw(12) << "nic"
+            << "tp pp dp\n";
+  for (const RankSlot& s : placement->ranks) {
+    std::cout << std::left << std::setw(6) << s.rank << std::setw(12) << s.host << std::setw(7) << s.local_rank
+              << std::setw(14) << FormatIdList(s.cpus) << std::setw(6)
+              << (s.mem_node < 0 ? "-" : std::to_string(s.mem_node)) << std::setw(24) << GpuIds(*cluster, s)
+              << std::setw(12) << (s.nic.empty() ? "-" : s.nic) << s.coords[kTp] << "  " << s.coords[kPp] << "  "
+              << s.coords[kDp] << "\n";
+  }
+  auto count = [](int n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "es"); };
+  std::cout << "summary: " << ours.hosts << " host" << (ours.hosts == 1 ? "" : "s") << ", "
+            << count(ours.switches, "switch") << "; modelled step communication "
+            << Ms(ours.total_seconds()) << " (tp " << Ms(ours.tp_seconds) << ", pp " << Ms(ours.pp_seconds) << ", dp "
+            << Ms(ours.dp_seconds) << ")\n";
+  if (baseline.ok()) {
+    std::cout << "open mpi by-slot: " << theirs.hosts << " host" << (theirs.hosts == 1 ? "" : "s") << ", "
+              << count(theirs.switches, "switch") << "; "
+              << Ms(theirs.total_seconds()) << " (tp " << Ms(theirs.tp_seconds) << ", pp " << Ms(theirs.pp_seconds)
+              << ", dp " << Ms(theirs.dp_seconds) << "); ";
+    char ratio[64];
+    std::snprintf(ratio, sizeof ratio, "by-slot / gpulaunch = %.2f", theirs.total_seconds() / std::max(ours.total_seconds(), 1e-12));
+    std::cout << ratio << "\n";
+  }
+  if (o.explain) {
+    std::cout << "explain:\n";
+    for (const std::string& e : placement->explain) std::cout << "  " << e << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace gpulaunch

@@ -1,0 +1,15 @@
+// `gpulaunch plan`: builds the cluster from hosts (discovered or recorded) or
+// a synthetic description, places the job with the placement engine, and
+// prints the plan, its modelled communication time and the same for Open
+// MPI's default by-slot mapping. Formats: table, or JSON (docs/plan-json.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gpulaunch {
+
+// Returns the process exit code (0, or 2 for usage errors and infeasible jobs).
+int RunPlanCommand(const std::vector<std::string>& args);
+
+}  // namespace gpulaunch
