@@ -1,7 +1,6 @@
 #include "launcher/plan_command.h"
 
 #include <cstdio>
-#include <iomanip>
 #include <iostream>
 #include <sstream>
 
@@ -151,15 +150,23 @@ int RunPlanCommand(const std::vector<std::string>& args) {
             << placement->hosts.size() << " host" << (placement->hosts.size() == 1 ? "" : "s") << "\n";
   std::cout << "plan hash: " << hash << "\n";
   for (const std::string& n : placement->notes) std::cout << "note: " << n << "\n";
-  std::cout << std::left << std::setw(6) << "rank" << std::setw(12) << "host" << std::setw(7) << "local"
-            << std::setw(14) << "cpus" << std::setw(6) << "numa" << std::setw(24) << "gpus" << std::setw(12) << "nic"
-            << "tp pp dp\n";
+  // Columns as wide as their widest cell.
+  std::vector<std::vector<std::string>> rows = {{"rank", "host", "local", "cpus", "numa", "gpus", "nic", "tp", "pp", "dp"}};
   for (const RankSlot& s : placement->ranks) {
-    std::cout << std::left << std::setw(6) << s.rank << std::setw(12) << s.host << std::setw(7) << s.local_rank
-              << std::setw(14) << FormatIdList(s.cpus) << std::setw(6)
-              << (s.mem_node < 0 ? "-" : std::to_string(s.mem_node)) << std::setw(24) << GpuIds(*cluster, s)
-              << std::setw(12) << (s.nic.empty() ? "-" : s.nic) << s.coords[kTp] << "  " << s.coords[kPp] << "  "
-              << s.coords[kDp] << "\n";
+    rows.push_back({std::to_string(s.rank), s.host, std::to_string(s.local_rank), FormatIdList(s.cpus),
+                    s.mem_node < 0 ? "-" : std::to_string(s.mem_node), GpuIds(*cluster, s), s.nic.empty() ? "-" : s.nic,
+                    std::to_string(s.coords[kTp]), std::to_string(s.coords[kPp]), std::to_string(s.coords[kDp])});
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    std::cout << line << "\n";
   }
   auto count = [](int n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "es"); };
   std::cout << "summary: " << ours.hosts << " host" << (ours.hosts == 1 ? "" : "s") << ", "

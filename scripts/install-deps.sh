@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config openmpi-bin libopenmpi-dev libucx-dev ucx-utils
       libhwloc-dev hwloc libboost-program-options-dev libpmix-dev)
 if [ "${1:-}" = "--test" ]; then
-  pkgs+=(libgtest-dev libgmock-dev libbenchmark-dev openssh-server openssh-client iproute2 hpcc
+  pkgs+=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev openssh-server openssh-client iproute2 hpcc
          slurmctld slurmd slurm-client munge)
 fi
 missing=()

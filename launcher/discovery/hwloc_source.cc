@@ -283,7 +283,49 @@ StatusOr<HostTopology> LoadHwlocXmlFile(const std::string& path) {
   return LoadHwlocXmlText(xml, path);
 }
 
+namespace {
+
+// Where an XML text stops being well-formed: "line N: why", or "" when it is.
+// hwloc's own parser message goes to stderr without the file; this names the
+// line for the user.
+std::string XmlStructureError(const std::string& xml) {
+  std::vector<std::pair<std::string, int>> open;  // element name, line
+  int line = 1;
+  for (size_t i = 0; i < xml.size(); ++i) {
+    if (xml[i] == '\n') ++line;
+    if (xml[i] != '<') continue;
+    const int start_line = line;
+    const size_t end = xml.find('>', i);
+    if (end == std::string::npos) return "line " + std::to_string(start_line) + ": '<' is never closed by '>'";
+    for (size_t k = i; k < end; ++k) line += xml[k] == '\n';
+    const std::string tag = xml.substr(i + 1, end - i - 1);
+    i = end;
+    if (tag.empty() || tag[0] == '?' || tag[0] == '!') continue;
+    if (tag[0] == '/') {
+      const std::string name = tag.substr(1, tag.find_first_of(" \t\r\n") - 1);
+      if (open.empty() || open.back().first != name) {
+        return "line " + std::to_string(start_line) + ": </" + name + "> closes " +
+               (open.empty() ? std::string("nothing") :
+                               "<" + open.back().first + "> opened on line " + std::to_string(open.back().second));
+      }
+      open.pop_back();
+      continue;
+    }
+    if (tag.back() == '/') continue;  // <empty/>
+    open.push_back({tag.substr(0, tag.find_first_of(" \t\r\n")), start_line});
+  }
+  if (!open.empty()) {
+    return "line " + std::to_string(open.back().second) + ": <" + open.back().first + "> is never closed";
+  }
+  return "";
+}
+
+}  // namespace
+
 StatusOr<HostTopology> LoadHwlocXmlText(const std::string& xml, const std::string& origin) {
+  if (const std::string why = XmlStructureError(xml); !why.empty()) {
+    return InvalidArgument(origin + ":" + why.substr(5) + "; re-export it with `lstopo-no-graphics --of xml FILE`");
+  }
   if (xml.find("<topology") == std::string::npos) {
     return InvalidArgument(origin + ":1: not an hwloc XML topology (no <topology> element); export one with "
                            "`lstopo-no-graphics --of xml FILE`");

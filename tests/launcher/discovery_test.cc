@@ -132,7 +132,14 @@ TEST(RecordedTopologies, MalformedXmlIsAClearError) {
   auto missing = LoadHwlocXmlFile("/nonexistent.xml");
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   auto broken = LoadHwlocXmlText("<?xml version=\"1.0\"?><topology><object type=", "broken.xml");
-  EXPECT_FALSE(broken.ok());
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(broken.status().message().find("broken.xml:1: '<' is never closed"), std::string::npos)
+      << broken.status().message();
+  auto mismatched = LoadHwlocXmlText("<topology>\n<object>\n</topology>\n", "m.xml");
+  ASSERT_FALSE(mismatched.ok());
+  EXPECT_NE(mismatched.status().message().find("m.xml:3: </topology> closes <object> opened on line 2"),
+            std::string::npos)
+      << mismatched.status().message();
 }
 
 TEST(LocalHost, DiscoversThisMachine) {

@@ -1,0 +1,104 @@
+// Golden `gpulaunch plan` outputs on recorded machines and a synthetic
+// fabric, JSON well-formedness, and bad input through the binary.
+// Regenerate after an intended change: GL_UPDATE_GOLDEN=1, review the diff.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "launcher/process.h"
+
+namespace gpulaunch {
+namespace {
+
+const std::string kData = GL_TEST_DATA;
+
+CapturedRun Plan(std::vector<std::string> args) {
+  args.insert(args.begin(), {GL_BIN_DIR "/gpulaunch", "plan"});
+  return RunCaptured(args, EnvironmentWith({}), 60000);
+}
+
+std::vector<std::string> Recorded(const char* file) {
+  return {"--topology-file", kData + "/topologies/hwloc/" + file, "--hostfile", kData + "/golden/plan-hosts"};
+}
+
+struct GoldenPlan {
+  const char* name;
+  std::vector<std::string> args;
+};
+
+class PlanGolden : public ::testing::TestWithParam<GoldenPlan> {};
+
+void PrintTo(const GoldenPlan& g, std::ostream* os) { *os << g.name; }
+
+TEST_P(PlanGolden, Matches) {
+  const GoldenPlan& g = GetParam();
+  const CapturedRun run = Plan(g.args);
+  ASSERT_EQ(WEXITSTATUS(run.wait_status), 0) << run.err;
+  const std::string path = kData + "/golden/plan/" + g.name + ".txt";
+  if (std::getenv("GL_UPDATE_GOLDEN")) {
+    std::ofstream(path) << run.out;
+    GTEST_SKIP() << "updated " << path;
+  }
+  std::ifstream f(path);
+  std::stringstream want;
+  want << f.rdbuf();
+  EXPECT_EQ(run.out, want.str()) << "golden " << path << " differs; if intended, rerun with GL_UPDATE_GOLDEN=1";
+}
+
+std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Topologies, PlanGolden,
+    ::testing::Values(
+        GoldenPlan{"dgx2_tp8_pp2_dp2", With(Recorded("open-mpi-hwloc/nvidiaDGX2.xml"), {"-n", "32", "--layout", "tp=8,pp=2"})},
+        GoldenPlan{"dgx2_tp4_spread", With(Recorded("open-mpi-hwloc/nvidiaDGX2.xml"), {"-n", "8", "--layout", "tp=4", "--policy", "spread"})},
+        GoldenPlan{"lassen_tp2", With(Recorded("mpibind/coral-lassen.xml"), {"-n", "8", "--layout", "tp=2", "--explain"})},
+        GoldenPlan{"g4dn_tp4_pp2", With(Recorded("mpibind/g4dnmetal.xml"), {"-n", "16", "--layout", "tp=4,pp=2"})},
+        GoldenPlan{"minsky_tp2", With(Recorded("open-mpi-hwloc/power8gpudistances.xml"), {"-n", "4", "--layout", "tp=2"})},
+        GoldenPlan{"tuolumne_tp4", With(Recorded("flux-core/tuo.SPX.xml"), {"-n", "8", "--layout", "tp=4"})},
+        GoldenPlan{"sierra_pp4", With(Recorded("flux-core/sierra.xml"), {"-n", "8", "--layout", "pp=4"})},
+        GoldenPlan{"corona_order", With(Recorded("flux-core/corona.xml"), {"-n", "16", "--layout", "tp=2,pp=2,order=tp-dp-pp"})},
+        GoldenPlan{"fabric_explain", {"-n", "24", "--layout", "tp=8", "--synthetic", "switch:2 node:2 gpu:8 nic:4", "--explain"}}),
+    [](const ::testing::TestParamInfo<GoldenPlan>& i) { return std::string(i.param.name); });
+
+TEST(PlanCommand, JsonIsWellFormedAndComplete) {
+  const CapturedRun run = Plan({"-n", "16", "--layout", "tp=4,pp=2", "--synthetic", "switch:2 node:2 gpu:8 nic:4",
+                                "--format", "json"});
+  ASSERT_EQ(WEXITSTATUS(run.wait_status), 0) << run.err;
+  const auto j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["schema"], "gpulaunch-plan/v1");
+  ASSERT_EQ(j["ranks"].size(), 16u);
+  EXPECT_EQ(j["ranks"][5]["coords"]["tp"], 1);
+  EXPECT_EQ(j["summary"]["hosts"], 2);
+  EXPECT_GT(j["summary"]["total_seconds"].get<double>(), 0.0);
+  EXPECT_TRUE(j["openmpi_by_slot"].is_object());
+  EXPECT_EQ(j["explain"].size(), 4u);
+}
+
+TEST(PlanCommand, BadInputExitsTwoWithTheReason) {
+  std::ofstream(::testing::TempDir() + "/bad.topology.conf") << "SwitchName=a Nodes=node[1-2]\nSwitchName=b Nodes=x y\n";
+  std::ofstream(::testing::TempDir() + "/bad.xml") << "<?xml version=\"1.0\"?>\n<topology>\n <object type=\"Machine\">\n</topology>\n";
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"-n", "64", "--synthetic", "node:2 gpu:8"}, "needs 64 GPUs (64 ranks x 1) but the 2 eligible hosts offer 16 usable free GPUs: short by 48"},
+      {{"-n", "8", "--layout", "tp=3", "--synthetic", "node:2 gpu:8"}, "does not divide"},
+      {{"-n", "8", "--synthetic", "node:2 gpu:8", "--policy", "random"}, "unknown policy 'random'"},
+      {{"-n", "8", "--synthetic", "node:2 gpux:8"}, "bad item 'gpux:8'"},
+      {{"-n", "4", "--synthetic", "node:2 gpu:8", "--network", ::testing::TempDir() + "/bad.topology.conf"}, "bad.topology.conf:2: 'y' is not KEY=VALUE"},
+      {{"-n", "4", "--topology-file", ::testing::TempDir() + "/bad.xml", "-H", "a"}, "bad.xml:4: </topology> closes <object> opened on line 3"},
+      {{"--synthetic", "node:1"}, "needs -n N"},
+  };
+  for (const auto& [args, want] : cases) {
+    const CapturedRun run = Plan(args);
+    EXPECT_EQ(WEXITSTATUS(run.wait_status), 2) << want << ": " << run.err;
+    EXPECT_NE(run.err.find(want), std::string::npos) << run.err;
+  }
+}
+
+}  // namespace
+}  // namespace gpulaunch
