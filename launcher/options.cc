@@ -183,6 +183,8 @@ po::options_description DescribePlan() {
     ("hostfile", po::value<std::string>(), "host file, as for launches")
     ("topology-file", po::value<std::string>(), "recorded hwloc XML describing every host")
     ("synthetic", po::value<std::string>(), "a synthetic cluster, e.g. 'switch:2 node:4 gpu:8 nic:4'")
+    ("cluster", po::value<std::string>(), "a cluster file (JSON, see --dump-cluster)")
+    ("dump-cluster", po::value<std::string>(), "also write the cluster as planned to FILE (JSON)")
     ("network", po::value<std::string>(), "switch tree in Slurm topology.conf syntax")
     ("exclude", po::value<std::vector<std::string>>()->composing(), "hosts not to use (repeatable, hostlists)")
     ("format", po::value<std::string>(), "table (default) or json")
@@ -224,6 +226,8 @@ StatusOr<PlanOptions> ParsePlanCommandLine(const std::vector<std::string>& args)
   if (vm.count("topology-file")) o.topology_file = vm["topology-file"].as<std::string>();
   if (vm.count("synthetic")) o.synthetic = vm["synthetic"].as<std::string>();
   if (vm.count("network")) o.network = vm["network"].as<std::string>();
+  if (vm.count("cluster")) o.cluster_file = vm["cluster"].as<std::string>();
+  if (vm.count("dump-cluster")) o.dump_cluster = vm["dump-cluster"].as<std::string>();
   if (vm.count("exclude")) o.exclude = vm["exclude"].as<std::vector<std::string>>();
   if (vm.count("format")) o.format = vm["format"].as<std::string>();
   o.explain = vm.count("explain") > 0;
@@ -232,9 +236,11 @@ StatusOr<PlanOptions> ParsePlanCommandLine(const std::vector<std::string>& args)
     return InvalidArgument("--comm must be allreduce, p2p or compute");
   }
   if (o.gpus_per_rank < -1 || o.cores_per_rank < 1) return InvalidArgument("--gpus-per-rank/--cores-per-rank out of range");
-  if (o.synthetic && (o.hostfile || !o.host_args.empty() || o.topology_file)) {
-    return InvalidArgument("--synthetic describes the whole cluster; do not combine it with hosts or --topology-file");
+  if ((o.synthetic || o.cluster_file) && (o.hostfile || !o.host_args.empty() || o.topology_file)) {
+    return InvalidArgument("--synthetic and --cluster describe the whole cluster; do not combine them with hosts or "
+                           "--topology-file");
   }
+  if (o.synthetic && o.cluster_file) return InvalidArgument("give --synthetic or --cluster, not both");
   return o;
 }
 

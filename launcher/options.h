@@ -59,6 +59,8 @@ struct PlanOptions {
   std::optional<std::string> hostfile;
   std::optional<std::string> topology_file;
   std::optional<std::string> synthetic;
+  std::optional<std::string> cluster_file;   // --cluster FILE (gpulaunch-cluster/v1)
+  std::optional<std::string> dump_cluster;   // --dump-cluster FILE
   std::optional<std::string> network;
   std::vector<std::string> exclude;
   std::string format = "table";

@@ -4,7 +4,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "common/cluster_json.h"
 #include "common/hostlist.h"
+#include <fstream>
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "common/synthetic_cluster.h"
@@ -26,6 +28,8 @@ StatusOr<ClusterTopology> BuildCluster(const PlanOptions& o) {
   ClusterTopology c;
   if (o.synthetic) {
     GL_ASSIGN_OR_RETURN(c, MakeSyntheticCluster(*o.synthetic));
+  } else if (o.cluster_file) {
+    GL_ASSIGN_OR_RETURN(c, ReadClusterFile(*o.cluster_file));
   } else {
     LaunchOptions lo;
     lo.host_args = o.host_args;
@@ -37,6 +41,11 @@ StatusOr<ClusterTopology> BuildCluster(const PlanOptions& o) {
   }
   if (o.network) {
     GL_ASSIGN_OR_RETURN(c.network, ReadTopologyConf(*o.network));
+  }
+  if (o.dump_cluster) {
+    std::ofstream out(*o.dump_cluster);
+    out << DumpClusterJson(c);
+    if (!out) return Internal("cannot write the cluster file '" + *o.dump_cluster + "'");
   }
   return c;
 }

@@ -1,0 +1,235 @@
+#include "common/cluster_json.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "common/json.h"
+#include "common/strings.h"
+
+namespace gpulaunch {
+namespace {
+
+Json Ids(const std::vector<int>& ids) { return Json(FormatIdList(ids)); }
+
+Json Strings(const std::vector<std::string>& v) {
+  Json a = Json::Array();
+  for (const auto& s : v) a.Push(Json(s));
+  return a;
+}
+
+// Field access with errors that say where and what.
+class Reader {
+ public:
+  Reader(const std::string& origin) : origin_(origin) {}
+  Status Error(const Json& at, const std::string& what) const {
+    return InvalidArgument(origin_ + ":" + std::to_string(at.line()) + ": " + what);
+  }
+  StatusOr<const Json*> Field(const Json& obj, const std::string& key, Json::Type type) const {
+    if (!obj.is(Json::Type::kObject)) return Error(obj, "expected an object");
+    const Json* v = obj.Find(key);
+    if (!v) return Error(obj, "missing \"" + key + "\"");
+    if (!v->is(type)) return Error(*v, "\"" + key + "\" has the wrong type");
+    return v;
+  }
+  StatusOr<std::string> Str(const Json& o, const std::string& k) const {
+    GL_ASSIGN_OR_RETURN(const Json* v, Field(o, k, Json::Type::kString));
+    return v->AsString();
+  }
+  StatusOr<double> Num(const Json& o, const std::string& k) const {
+    GL_ASSIGN_OR_RETURN(const Json* v, Field(o, k, Json::Type::kNumber));
+    return v->AsNumber();
+  }
+  StatusOr<std::vector<int>> IdList(const Json& o, const std::string& k) const {
+    GL_ASSIGN_OR_RETURN(const Json* v, Field(o, k, Json::Type::kString));
+    auto ids = ParseIdList(v->AsString());
+    if (!ids) return Error(*v, "\"" + k + "\" is not an id list like \"0-3,8\"");
+    return *ids;
+  }
+  StatusOr<std::vector<std::string>> StrList(const Json& o, const std::string& k) const {
+    GL_ASSIGN_OR_RETURN(const Json* v, Field(o, k, Json::Type::kArray));
+    std::vector<std::string> out;
+    for (const Json& s : v->items()) {
+      if (!s.is(Json::Type::kString)) return Error(s, "\"" + k + "\" must hold strings");
+      out.push_back(s.AsString());
+    }
+    return out;
+  }
+
+ private:
+  std::string origin_;
+};
+
+StatusOr<HostTopology> ReadHost(const Reader& rd, const Json& h) {
+  HostTopology t;
+  GL_ASSIGN_OR_RETURN(const Json* cores, rd.Field(h, "cores", Json::Type::kArray));
+  for (const Json& c : cores->items()) {
+    Core core;
+    GL_ASSIGN_OR_RETURN(double idx, rd.Num(c, "index"));
+    GL_ASSIGN_OR_RETURN(core.pus, rd.IdList(c, "pus"));
+    GL_ASSIGN_OR_RETURN(double numa, rd.Num(c, "numa"));
+    core.logical_index = static_cast<int>(idx);
+    core.numa_node = static_cast<int>(numa);
+    t.cores.push_back(core);
+  }
+  GL_ASSIGN_OR_RETURN(const Json* numa, rd.Field(h, "numa_nodes", Json::Type::kArray));
+  for (const Json& n : numa->items()) {
+    NumaNode node;
+    GL_ASSIGN_OR_RETURN(double os, rd.Num(n, "os_index"));
+    GL_ASSIGN_OR_RETURN(node.pus, rd.IdList(n, "pus"));
+    node.os_index = static_cast<int>(os);
+    t.numa_nodes.push_back(node);
+  }
+  GL_ASSIGN_OR_RETURN(const Json* gpus, rd.Field(h, "gpus", Json::Type::kArray));
+  for (const Json& g : gpus->items()) {
+    Gpu gpu;
+    gpu.index = static_cast<int>(t.gpus.size());
+    GL_ASSIGN_OR_RETURN(gpu.pci_bus_id, rd.Str(g, "pci_bus_id"));
+    GL_ASSIGN_OR_RETURN(gpu.vendor, rd.Str(g, "vendor"));
+    GL_ASSIGN_OR_RETURN(gpu.model, rd.Str(g, "model"));
+    GL_ASSIGN_OR_RETURN(gpu.uuid, rd.Str(g, "uuid"));
+    GL_ASSIGN_OR_RETURN(double mem, rd.Num(g, "memory_bytes"));
+    GL_ASSIGN_OR_RETURN(double numa_node, rd.Num(g, "numa_node"));
+    GL_ASSIGN_OR_RETURN(gpu.local_pus, rd.IdList(g, "local_pus"));
+    GL_ASSIGN_OR_RETURN(gpu.pci_path, rd.StrList(g, "pci_path"));
+    gpu.memory_bytes = static_cast<uint64_t>(mem);
+    gpu.numa_node = static_cast<int>(numa_node);
+    t.gpus.push_back(gpu);
+  }
+  GL_ASSIGN_OR_RETURN(const Json* nics, rd.Field(h, "nics", Json::Type::kArray));
+  for (const Json& n : nics->items()) {
+    Nic nic;
+    GL_ASSIGN_OR_RETURN(nic.name, rd.Str(n, "name"));
+    GL_ASSIGN_OR_RETURN(nic.kind, rd.Str(n, "kind"));
+    GL_ASSIGN_OR_RETURN(nic.pci_bus_id, rd.Str(n, "pci_bus_id"));
+    GL_ASSIGN_OR_RETURN(double numa_node, rd.Num(n, "numa_node"));
+    GL_ASSIGN_OR_RETURN(nic.pci_path, rd.StrList(n, "pci_path"));
+    nic.numa_node = static_cast<int>(numa_node);
+    t.nics.push_back(nic);
+  }
+  GL_ASSIGN_OR_RETURN(const Json* links, rd.Field(h, "gpu_link_gbps", Json::Type::kArray));
+  for (const Json& v : links->items()) {
+    if (!v.is(Json::Type::kNumber)) return rd.Error(v, "\"gpu_link_gbps\" must hold numbers");
+    t.gpu_link_gbps.push_back(v.AsNumber());
+  }
+  if (!t.gpu_link_gbps.empty() && t.gpu_link_gbps.size() != t.gpus.size() * t.gpus.size()) {
+    return rd.Error(*links, "\"gpu_link_gbps\" must have gpus x gpus entries");
+  }
+  return t;
+}
+
+}  // namespace
+
+std::string DumpClusterJson(const ClusterTopology& c) {
+  Json root = Json::Object();
+  root.Set("schema", "gpulaunch-cluster/v1");
+  root.Set("nic_gbps", c.nic_gbps);
+  Json& switches = root.Set("switches", Json::Array());
+  for (const NetworkSwitch& s : c.network.switches()) {
+    Json& j = switches.Push(Json::Object());
+    j.Set("name", s.name);
+    j.Set("nodes", Strings(s.nodes));
+    j.Set("switches", Strings(s.children));
+    if (s.link_speed) j.Set("link_speed", static_cast<double>(*s.link_speed));
+  }
+  Json& hosts = root.Set("hosts", Json::Array());
+  for (const ClusterHost& h : c.hosts) {
+    Json& j = hosts.Push(Json::Object());
+    j.Set("name", h.name);
+    j.Set("healthy", h.healthy);
+    std::vector<int> busy;
+    for (size_t g = 0; g < h.gpu_busy.size(); ++g)
+      if (h.gpu_busy[g]) busy.push_back(static_cast<int>(g));
+    j.Set("busy_gpus", Ids(busy));
+    Json& cores = j.Set("cores", Json::Array());
+    for (const Core& core : h.topology.cores) {
+      Json& cj = cores.Push(Json::Object());
+      cj.Set("index", core.logical_index);
+      cj.Set("pus", Ids(core.pus));
+      cj.Set("numa", core.numa_node);
+    }
+    Json& numa = j.Set("numa_nodes", Json::Array());
+    for (const NumaNode& n : h.topology.numa_nodes) {
+      Json& nj = numa.Push(Json::Object());
+      nj.Set("os_index", n.os_index);
+      nj.Set("pus", Ids(n.pus));
+    }
+    Json& gpus = j.Set("gpus", Json::Array());
+    for (const Gpu& g : h.topology.gpus) {
+      Json& gj = gpus.Push(Json::Object());
+      gj.Set("pci_bus_id", g.pci_bus_id);
+      gj.Set("vendor", g.vendor);
+      gj.Set("model", g.model);
+      gj.Set("uuid", g.uuid);
+      gj.Set("memory_bytes", static_cast<double>(g.memory_bytes));
+      gj.Set("numa_node", g.numa_node);
+      gj.Set("local_pus", Ids(g.local_pus));
+      gj.Set("pci_path", Strings(g.pci_path));
+    }
+    Json& nics = j.Set("nics", Json::Array());
+    for (const Nic& n : h.topology.nics) {
+      Json& nj = nics.Push(Json::Object());
+      nj.Set("name", n.name);
+      nj.Set("kind", n.kind);
+      nj.Set("pci_bus_id", n.pci_bus_id);
+      nj.Set("numa_node", n.numa_node);
+      nj.Set("pci_path", Strings(n.pci_path));
+    }
+    Json& links = j.Set("gpu_link_gbps", Json::Array());
+    for (double v : h.topology.gpu_link_gbps) links.Push(Json(v));
+  }
+  return root.Write();
+}
+
+StatusOr<ClusterTopology> LoadClusterJson(const std::string& text, const std::string& origin) {
+  GL_ASSIGN_OR_RETURN(Json root, ParseJson(text, origin));
+  Reader rd(origin);
+  GL_ASSIGN_OR_RETURN(std::string schema, rd.Str(root, "schema"));
+  if (schema != "gpulaunch-cluster/v1") {
+    return rd.Error(*root.Find("schema"), "unknown schema \"" + schema + "\" (this gpulaunch reads gpulaunch-cluster/v1)");
+  }
+  ClusterTopology c;
+  GL_ASSIGN_OR_RETURN(c.nic_gbps, rd.Num(root, "nic_gbps"));
+  GL_ASSIGN_OR_RETURN(const Json* switches, rd.Field(root, "switches", Json::Type::kArray));
+  std::vector<NetworkSwitch> sw;
+  for (const Json& s : switches->items()) {
+    NetworkSwitch n;
+    GL_ASSIGN_OR_RETURN(n.name, rd.Str(s, "name"));
+    GL_ASSIGN_OR_RETURN(n.nodes, rd.StrList(s, "nodes"));
+    GL_ASSIGN_OR_RETURN(n.children, rd.StrList(s, "switches"));
+    if (s.Find("link_speed")) {
+      GL_ASSIGN_OR_RETURN(double speed, rd.Num(s, "link_speed"));
+      n.link_speed = static_cast<int64_t>(speed);
+    }
+    sw.push_back(std::move(n));
+  }
+  GL_ASSIGN_OR_RETURN(c.network, NetworkTree::Build(std::move(sw), origin));
+  GL_ASSIGN_OR_RETURN(const Json* hosts, rd.Field(root, "hosts", Json::Type::kArray));
+  for (const Json& h : hosts->items()) {
+    ClusterHost host;
+    GL_ASSIGN_OR_RETURN(host.name, rd.Str(h, "name"));
+    GL_ASSIGN_OR_RETURN(const Json* healthy, rd.Field(h, "healthy", Json::Type::kBool));
+    host.healthy = healthy->AsBool();
+    GL_ASSIGN_OR_RETURN(host.topology, ReadHost(rd, h));
+    host.topology.hostname = host.name;
+    GL_ASSIGN_OR_RETURN(std::vector<int> busy, rd.IdList(h, "busy_gpus"));
+    if (!busy.empty()) {
+      host.gpu_busy.assign(host.topology.gpus.size(), false);
+      for (int g : busy) {
+        if (g >= static_cast<int>(host.gpu_busy.size())) return rd.Error(h, "busy GPU " + std::to_string(g) + " does not exist");
+        host.gpu_busy[g] = true;
+      }
+    }
+    c.hosts.push_back(std::move(host));
+  }
+  return c;
+}
+
+StatusOr<ClusterTopology> ReadClusterFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot read cluster file '" + path + "': check the path and its permissions");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return LoadClusterJson(buf.str(), path);
+}
+
+}  // namespace gpulaunch
