@@ -3,6 +3,7 @@
 // recorded file, or synthetically (synthetic_cluster.h).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ struct ClusterHost {
   HostTopology topology;
   bool healthy = true;
   std::vector<bool> gpu_busy;  // by GPU index; empty: all free
+  std::optional<int> max_ranks;  // slots the user granted (-H a:2, hostfile slots=)
   int FreeGpus() const;
   bool GpuFree(int index) const { return gpu_busy.empty() || !gpu_busy[index]; }
 };

@@ -22,6 +22,7 @@
 #include "launcher/plan_command.h"
 #include "launcher/process.h"
 #include "launcher/slot_table.h"
+#include "policies/placement_engine.h"
 #include "policies/slot_placement.h"
 
 namespace fs = std::filesystem;
@@ -136,7 +137,21 @@ int main(int argc, char** argv) {
   const ResolveSettings resolve{(bin / "gpulaunch-probe").string(), root_allowed};
   auto resolved = ResolveHosts(o, resolve);
   if (!resolved.ok()) return Fail(resolved.status());
-  auto placement = PlaceBySlot(SlotJob(o.ranks, o.oversubscribe), resolved->hosts);
+  // The placement engine decides (the same as `gpulaunch plan`); only what it
+  // cannot bind (more ranks than GPUs or cores: --oversubscribe, or slots
+  // granted beyond the hardware) goes to the even, unbound slot filler.
+  ClusterTopology cluster;
+  int slots = 0;
+  for (const HostResources& h : resolved->hosts) {
+    cluster.hosts.push_back(ClusterHost{h.name, h.topology, true, {}, h.slots});
+    slots += EffectiveSlots(h);
+  }
+  JobRequest request = SlotJob(o.ranks > 0 ? o.ranks : slots, o.oversubscribe);
+  request.layout.extent[kDp] = request.ranks;
+  auto placement = Place(request, cluster);
+  if (!placement.ok() && placement.status().code() == StatusCode::kInfeasible) {
+    placement = PlaceBySlot(SlotJob(o.ranks, o.oversubscribe), resolved->hosts);
+  }
   if (!placement.ok()) return Fail(placement.status());
   const LaunchPlan plan = MakeLaunchPlan(std::move(placement).value(), o, resolved->all_local);
 

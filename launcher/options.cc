@@ -175,7 +175,7 @@ po::options_description DescribePlan() {
   d.add_options()
     ("np,n", po::value<int>(), "number of ranks (required)")
     ("gpus-per-rank", po::value<int>(), "GPUs per rank (default 1 where hosts have GPUs; 0: CPU-only ranks)")
-    ("cores-per-rank", po::value<int>(), "cores per CPU-only rank (default 1)")
+    ("cores-per-rank", po::value<int>(), "cores per CPU-only rank (default: a host's cores split evenly)")
     ("layout", po::value<std::string>(), "parallel layout, e.g. tp=8,pp=2,dp=2[,order=tp-pp-dp] (dp inferred)")
     ("policy", po::value<std::string>(), "compact (default), spread, fragmented")
     ("comm", po::value<std::string>(), "allreduce (default), p2p, or compute (may use fragmented GPUs)")
@@ -235,7 +235,7 @@ StatusOr<PlanOptions> ParsePlanCommandLine(const std::vector<std::string>& args)
   if (o.comm != "allreduce" && o.comm != "p2p" && o.comm != "compute") {
     return InvalidArgument("--comm must be allreduce, p2p or compute");
   }
-  if (o.gpus_per_rank < -1 || o.cores_per_rank < 1) return InvalidArgument("--gpus-per-rank/--cores-per-rank out of range");
+  if (o.gpus_per_rank < -1 || o.cores_per_rank < 0) return InvalidArgument("--gpus-per-rank/--cores-per-rank out of range");
   if ((o.synthetic || o.cluster_file) && (o.hostfile || !o.host_args.empty() || o.topology_file)) {
     return InvalidArgument("--synthetic and --cluster describe the whole cluster; do not combine them with hosts or "
                            "--topology-file");

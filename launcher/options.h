@@ -51,7 +51,7 @@ std::string VersionText();
 struct PlanOptions {
   int ranks = 0;
   int gpus_per_rank = -1;
-  int cores_per_rank = 1;
+  int cores_per_rank = 0;
   std::string layout;
   std::string policy = "compact";
   std::string comm = "allreduce";

@@ -37,7 +37,7 @@ StatusOr<ClusterTopology> BuildCluster(const PlanOptions& o) {
     lo.topology_file = o.topology_file;
     lo.dry_run = true;
     GL_ASSIGN_OR_RETURN(ResolvedHosts hosts, ResolveHosts(lo, ResolveSettings{"gpulaunch-probe", false}));
-    for (const HostResources& h : hosts.hosts) c.hosts.push_back(ClusterHost{h.name, h.topology, true, {}});
+    for (const HostResources& h : hosts.hosts) c.hosts.push_back(ClusterHost{h.name, h.topology, true, {}, h.slots});
   }
   if (o.network) {
     GL_ASSIGN_OR_RETURN(c.network, ReadTopologyConf(*o.network));

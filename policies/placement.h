@@ -40,7 +40,7 @@ struct JobRequest {
   bool oversubscribe = false;  // allow more ranks than slots (ranks then run unbound)
   // Placement engine (placement_engine.h) only:
   int gpus_per_rank = -1;      // -1: 1 when the hosts have GPUs, else 0 (CPU ranks)
-  int cores_per_rank = 1;      // for CPU-only ranks
+  int cores_per_rank = 0;      // CPU-only ranks: cores each; 0 splits a host's cores evenly
   ParallelLayout layout;       // its size must equal ranks
   std::string policy = "compact";
   std::string comm = "allreduce";  // allreduce | p2p | compute

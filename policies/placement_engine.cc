@@ -19,12 +19,14 @@ bool AnyGpus(const ClusterTopology& c) {
 }
 
 int RanksThatFit(const ClusterHost& h, const JobRequest& r) {
-  if (r.gpus_per_rank > 0) return h.FreeGpus() / r.gpus_per_rank;
-  return static_cast<int>(h.topology.cores.size()) / std::max(1, r.cores_per_rank);
+  int fit = r.gpus_per_rank > 0 ? h.FreeGpus() / r.gpus_per_rank
+                                : static_cast<int>(h.topology.cores.size()) / std::max(1, r.cores_per_rank);
+  if (h.max_ranks) fit = std::min(fit, *h.max_ranks);
+  return fit;
 }
 
 // Free GPUs grouped into islands (NVLink components, else NUMA nodes), each
-// ordered by PCI path so GPUs on one PCIe switch are adjacent.
+// in PCI bus order.
 std::vector<std::vector<int>> Islands(const ClusterHost& host) {
   const HostTopology& t = host.topology;
   std::vector<int> free;
@@ -49,9 +51,9 @@ std::vector<std::vector<int>> Islands(const ClusterHost& host) {
         }
       }
     }
-    std::sort(island.begin(), island.end(), [&](int a, int b) {
-      return std::tie(t.gpus[a].pci_path, a) < std::tie(t.gpus[b].pci_path, b);
-    });
+    // PCI bus order: bus numbers are assigned depth-first, so GPUs below one
+    // PCIe switch are already neighbours.
+    std::sort(island.begin(), island.end());
     islands.push_back(island);
   }
   return islands;
@@ -120,10 +122,14 @@ void FillHostResources(const HostTopology& t, std::vector<RankSlot*>& ranks, con
     }
     return;
   }
-  // CPU ranks: contiguous blocks of cores_per_rank cores, in core order.
+  // CPU ranks: contiguous blocks of cores_per_rank cores in core order, or
+  // the host's cores split evenly (sizes differ by at most one) when 0.
   size_t next = 0;
-  for (RankSlot* s : ranks) {
-    for (int i = 0; i < r.cores_per_rank && next < t.cores.size(); ++i, ++next) {
+  const size_t k = ranks.size(), n = t.cores.size();
+  for (size_t j = 0; j < k; ++j) {
+    RankSlot* s = ranks[j];
+    const size_t take = r.cores_per_rank > 0 ? static_cast<size_t>(r.cores_per_rank) : n / k + (j < n % k ? 1 : 0);
+    for (size_t i = 0; i < take && next < n; ++i, ++next) {
       s->cpus.insert(s->cpus.end(), t.cores[next].pus.begin(), t.cores[next].pus.end());
       s->cores.push_back(t.cores[next].logical_index);
     }
@@ -284,7 +290,7 @@ StatusOr<JobRequest> Normalise(const JobRequest& in, const ClusterTopology& c) {
   JobRequest r = in;
   if (r.ranks < 1) return InvalidArgument("the job needs at least one rank");
   if (r.gpus_per_rank < 0) r.gpus_per_rank = AnyGpus(c) ? 1 : 0;
-  if (r.cores_per_rank < 1) return InvalidArgument("--cores-per-rank must be at least 1");
+  if (r.cores_per_rank < 0) return InvalidArgument("--cores-per-rank must not be negative");
   if (r.layout.world_size() == 1 && r.ranks > 1) r.layout.extent[kDp] = r.ranks;
   if (r.layout.world_size() != r.ranks) {
     return InvalidArgument("layout " + r.layout.ToString() + " has " + std::to_string(r.layout.world_size()) +

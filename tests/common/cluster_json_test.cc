@@ -27,7 +27,7 @@ TEST(ClusterJson, RoundTripsEveryRecordedMachine) {
   for (const char* f : {"open-mpi-hwloc/nvidiaDGX2.xml", "mpibind/coral-lassen.xml", "flux-core/tuo.CPX.xml",
                         "flux-sched/chimera.xml", "mpibind/g4dnmetal.xml"}) {
     ClusterTopology c;
-    c.hosts.push_back({"h", *LoadHwlocXmlFile(std::string(GL_TEST_DATA) + "/topologies/hwloc/" + f), true, {}});
+    c.hosts.push_back({"h", *LoadHwlocXmlFile(std::string(GL_TEST_DATA) + "/topologies/hwloc/" + f), true, {}, std::nullopt});
     const std::string once = DumpClusterJson(c);
     auto back = LoadClusterJson(once, f);
     ASSERT_TRUE(back.ok()) << f << ": " << back.status().ToString();

@@ -26,7 +26,7 @@ ClusterTopology Recorded(const std::string& file, int hosts = 1) {
   ClusterTopology c;
   auto t = LoadHwlocXmlFile(std::string(GL_TEST_DATA) + "/topologies/hwloc/" + file);
   EXPECT_TRUE(t.ok()) << file;
-  for (int h = 0; h < hosts; ++h) c.hosts.push_back({"host" + std::to_string(h), *t, true, {}});
+  for (int h = 0; h < hosts; ++h) c.hosts.push_back({"host" + std::to_string(h), *t, true, {}, std::nullopt});
   return c;
 }
 
