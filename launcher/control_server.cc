@@ -48,8 +48,18 @@ void ControlServer::Serve() {
   while (!stop_) {
     pollfd p[2] = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
     if (poll(p, 2, -1) <= 0 || !(p[0].revents & POLLIN)) continue;
+    std::lock_guard<std::mutex> lock(accept_mu_);
+    AcceptPending(0);
+  }
+}
+
+void ControlServer::AcceptPending(int timeout_ms) {
+  for (;;) {
+    pollfd p{listen_fd_, POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) <= 0) return;
     const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd >= 0) Handle(fd);
+    if (fd < 0) return;
+    Handle(fd);
   }
 }
 
@@ -78,7 +88,11 @@ int ControlServer::CheckedIn() const {
   return static_cast<int>(ranks_.size());
 }
 
-std::set<int> ControlServer::LocalPids() const {
+std::set<int> ControlServer::LocalPids() {
+  if (listen_fd_ >= 0) {
+    std::lock_guard<std::mutex> accept_lock(accept_mu_);
+    AcceptPending(0);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   std::set<int> pids;
   for (const auto& [rank, ph] : ranks_)

@@ -29,14 +29,17 @@ class ControlServer {
   int port() const { return port_; }
 
   int CheckedIn() const;
-  // Pids reported by ranks whose host is this machine.
-  std::set<int> LocalPids() const;
+  // Pids reported by ranks whose host is this machine. Check-ins already
+  // waiting on the socket are taken in first: a rank that runs has checked in,
+  // even if the serving thread has not caught up.
+  std::set<int> LocalPids();
   // Ranks that reported a plan hash different from ours.
   std::set<int> HashMismatches() const;
 
  private:
   void Serve();
   void Handle(int fd);
+  void AcceptPending(int timeout_ms);  // under accept_mu_
 
   int listen_fd_ = -1;
   int wake_[2] = {-1, -1};  // Stop() writes here so Serve() leaves poll at once
@@ -45,6 +48,7 @@ class ControlServer {
   std::atomic<bool> stop_{false};
   std::thread thread_;
   mutable std::mutex mu_;
+  std::mutex accept_mu_;
   std::map<int, std::pair<int, std::string>> ranks_;  // rank -> (pid, host)
   std::set<int> mismatched_;
 };

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <set>
 
 #include "common/sha256.h"
 #include "common/strings.h"
@@ -224,6 +225,17 @@ int main(int argc, char** argv) {
     for (int pid : control.LocalPids()) kill(pid, sig);
   };
   const JobRunResult result = RunJob(run);
+  // No rank outlives gpulaunch, even when the engine died before its ranks
+  // (e.g. a crashed mpirun): give them a moment, then SIGKILL.
+  std::set<int> alive = control.LocalPids();
+  for (int waited_ms = 0; !alive.empty() && waited_ms <= 3000; waited_ms += 50) {
+    std::erase_if(alive, [](int pid) { return kill(pid, 0) != 0; });
+    if (!alive.empty()) usleep(50 * 1000);
+  }
+  for (int pid : alive) {
+    std::cerr << "gpulaunch: rank process " << pid << " outlived the engine; killing it\n";
+    kill(pid, SIGKILL);
+  }
   control.Stop();
   const int checked_in = control.CheckedIn();
   int code = JobExitCode(result.wait_status, checked_in > 0);

@@ -173,9 +173,12 @@ JobRunResult RunJob(const JobRunOptions& o) {
             hard_kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(3);
           }
         }
+        // The engine first, so that it is already stopping the job when the
+        // local ranks die: Open MPI 4.1's mpirun can crash when a stop signal
+        // arrives while it aborts for a failed rank.
         const bool stop = sig == SIGINT || sig == SIGTERM || sig == SIGHUP;
-        if (!exited && stop && !from_terminal && o.signal_local_ranks) o.signal_local_ranks(sig);
         if (!exited && (!from_terminal || stop_requests >= 2)) kill(pid, sig);
+        if (!exited && stop && !from_terminal && o.signal_local_ranks) o.signal_local_ranks(sig);
       }
     }
     for (int i = 1; i <= 2; ++i) {
