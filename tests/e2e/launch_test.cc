@@ -217,7 +217,9 @@ TEST(Launch, SecondInterruptKillsRanksThatIgnoreSignals) {
   while (waitpid(pid, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(20)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ASSERT_TRUE(WIFEXITED(status)) << "gpulaunch did not end after a second SIGINT";
+  ASSERT_TRUE(WIFEXITED(status)) << "gpulaunch did not exit normally after a second SIGINT: "
+                                 << (WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                                         : "still running");
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_TRUE(ProcessesWith(marker).empty()) << "stubborn ranks left behind";
