@@ -225,11 +225,8 @@ StatusOr<ClusterTopology> LoadClusterJson(const std::string& text, const std::st
 }
 
 StatusOr<ClusterTopology> ReadClusterFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound("cannot read cluster file '" + path + "': check the path and its permissions");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return LoadClusterJson(buf.str(), path);
+  GL_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "cluster file"));
+  return LoadClusterJson(text, path);
 }
 
 }  // namespace gpulaunch

@@ -66,13 +66,7 @@ StatusOr<std::vector<HostSpec>> ParseHostArgument(std::string_view text) {
 
 StatusOr<std::vector<HostSpec>> ParseHostfileText(std::string_view text, std::string_view origin) {
   std::vector<HostSpec> hosts;
-  int line_no = 0;
-  for (const std::string& raw : Split(text, '\n')) {
-    ++line_no;
-    std::string_view line = raw;
-    if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-    line = Trim(line);
-    if (line.empty()) continue;
+  GL_RETURN_IF_ERROR(ForEachConfigLine(text, [&](int line_no, std::string_view line) -> Status {
 
     std::istringstream words{std::string(line)};
     std::string first;
@@ -115,17 +109,15 @@ StatusOr<std::vector<HostSpec>> ParseHostfileText(std::string_view text, std::st
       h.max_slots = max_slots;
       Merge(hosts, std::move(h));
     }
-  }
+    return Status::Ok();
+  }));
   if (hosts.empty()) return InvalidArgument(std::string(origin) + ": no hosts in the file (only comments or blank lines)");
   return hosts;
 }
 
 StatusOr<std::vector<HostSpec>> ReadHostfile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound("cannot read hostfile '" + path + "': check the path and its permissions");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return ParseHostfileText(buf.str(), path);
+  GL_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "hostfile"));
+  return ParseHostfileText(text, path);
 }
 
 }  // namespace gpulaunch

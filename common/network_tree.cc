@@ -103,13 +103,7 @@ const NetworkSwitch* NetworkTree::CommonAncestor(const std::vector<std::string>&
 
 StatusOr<NetworkTree> ParseTopologyConf(std::string_view text, const std::string& origin) {
   std::vector<NetworkSwitch> switches;
-  int line_no = 0;
-  for (const std::string& raw : Split(text, '\n')) {
-    ++line_no;
-    std::string_view line = raw;
-    if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-    line = Trim(line);
-    if (line.empty()) continue;
+  GL_RETURN_IF_ERROR(ForEachConfigLine(text, [&](int line_no, std::string_view line) -> Status {
     std::istringstream words{std::string(line)};
     std::string word;
     NetworkSwitch s;
@@ -141,16 +135,14 @@ StatusOr<NetworkTree> ParseTopologyConf(std::string_view text, const std::string
       return AtLine(origin, line_no, "switch '" + s.name + "' has neither Nodes= nor Switches=");
     }
     switches.push_back(std::move(s));
-  }
+    return Status::Ok();
+  }));
   return NetworkTree::Build(std::move(switches), origin);
 }
 
 StatusOr<NetworkTree> ReadTopologyConf(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound("cannot read topology file '" + path + "': check the path and its permissions");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return ParseTopologyConf(buf.str(), path);
+  GL_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "topology file"));
+  return ParseTopologyConf(text, path);
 }
 
 std::string WriteTopologyConf(const NetworkTree& tree) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <fstream>
+#include <sstream>
 #include <limits>
 
 namespace gpulaunch {
@@ -89,6 +91,27 @@ std::optional<std::vector<int>> ParseIdList(std::string_view s) {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;
+}
+
+Status ForEachConfigLine(std::string_view text, const std::function<Status(int, std::string_view)>& fn) {
+  int line_no = 0;
+  for (const std::string& raw : Split(text, '\n')) {
+    ++line_no;
+    std::string_view line = raw;
+    if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    line = Trim(line);
+    if (line.empty()) continue;
+    GL_RETURN_IF_ERROR(fn(line_no, line));
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::string> ReadTextFile(const std::string& path, const std::string& what) {
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot read " + what + " '" + path + "': check the path and its permissions");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
 }
 
 }  // namespace gpulaunch

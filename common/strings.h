@@ -2,10 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/status.h"
 
 namespace gpulaunch {
 
@@ -18,6 +21,14 @@ bool StartsWith(std::string_view s, std::string_view prefix);
 
 // Whole-string decimal parse; nullopt on any junk, sign or overflow.
 std::optional<int64_t> ParseInt(std::string_view s);
+
+// Lines of a config file with '#' comments removed and whitespace trimmed;
+// blank lines are skipped. `fn(line_number, line)` returns a Status; the
+// first error stops the walk and is returned.
+Status ForEachConfigLine(std::string_view text, const std::function<Status(int, std::string_view)>& fn);
+
+// The whole file, or NotFound naming what it is ("hostfile") and the path.
+StatusOr<std::string> ReadTextFile(const std::string& path, const std::string& what);
 
 // CPU (or any id) lists in the Linux/hwloc list form "0-3,8,10-11".
 std::string FormatIdList(const std::vector<int>& sorted_ids);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <set>
 
+#include "common/strings.h"
 #include "launcher/discovery/nvml_gpus.h"
 
 namespace gpulaunch {
@@ -277,9 +278,7 @@ StatusOr<HostTopology> DiscoverLocalHost() {
 }
 
 StatusOr<HostTopology> LoadHwlocXmlFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound("cannot read topology file '" + path + "': check the path and its permissions");
-  std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  GL_ASSIGN_OR_RETURN(std::string xml, ReadTextFile(path, "topology file"));
   return LoadHwlocXmlText(xml, path);
 }
 
