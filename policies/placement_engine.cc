@@ -299,8 +299,10 @@ StatusOr<JobRequest> Normalise(const JobRequest& in, const ClusterTopology& c) {
   return r;
 }
 
-StatusOr<Placement> Place(const JobRequest& request, const ClusterTopology& c) {
-  GL_ASSIGN_OR_RETURN(const JobRequest r, Normalise(request, c));
+namespace {
+
+// One candidate plan: hosts chosen in units of `unit` ranks (a TP group, or 1).
+StatusOr<Placement> PlaceWithUnit(const JobRequest& r, const ClusterTopology& c, int unit_wanted) {
   const HostSelector* selector = FindHostSelector(r.comm == "compute" && r.policy == "compact" ? "fragmented" : r.policy);
   if (!selector) {
     return InvalidArgument("unknown policy '" + r.policy + "' (choose from " + Join(HostSelectorNames(), ", ") + ")");
@@ -327,7 +329,7 @@ StatusOr<Placement> Place(const JobRequest& request, const ClusterTopology& c) {
   }
   // Units: whole TP groups when a TP group fits on a host.
   const int tp = r.layout.extent[kTp];
-  const int unit = tp <= max_fit ? tp : 1;
+  const int unit = unit_wanted <= max_fit ? unit_wanted : 1;
   std::vector<Candidate> cands;
   int capacity = 0;
   for (size_t h = 0; h < c.hosts.size(); ++h) {
@@ -363,9 +365,47 @@ StatusOr<Placement> Place(const JobRequest& request, const ClusterTopology& c) {
     p.explain.push_back(c.hosts[h].name + ": " + (explain[h].empty() ? "not needed (" + sel->why + ")" : explain[h]));
   }
   if (unit == 1 && tp > 1) {
-    p.notes.push_back("TP groups of " + std::to_string(tp) + " do not fit on one host: they span hosts");
+    p.notes.push_back("TP groups of " + std::to_string(tp) + " are not kept whole on hosts: some span hosts");
   }
   return p;
+}
+
+}  // namespace
+
+StatusOr<Placement> Place(const JobRequest& request, const ClusterTopology& c) {
+  GL_ASSIGN_OR_RETURN(const JobRequest r, Normalise(request, c));
+  // Candidates: whole TP groups per host (the preference), plain ranks, and
+  // what Open MPI's by-slot mapping would do. The plan never spans more hosts
+  // than by-slot and, among those, is the fastest by the model (ties: the
+  // earlier candidate), so it is never worse on either count.
+  GL_ASSIGN_OR_RETURN(Placement best, PlaceWithUnit(r, c, r.layout.extent[kTp]));
+  if (r.policy != "compact") return best;
+  std::vector<Placement> others;
+  if (r.layout.extent[kTp] > 1) {
+    if (auto p = PlaceWithUnit(r, c, 1); p.ok()) others.push_back(std::move(p).value());
+  }
+  auto baseline = PlaceLikeOpenMpiBySlot(r, c);
+  if (!baseline.ok()) return best;
+  const size_t max_hosts = baseline->hosts.size();
+  StepModel best_model = ModelStep(best, c, r);
+  bool best_ok = best.hosts.size() <= max_hosts;
+  for (Placement& cand : others) {
+    const StepModel m = ModelStep(cand, c, r);
+    const bool ok = cand.hosts.size() <= max_hosts;
+    if ((ok && !best_ok) || (ok == best_ok && m.total_seconds() < best_model.total_seconds() * (1 - 1e-12))) {
+      cand.explain = best.explain;
+      best = std::move(cand);
+      best_model = m;
+      best_ok = ok;
+    }
+  }
+  const StepModel base_model = ModelStep(*baseline, c, r);
+  if (!best_ok || base_model.total_seconds() < best_model.total_seconds() * (1 - 1e-12)) {
+    baseline->explain = best.explain;
+    baseline->notes.push_back("the by-slot order is the best plan here");
+    return std::move(baseline).value();
+  }
+  return best;
 }
 
 StatusOr<Placement> PlaceLikeOpenMpiBySlot(const JobRequest& request, const ClusterTopology& c) {
