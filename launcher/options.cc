@@ -177,7 +177,7 @@ po::options_description DescribePlan() {
     ("gpus-per-rank", po::value<int>(), "GPUs per rank (default 1 where hosts have GPUs; 0: CPU-only ranks)")
     ("cores-per-rank", po::value<int>(), "cores per CPU-only rank (default: a host's cores split evenly)")
     ("layout", po::value<std::string>(), "parallel layout, e.g. tp=8,pp=2,dp=2[,order=tp-pp-dp] (dp inferred)")
-    ("policy", po::value<std::string>(), "compact (default), spread, fragmented")
+    ("policy", po::value<std::string>(), "compact (default), spread, fault-domain, fragmented")
     ("comm", po::value<std::string>(), "allreduce (default), p2p, or compute (may use fragmented GPUs)")
     ("hosts,H", po::value<std::vector<std::string>>()->composing(), "hosts, as for launches")
     ("hostfile", po::value<std::string>(), "host file, as for launches")

@@ -153,6 +153,48 @@ class SpreadSelector : public HostSelector {
   }
 };
 
+// fault-domain: units spread over failure domains (leaf switches; hosts when
+// there is no switch tree) as evenly as possible (skew at most one while every
+// domain has room), packed onto few hosts inside each domain. Losing one
+// switch then costs the fewest replicas.
+class FaultDomainSelector : public HostSelector {
+ public:
+  const char* Name() const override { return "fault-domain"; }
+  const char* Description() const override { return "spread over leaf switches evenly, packed within each"; }
+  StatusOr<Selection> Select(const ClusterTopology& c, const std::vector<Candidate>& cands, int units) const override {
+    std::map<std::string, std::vector<Candidate>> domains;
+    for (const Candidate& cand : cands) {
+      const NetworkSwitch* leaf = c.network.LeafOf(c.hosts[cand.host].name);
+      domains[leaf ? leaf->name : c.hosts[cand.host].name].push_back(cand);
+    }
+    for (auto& [name, hosts] : domains) {
+      std::stable_sort(hosts.begin(), hosts.end(), [](const Candidate& a, const Candidate& b) { return a.units > b.units; });
+    }
+    std::map<int, int> used;
+    std::map<std::string, size_t> cursor;  // host being filled in each domain
+    int left = units;
+    while (left > 0) {
+      bool progress = false;
+      for (auto& [name, hosts] : domains) {
+        if (left == 0) break;
+        size_t& k = cursor[name];
+        while (k < hosts.size() && used[hosts[k].host] >= hosts[k].units) ++k;
+        if (k == hosts.size()) continue;
+        ++used[hosts[k].host];
+        --left;
+        progress = true;
+      }
+      if (!progress) return Infeasible("not enough capacity");
+    }
+    Selection s;
+    for (const auto& [name, hosts] : domains)
+      for (const Candidate& cand : hosts)
+        if (used[cand.host] > 0) s.chosen.push_back({cand.host, used[cand.host]});
+    s.why = "spread over " + std::to_string(domains.size()) + " fault domains";
+    return s;
+  }
+};
+
 // fragmented: for jobs that barely communicate (--comm compute): fill the
 // hosts with the fewest free units first, so whole hosts stay free.
 class FragmentedSelector : public HostSelector {
@@ -187,12 +229,13 @@ const HostSelector* FindHostSelector(const std::string& name) {
   static const CompactSelector compact;
   static const SpreadSelector spread;
   static const FragmentedSelector fragmented;
+  static const FaultDomainSelector fault_domain;
   static const std::map<std::string, const HostSelector*> registry = {
-      {"compact", &compact}, {"spread", &spread}, {"fragmented", &fragmented}};
+      {"compact", &compact}, {"spread", &spread}, {"fragmented", &fragmented}, {"fault-domain", &fault_domain}};
   auto it = registry.find(name);
   return it == registry.end() ? nullptr : it->second;
 }
 
-std::vector<std::string> HostSelectorNames() { return {"compact", "spread", "fragmented"}; }
+std::vector<std::string> HostSelectorNames() { return {"compact", "spread", "fault-domain", "fragmented"}; }
 
 }  // namespace gpulaunch

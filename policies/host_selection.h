@@ -42,7 +42,8 @@ class HostSelector {
                                      int units) const = 0;
 };
 
-// The registry: compact (default), spread, fragmented (for --comm compute).
+// The registry: compact (default), spread, fault-domain, fragmented (used
+// for --comm compute).
 const HostSelector* FindHostSelector(const std::string& name);
 std::vector<std::string> HostSelectorNames();
 

@@ -75,6 +75,23 @@ TEST(PlacementEngine, ExplainsHostsPassedOver) {
   EXPECT_NE(p->explain[3].find("not needed"), std::string::npos);
 }
 
+TEST(PlacementEngine, FaultDomainSpreadsReplicasOverSwitchesEvenly) {
+  const auto c = Cluster("switch:3 node:2 gpu:8");
+  JobRequest r = Job(24, "tp=4,pp=2");  // 3 replicas of 8 ranks, 6 TP groups
+  r.policy = "fault-domain";
+  auto p = Place(r, c);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  std::map<std::string, int> per_leaf;
+  for (const RankSlot& s : p->ranks) ++per_leaf[c.network.LeafOf(s.host)->name];
+  ASSERT_EQ(per_leaf.size(), 3u);
+  for (const auto& [leaf, n] : per_leaf) EXPECT_EQ(n, 8) << leaf;
+  for (const RankSlot& s : p->ranks) {  // TP groups still whole
+    for (int m : r.layout.GroupOf(kTp, s.rank)) EXPECT_EQ(p->ranks[m].host, s.host);
+  }
+  // Inside a domain, packed: each leaf uses one host.
+  EXPECT_EQ(p->hosts.size(), 3u);
+}
+
 TEST(PlacementEngine, InfeasibleSaysWhatIsShortAndByHowMuch) {
   auto c = Cluster("node:2 gpu:8");
   JobRequest r = Job(10);
@@ -98,7 +115,7 @@ TEST(PlacementEngine, PropertiesHoldEverywhere) {
       for (const char* layout : layouts) {
         auto parsed = ParseLayout(layout, ranks);
         if (!parsed.ok()) continue;
-        for (const char* policy : {"compact", "spread"}) {
+        for (const char* policy : {"compact", "spread", "fault-domain"}) {
           JobRequest r = Job(ranks, layout);
           r.policy = policy;
           auto p = Place(r, c);
