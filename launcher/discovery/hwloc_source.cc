@@ -11,6 +11,7 @@
 
 #include "common/strings.h"
 #include "launcher/discovery/nvml_gpus.h"
+#include "launcher/discovery/ucx_devices.h"
 
 namespace gpulaunch {
 namespace {
@@ -264,6 +265,12 @@ StatusOr<HostTopology> DiscoverLocalHost() {
   HostTopology host = Convert(topo.get());
   char name[256] = {0};
   if (gethostname(name, sizeof name - 1) == 0) host.hostname = name;
+  // Keep only NICs UCX can drive (ucx_info -d), when UCX is installed.
+  if (!host.nics.empty()) {
+    if (const auto ucx = QueryUcxDevices()) {
+      std::erase_if(host.nics, [&](const Nic& n) { return !ucx->count(n.name); });
+    }
+  }
   // NVML knows UUIDs and memory that Debian's hwloc (no NVML plugin) lacks.
   const std::vector<NvmlGpu> nvml = QueryNvmlGpus();
   for (const NvmlGpu& n : nvml) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "launcher/discovery/hwloc_source.h"
+#include "launcher/discovery/ucx_devices.h"
 #include "policies/slot_placement.h"
 
 namespace gpulaunch {
@@ -140,6 +141,15 @@ TEST(RecordedTopologies, MalformedXmlIsAClearError) {
   EXPECT_NE(mismatched.status().message().find("m.xml:3: </topology> closes <object> opened on line 2"),
             std::string::npos)
       << mismatched.status().message();
+}
+
+TEST(UcxDevices, ParsesUcxInfoOutput) {
+  const std::string out =
+      "#      Memory domain: mlx5_0\n#   Transport: rc_verbs\n#      Device: mlx5_0:1\n"
+      "#   Transport: tcp\n#      Device: eth0\n#      Device: lo\n#   Transport: sysv\n#      Device: memory\n";
+  EXPECT_EQ(ParseUcxDevices(out), (std::set<std::string>{"mlx5_0:1", "eth0", "lo", "memory"}));
+  // On this machine, when UCX is installed, its own devices come back.
+  if (const auto here = QueryUcxDevices()) EXPECT_TRUE(here->count("lo") || here->count("memory"));
 }
 
 TEST(LocalHost, DiscoversThisMachine) {
