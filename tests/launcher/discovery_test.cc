@@ -149,7 +149,9 @@ TEST(UcxDevices, ParsesUcxInfoOutput) {
       "#   Transport: tcp\n#      Device: eth0\n#      Device: lo\n#   Transport: sysv\n#      Device: memory\n";
   EXPECT_EQ(ParseUcxDevices(out), (std::set<std::string>{"mlx5_0:1", "eth0", "lo", "memory"}));
   // On this machine, when UCX is installed, its own devices come back.
-  if (const auto here = QueryUcxDevices()) EXPECT_TRUE(here->count("lo") || here->count("memory"));
+  if (const auto here = QueryUcxDevices()) {
+    EXPECT_TRUE(here->count("lo") || here->count("memory"));
+  }
 }
 
 TEST(LocalHost, DiscoversThisMachine) {
