@@ -139,46 +139,52 @@ void FillHostResources(const HostTopology& t, std::vector<RankSlot*>& ranks, con
   }
 }
 
-// Builds the placement from hosts and, per slot in fill order, its GPUs.
-Placement Assemble(const ClusterTopology& c, const JobRequest& r,
-                   const std::vector<std::pair<int, std::vector<std::vector<int>>>>& host_slots,
+// One slot in fill order: the host and the GPUs (empty for CPU ranks).
+struct SlotChoice {
+  int host = 0;
+  std::vector<int> gpus;
+};
+
+// Builds the placement from slots in fill order. Hosts are numbered by first
+// appearance.
+Placement Assemble(const ClusterTopology& c, const JobRequest& r, const std::vector<SlotChoice>& slots,
                    bool tp_innermost_fill) {
   Placement p;
   const ParallelLayout& L = r.layout;
   p.ranks.resize(r.ranks);
-  int slot = 0;
   std::map<int, std::vector<RankSlot*>> on_host;
-  for (size_t node = 0; node < host_slots.size(); ++node) {
-    const auto& [h, slots] = host_slots[node];
-    p.hosts.push_back(c.hosts[h].name);
-    for (const auto& gpus : slots) {
-      // Fill order: tp innermost, then pp, then dp (or plain rank order).
-      std::array<int, 3> coords;
-      int rank;
-      if (tp_innermost_fill) {
-        coords = {slot % L.extent[kTp], (slot / L.extent[kTp]) % L.extent[kPp],
-                  slot / (L.extent[kTp] * L.extent[kPp])};
-        rank = L.RankOf(coords);
-      } else {
-        rank = slot;
-        coords = L.CoordsOf(rank);
-      }
-      RankSlot& s = p.ranks[rank];
-      s.rank = rank;
-      s.host = c.hosts[h].name;
-      s.node_rank = static_cast<int>(node);
-      s.gpus = gpus;
-      s.host_has_gpus = !c.hosts[h].topology.gpus.empty();
-      s.coords = coords;
-      on_host[h].push_back(&s);
-      ++slot;
+  std::map<int, int> node_of_host;
+  for (size_t slot = 0; slot < slots.size(); ++slot) {
+    const int h = slots[slot].host;
+    if (!node_of_host.count(h)) {
+      node_of_host[h] = static_cast<int>(p.hosts.size());
+      p.hosts.push_back(c.hosts[h].name);
     }
+    // Fill order: tp innermost, then pp, then dp (or plain rank order).
+    const int i = static_cast<int>(slot);
+    std::array<int, 3> coords;
+    int rank;
+    if (tp_innermost_fill) {
+      coords = {i % L.extent[kTp], (i / L.extent[kTp]) % L.extent[kPp], i / (L.extent[kTp] * L.extent[kPp])};
+      rank = L.RankOf(coords);
+    } else {
+      rank = i;
+      coords = L.CoordsOf(rank);
+    }
+    RankSlot& s = p.ranks[rank];
+    s.rank = rank;
+    s.host = c.hosts[h].name;
+    s.node_rank = node_of_host[h];
+    s.gpus = slots[slot].gpus;
+    s.host_has_gpus = !c.hosts[h].topology.gpus.empty();
+    s.coords = coords;
+    on_host[h].push_back(&s);
   }
   for (auto& [h, ranks] : on_host) {
     std::sort(ranks.begin(), ranks.end(), [](const RankSlot* a, const RankSlot* b) { return a->rank < b->rank; });
-    for (size_t i = 0; i < ranks.size(); ++i) {
-      ranks[i]->local_rank = static_cast<int>(i);
-      ranks[i]->local_size = static_cast<int>(ranks.size());
+    for (size_t k = 0; k < ranks.size(); ++k) {
+      ranks[k]->local_rank = static_cast<int>(k);
+      ranks[k]->local_size = static_cast<int>(ranks.size());
     }
     FillHostResources(c.hosts[h].topology, ranks, r);
   }
@@ -198,27 +204,35 @@ std::string Shortfall(const JobRequest& r, int have_units_in_ranks, int eligible
          std::to_string(r.ranks - have_units_in_ranks) + " ranks";
 }
 
-// Exact search for a job on one host with one GPU per rank: every injective
-// map of ranks to the free GPUs, when there are at most kExactLimit, scored
-// by the link model over precomputed pairwise costs. Returns the GPU of each
-// slot in fill order, or an empty vector when the search is too large.
+// Exact search with one GPU per rank: every injective map of ranks to the
+// free GPUs of `hosts`, when there are at most kExactLimit, scored by the link
+// model (ModelStep's sum of the slowest TP ring, pipeline and DP ring) over
+// precomputed pairwise costs. Returns the slots in fill order, or nothing
+// when the search would be too large.
 constexpr double kExactLimit = 40320;
 
-std::vector<int> ExactSingleHost(const ClusterTopology& c, int h, const JobRequest& r) {
-  const ClusterHost& host = c.hosts[h];
-  std::vector<int> free;
-  for (const Gpu& g : host.topology.gpus)
-    if (host.GpuFree(g.index)) free.push_back(g.index);
+std::vector<SlotChoice> ExactSearch(const ClusterTopology& c, const std::vector<int>& hosts, const JobRequest& r,
+                                    const std::vector<SlotChoice>& heuristic) {
+  // The heuristic's GPUs first, in its slot order: the search meets its
+  // assignment first, so on ties (e.g. best fit vs an equally fast host) the
+  // heuristic's preferences stand.
+  std::vector<SlotRef> free;
+  std::set<std::pair<int, int>> seen;
+  for (const SlotChoice& sc : heuristic) {
+    for (int g : sc.gpus)
+      if (seen.insert({sc.host, g}).second) free.push_back({sc.host, g});
+  }
+  for (int h : hosts)
+    for (const Gpu& g : c.hosts[h].topology.gpus)
+      if (c.hosts[h].GpuFree(g.index) && seen.insert({h, g.index}).second) free.push_back({h, g.index});
   const int n = static_cast<int>(free.size()), k = r.ranks;
   double count = 1;
   for (int i = 0; i < k; ++i) count *= n - i;
   if (k > n || count > kExactLimit) return {};
-  const int G = static_cast<int>(host.topology.gpus.size());
-  std::vector<LinkCost> cost(static_cast<size_t>(G) * G);
-  for (int a = 0; a < G; ++a)
-    for (int b = 0; b < G; ++b) cost[static_cast<size_t>(a) * G + b] = CostBetween(c, {h, a}, {h, b});
+  std::vector<LinkCost> cost(static_cast<size_t>(n) * n);
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) cost[static_cast<size_t>(a) * n + b] = CostBetween(c, free[a], free[b]);
   const ParallelLayout& L = r.layout;
-  // Groups as lists of slots (slot = fill position, tp innermost).
   auto slot_of = [&](int rank) {
     const auto co = L.CoordsOf(rank);
     return (co[kDp] * L.extent[kPp] + co[kPp]) * L.extent[kTp] + co[kTp];
@@ -235,13 +249,16 @@ std::vector<int> ExactSingleHost(const ClusterTopology& c, int h, const JobReque
     if (co[kDp] == 0) dp_groups.push_back(slots(kDp));
     if (co[kPp] == 0) pipelines.push_back(slots(kPp));
   }
-  std::vector<int> assign(k), best;
+  std::vector<int> assign(k), best;  // slot -> index into free
   double best_cost = std::numeric_limits<double>::infinity();
+  auto link = [&](int slot_a, int slot_b) -> const LinkCost& {
+    return cost[static_cast<size_t>(assign[slot_a]) * n + assign[slot_b]];
+  };
   auto ring = [&](const std::vector<int>& g, double bytes) {
     if (g.size() < 2) return 0.0;
     double bw = std::numeric_limits<double>::infinity(), lat = 0;
     for (size_t i = 0; i < g.size(); ++i) {
-      const LinkCost& l = cost[static_cast<size_t>(assign[g[i]]) * G + assign[g[(i + 1) % g.size()]]];
+      const LinkCost& l = link(g[i], g[(i + 1) % g.size()]);
       bw = std::min(bw, l.gbps);
       lat = std::max(lat, l.latency_us);
     }
@@ -255,7 +272,7 @@ std::vector<int> ExactSingleHost(const ClusterTopology& c, int h, const JobReque
     for (const auto& g : pipelines) {
       double t = 0;
       for (size_t s = 0; s + 1 < g.size(); ++s) {
-        const LinkCost& l = cost[static_cast<size_t>(assign[g[s]]) * G + assign[g[s + 1]]];
+        const LinkCost& l = link(g[s], g[s + 1]);
         t += r.volume.pp_bytes / (l.gbps * 1e9) + l.latency_us * 1e-6;
       }
       pp = std::max(pp, t);
@@ -275,13 +292,15 @@ std::vector<int> ExactSingleHost(const ClusterTopology& c, int h, const JobReque
     for (int i = 0; i < n; ++i) {
       if (taken[i]) continue;
       taken[i] = true;
-      assign[slot] = free[i];
+      assign[slot] = i;
       dfs(slot + 1);
       taken[i] = false;
     }
   };
   dfs(0);
-  return best;
+  std::vector<SlotChoice> out;
+  for (int i : best) out.push_back({free[i].host, {free[i].gpu}});
+  return out;
 }
 
 }  // namespace
@@ -355,14 +374,31 @@ StatusOr<Placement> PlaceWithUnit(const JobRequest& r, const ClusterTopology& c,
     host_slots.push_back({ch.host, slots});
     explain[ch.host] = "chosen: " + std::to_string(ranks_here) + " ranks (" + sel->why + ")";
   }
-  // One host and a small search space: take the model's optimum outright.
-  if (host_slots.size() == 1 && r.gpus_per_rank == 1) {
-    const std::vector<int> exact = ExactSingleHost(c, host_slots[0].first, r);
-    for (size_t i = 0; i < exact.size(); ++i) host_slots[0].second[i] = {exact[i]};
+  std::vector<SlotChoice> slots;
+  for (const auto& [h, gpu_sets] : host_slots)
+    for (const auto& gpus : gpu_sets) slots.push_back({h, gpus});
+  // A small search space: take the model's optimum outright. Only with TP or PP
+  // structure: for pure data parallelism the collective library builds its
+  // own rings, so rank order buys nothing and contiguous ranks per host (what
+  // mpirun users expect) stay.
+  const bool structured = r.layout.extent[kTp] > 1 || r.layout.extent[kPp] > 1;
+  if (r.gpus_per_rank == 1 && structured) {
+    // Within the hosts the selector chose: more hosts would break its
+    // promise (and the by-slot guard below).
+    std::vector<int> chosen_hosts;
+    for (const auto& [h, gpu_sets] : host_slots) chosen_hosts.push_back(h);
+    std::vector<SlotChoice> exact = ExactSearch(c, chosen_hosts, r, slots);
+    if (!exact.empty()) slots = std::move(exact);
   }
-  Placement p = Assemble(c, r, host_slots, /*tp_innermost_fill=*/true);
+  Placement p = Assemble(c, r, slots, /*tp_innermost_fill=*/true);
+  std::map<std::string, int> ranks_on;
+  for (const RankSlot& s : p.ranks) ++ranks_on[s.host];
   for (size_t h = 0; h < c.hosts.size(); ++h) {
-    p.explain.push_back(c.hosts[h].name + ": " + (explain[h].empty() ? "not needed (" + sel->why + ")" : explain[h]));
+    const auto it = ranks_on.find(c.hosts[h].name);
+    const std::string line = it != ranks_on.end() ? "chosen: " + std::to_string(it->second) + " ranks (" + sel->why + ")"
+                             : explain[h].rfind("passed over", 0) == 0 ? explain[h]
+                                                                       : "not needed (" + sel->why + ")";
+    p.explain.push_back(c.hosts[h].name + ": " + line);
   }
   if (unit == 1 && tp > 1) {
     p.notes.push_back("TP groups of " + std::to_string(tp) + " are not kept whole on hosts: some span hosts");
@@ -430,7 +466,10 @@ StatusOr<Placement> PlaceLikeOpenMpiBySlot(const JobRequest& request, const Clus
     left -= here;
   }
   if (left > 0) return Infeasible(Shortfall(r, capacity, static_cast<int>(c.hosts.size())));
-  return Assemble(c, r, host_slots, /*tp_innermost_fill=*/false);
+  std::vector<SlotChoice> slots;
+  for (const auto& [h, gpu_sets] : host_slots)
+    for (const auto& gpus : gpu_sets) slots.push_back({h, gpus});
+  return Assemble(c, r, slots, /*tp_innermost_fill=*/false);
 }
 
 StepModel ModelStep(const Placement& p, const ClusterTopology& c, const JobRequest& request) {

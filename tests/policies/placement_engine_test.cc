@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -178,46 +179,68 @@ TEST(PlacementEngine, NeverWorseThanOpenMpiBySlot) {
   }
 }
 
-// Exhaustive search over every assignment of ranks to GPUs on one host.
+// Exhaustive search over every assignment of ranks to the cluster's GPUs.
 double BestByEnumeration(const ClusterTopology& c, const JobRequest& r) {
-  const int gpus = static_cast<int>(c.hosts[0].topology.gpus.size());
-  std::vector<int> perm(gpus);
-  for (int i = 0; i < gpus; ++i) perm[i] = i;
+  std::vector<std::pair<int, int>> gpus;  // (host, gpu)
+  for (size_t h = 0; h < c.hosts.size(); ++h)
+    for (const Gpu& g : c.hosts[h].topology.gpus) gpus.push_back({static_cast<int>(h), g.index});
   double best = std::numeric_limits<double>::infinity();
-  std::set<std::vector<int>> seen;
-  do {
-    std::vector<int> take(perm.begin(), perm.begin() + r.ranks);
-    if (!seen.insert(take).second) continue;
-    Placement p;
-    p.hosts = {c.hosts[0].name};
-    for (int rank = 0; rank < r.ranks; ++rank) {
-      RankSlot s;
-      s.rank = rank;
-      s.host = c.hosts[0].name;
-      s.gpus = {take[rank]};
-      p.ranks.push_back(s);
+  std::vector<bool> taken(gpus.size(), false);
+  Placement p;
+  p.ranks.resize(r.ranks);
+  std::function<void(int)> dfs = [&](int rank) {
+    if (rank == r.ranks) {
+      std::set<std::string> hosts;
+      for (const RankSlot& s : p.ranks) hosts.insert(s.host);
+      p.hosts.assign(hosts.begin(), hosts.end());
+      best = std::min(best, ModelStep(p, c, r).total_seconds());
+      return;
     }
-    best = std::min(best, ModelStep(p, c, r).total_seconds());
-  } while (std::next_permutation(perm.begin(), perm.end()));
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      if (taken[i]) continue;
+      taken[i] = true;
+      p.ranks[rank].rank = rank;
+      p.ranks[rank].host = c.hosts[gpus[i].first].name;
+      p.ranks[rank].gpus = {gpus[i].second};
+      dfs(rank + 1);
+      taken[i] = false;
+    }
+  };
+  dfs(0);
   return best;
 }
 
-TEST(PlacementEngine, EqualsExhaustiveSearchOnSmallRecordedHosts) {
-  const std::pair<const char*, const char*> cases[] = {
-      {"open-mpi-hwloc/power8gpudistances.xml", "tp=2"},
-      {"mpibind/coral-lassen.xml", "tp=2"},
-      {"flux-sched/corona11.xml", "tp=2"},
-      {"mpibind/g4dnmetal.xml", "tp=4"},
-      {"mpibind/g4dnmetal.xml", "tp=2,pp=2"},
-      {"flux-core/tuo.SPX.xml", "tp=2"},
+TEST(PlacementEngine, EqualsExhaustiveSearchOnSmallRecordedClusters) {
+  struct Case {
+    const char* file;
+    int hosts;
+    const char* layout;
   };
-  for (const auto& [file, layout] : cases) {
-    const ClusterTopology c = Recorded(file);
-    const int ranks = std::min<int>(static_cast<int>(c.hosts[0].topology.gpus.size()), 8);
+  // Every instance here has at most 8 GPUs in all, so the test can try every
+  // assignment of ranks to GPUs (up to 8! = 40,320).
+  const Case cases[] = {
+      {"open-mpi-hwloc/power8gpudistances.xml", 1, "tp=2"},
+      {"mpibind/coral-lassen.xml", 1, "tp=2"},
+      {"flux-sched/corona11.xml", 1, "tp=2"},
+      {"mpibind/g4dnmetal.xml", 1, "tp=4"},
+      {"mpibind/g4dnmetal.xml", 1, "tp=2,pp=2"},
+      {"flux-core/tuo.SPX.xml", 1, "tp=2"},
+      {"open-mpi-hwloc/power8gpudistances.xml", 2, "tp=2"},
+      {"open-mpi-hwloc/power8gpudistances.xml", 2, "tp=2,pp=2"},
+      {"mpibind/coral-lassen.xml", 2, "tp=4"},
+      {"mpibind/cts1-pascal.xml", 4, "tp=2"},
+      {"flux-core/tuo.SPX.xml", 2, "tp=2,pp=2"},
+  };
+  for (const auto& [file, hosts, layout] : cases) {
+    const ClusterTopology c = Recorded(file, hosts);
+    int total = 0;
+    for (const auto& h : c.hosts) total += static_cast<int>(h.topology.gpus.size());
+    const int ranks = std::min(total, 8);
     const JobRequest r = Job(ranks, layout);
     auto p = Place(r, c);
     ASSERT_TRUE(p.ok()) << file;
-    EXPECT_DOUBLE_EQ(ModelStep(*p, c, r).total_seconds(), BestByEnumeration(c, r)) << file << " " << layout;
+    EXPECT_DOUBLE_EQ(ModelStep(*p, c, r).total_seconds(), BestByEnumeration(c, r))
+        << file << " x" << hosts << " " << layout;
   }
 }
 
