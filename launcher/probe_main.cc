@@ -1,9 +1,13 @@
-// gpulaunch-probe: prints this host's topology as hwloc XML on stdout. gpulaunch
+// gpulaunch-probe: prints this host's topology as hwloc XML on stdout, then
+// the network devices UCX accepts as an XML comment. gpulaunch
 // runs it on remote hosts through the engine (one rank per host) to learn
 // their cores, NUMA nodes, GPUs and NICs before placing ranks.
 #include <cstdio>
 
+#include <string>
+
 #include "launcher/discovery/hwloc_source.h"
+#include "launcher/discovery/ucx_devices.h"
 
 int main() {
   auto xml = gpulaunch::ExportLocalHwlocXml();
@@ -12,5 +16,11 @@ int main() {
     return 1;
   }
   std::fwrite(xml->data(), 1, xml->size(), stdout);
+  // The devices UCX accepts here, for the launcher's NIC cross-check.
+  if (const auto ucx = gpulaunch::QueryUcxDevices()) {
+    std::string line = "\n<!-- gpulaunch-ucx-devices:";
+    for (const std::string& d : *ucx) line += " " + d;
+    std::printf("%s -->\n", line.c_str());
+  }
   return 0;
 }

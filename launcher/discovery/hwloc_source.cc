@@ -8,6 +8,7 @@
 #include <fstream>
 #include <memory>
 #include <set>
+#include <sstream>
 
 #include "common/strings.h"
 #include "launcher/discovery/nvml_gpus.h"
@@ -344,6 +345,15 @@ StatusOr<HostTopology> LoadHwlocXmlText(const std::string& xml, const std::strin
   }
   HostTopology host = Convert(topo.get());
   if (host.cores.empty()) return InvalidArgument(origin + ": the topology has no cores or PUs");
+  // gpulaunch-probe appends the devices UCX accepts on that host.
+  static const std::string kUcxMarker = "<!-- gpulaunch-ucx-devices:";
+  if (const auto at = xml.find(kUcxMarker); at != std::string::npos) {
+    const auto end = xml.find("-->", at);
+    std::istringstream words(xml.substr(at + kUcxMarker.size(), end - at - kUcxMarker.size()));
+    std::set<std::string> ucx;
+    for (std::string w; words >> w;) ucx.insert(w);
+    std::erase_if(host.nics, [&](const Nic& n) { return !ucx.count(n.name); });
+  }
   return host;
 }
 

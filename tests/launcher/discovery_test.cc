@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 
 #include "launcher/discovery/hwloc_source.h"
 #include "launcher/discovery/ucx_devices.h"
@@ -152,6 +153,18 @@ TEST(UcxDevices, ParsesUcxInfoOutput) {
   if (const auto here = QueryUcxDevices()) {
     EXPECT_TRUE(here->count("lo") || here->count("memory"));
   }
+}
+
+TEST(UcxDevices, ProbeCommentFiltersNics) {
+  std::ifstream f(PathOf("mpibind/coral-lassen.xml"));
+  std::string xml((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto all = LoadHwlocXmlText(xml, "lassen");
+  ASSERT_EQ(all->nics.size(), 4u);
+  auto filtered = LoadHwlocXmlText(xml + "\n<!-- gpulaunch-ucx-devices: mlx5_0:1 mlx5_2:1 eth0 lo -->\n", "lassen");
+  ASSERT_TRUE(filtered.ok()) << filtered.status().ToString();
+  ASSERT_EQ(filtered->nics.size(), 2u);
+  EXPECT_EQ(filtered->nics[0].name, "mlx5_0:1");
+  EXPECT_EQ(filtered->nics[1].name, "mlx5_2:1");
 }
 
 TEST(LocalHost, DiscoversThisMachine) {
