@@ -115,6 +115,38 @@ StatusOr<std::vector<HostSpec>> ParseHostfileText(std::string_view text, std::st
   return hosts;
 }
 
+StatusOr<std::vector<HostSpec>> HostsFromSlurmAllocation(const EnvLookup& env) {
+  const char* list = env("SLURM_JOB_NODELIST");
+  if (!list) list = env("SLURM_NODELIST");
+  if (!list) return std::vector<HostSpec>{};
+  auto names = ExpandHostlist(list);
+  if (!names.ok()) return InvalidArgument("SLURM_JOB_NODELIST: " + names.status().message());
+  std::vector<int> tasks;  // per node, when Slurm says
+  if (const char* tpn = env("SLURM_TASKS_PER_NODE")) {
+    for (const std::string& item : Split(tpn, ',')) {
+      const auto paren = item.find("(x");
+      const auto n = ParseInt(item.substr(0, paren));
+      const auto times = paren == std::string::npos ? std::optional<int64_t>(1)
+                                                    : ParseInt(item.substr(paren + 2, item.size() - paren - 3));
+      if (!n || !times || *n < 0 || *times < 1 || *times > 100000) {
+        return InvalidArgument("SLURM_TASKS_PER_NODE '" + std::string(tpn) + "' is malformed (expected e.g. 2(x3),1)");
+      }
+      for (int64_t k = 0; k < *times; ++k) tasks.push_back(static_cast<int>(*n));
+    }
+    if (tasks.size() != names->size()) {
+      return InvalidArgument("SLURM_TASKS_PER_NODE gives " + std::to_string(tasks.size()) + " nodes but the node list has " +
+                             std::to_string(names->size()));
+    }
+  }
+  std::vector<HostSpec> hosts;
+  for (size_t i = 0; i < names->size(); ++i) {
+    HostSpec h{(*names)[i], std::nullopt, std::nullopt};
+    if (!tasks.empty() && tasks[i] > 0) h.slots = tasks[i];
+    hosts.push_back(std::move(h));
+  }
+  return hosts;
+}
+
 StatusOr<std::vector<HostSpec>> ReadHostfile(const std::string& path) {
   GL_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "hostfile"));
   return ParseHostfileText(text, path);

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/env.h"
 #include "common/status.h"
 
 namespace gpulaunch {
@@ -28,6 +29,11 @@ StatusOr<std::vector<HostSpec>> ParseHostArgument(std::string_view text);
 
 // Parses hostfile text; `origin` names the file in errors ("hosts.txt:3: ...").
 StatusOr<std::vector<HostSpec>> ParseHostfileText(std::string_view text, std::string_view origin);
+
+// Hosts of the Slurm allocation this process runs in: SLURM_JOB_NODELIST
+// (hostlist) with slots from SLURM_TASKS_PER_NODE ("2(x3),1"), falling back
+// to SLURM_NODELIST. Empty when not inside an allocation.
+StatusOr<std::vector<HostSpec>> HostsFromSlurmAllocation(const EnvLookup& env);
 
 // Reads and parses a hostfile from disk.
 StatusOr<std::vector<HostSpec>> ReadHostfile(const std::string& path);

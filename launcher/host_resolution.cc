@@ -68,6 +68,9 @@ StatusOr<ResolvedHosts> ResolveHosts(const LaunchOptions& o, const ResolveSettin
   if (o.hostfile) {
     GL_ASSIGN_OR_RETURN(specs, ReadHostfile(*o.hostfile));
   }
+  if (specs.empty()) {  // inside a Slurm allocation: its nodes and task counts
+    GL_ASSIGN_OR_RETURN(specs, HostsFromSlurmAllocation(ProcessEnv()));
+  }
   if (specs.empty()) specs.push_back(HostSpec{LocalHostname(), std::nullopt, std::nullopt});
 
   ResolvedHosts out;

@@ -1,5 +1,6 @@
 // From the command line's host options to HostResources with topologies:
-// no host options means this machine; local names are discovered in-process;
+// no host options means the Slurm allocation (SLURM_JOB_NODELIST) when inside
+// one, else this machine; local names are discovered in-process;
 // remote hosts are probed through the engine (gpulaunch-probe, one rank per
 // host); --topology-file replaces discovery for every host (dry runs).
 #pragma once

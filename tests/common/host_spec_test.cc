@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace gpulaunch {
 namespace {
 
@@ -53,6 +55,23 @@ TEST(Hostfile, ErrorsNameFileAndLine) {
     ASSERT_FALSE(got.ok()) << text;
     EXPECT_NE(got.status().message().find(want), std::string::npos) << got.status().message();
   }
+}
+
+EnvLookup Env(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const char* n) -> const char* {
+    auto it = vars.find(n);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST(SlurmAllocation, NodesAndTasksPerNode) {
+  auto h = HostsFromSlurmAllocation(Env({{"SLURM_JOB_NODELIST", "node[01-03],gpu7"}, {"SLURM_TASKS_PER_NODE", "2(x3),4"}}));
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_EQ(*h, (std::vector<HostSpec>{H("node01", 2), H("node02", 2), H("node03", 2), H("gpu7", 4)}));
+  EXPECT_EQ(HostsFromSlurmAllocation(Env({{"SLURM_NODELIST", "a,b"}}))->size(), 2u);
+  EXPECT_TRUE(HostsFromSlurmAllocation(Env({}))->empty());
+  EXPECT_FALSE(HostsFromSlurmAllocation(Env({{"SLURM_JOB_NODELIST", "n[1-2]"}, {"SLURM_TASKS_PER_NODE", "2(x3)"}})).ok());
+  EXPECT_FALSE(HostsFromSlurmAllocation(Env({{"SLURM_JOB_NODELIST", "n[1-"}})).ok());
 }
 
 TEST(Hostfile, MissingFileIsNotFound) {

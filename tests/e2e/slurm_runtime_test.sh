@@ -22,5 +22,10 @@ want=$(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$BIN/gpulaunch
 got=$(timeout 120 srun --mpi=pmix -n 3 --overcommit "$BIN/reduction_check" "${args[@]}" 2>/dev/null)
 check "srun -n 3 reduction hash equals gpulaunch -n 1" "$got" "$want"
 
+# Inside an allocation gpulaunch takes its hosts from Slurm.
+plan=$(timeout 60 salloc -n 2 "$BIN/gpulaunch" --dry-run /bin/true 2>/dev/null)
+node=$(sinfo -h -o %N | head -1)
+check "salloc: gpulaunch plans 2 ranks on the allocation's node" "$(echo "$plan" | head -1)" "plan: 2 ranks on 1 host ($node)"
+
 echo "slurm: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
