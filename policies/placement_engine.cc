@@ -209,7 +209,7 @@ std::string Shortfall(const JobRequest& r, int have_units_in_ranks, int eligible
 // model (ModelStep's sum of the slowest TP ring, pipeline and DP ring) over
 // precomputed pairwise costs. Returns the slots in fill order, or nothing
 // when the search would be too large.
-constexpr double kExactLimit = 40320;
+constexpr double kExactLimit = 65536;
 
 std::vector<SlotChoice> ExactSearch(const ClusterTopology& c, const std::vector<int>& hosts, const JobRequest& r,
                                     const std::vector<SlotChoice>& heuristic) {

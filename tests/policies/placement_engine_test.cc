@@ -179,8 +179,16 @@ TEST(PlacementEngine, NeverWorseThanOpenMpiBySlot) {
   }
 }
 
-// Exhaustive search over every assignment of ranks to the cluster's GPUs.
+// Exhaustive search over every assignment of ranks to the cluster's GPUs
+// that uses no more hosts than the fewest that can hold the job (what the
+// compact preset promises: one host if the job fits, else the fewest).
 double BestByEnumeration(const ClusterTopology& c, const JobRequest& r) {
+  std::vector<int> capacity;
+  for (const auto& h : c.hosts) capacity.push_back(static_cast<int>(h.topology.gpus.size()));
+  std::sort(capacity.rbegin(), capacity.rend());
+  size_t max_hosts = 0;
+  for (int held = 0; held < r.ranks; held += capacity[max_hosts++]) {
+  }
   std::vector<std::pair<int, int>> gpus;  // (host, gpu)
   for (size_t h = 0; h < c.hosts.size(); ++h)
     for (const Gpu& g : c.hosts[h].topology.gpus) gpus.push_back({static_cast<int>(h), g.index});
@@ -192,6 +200,7 @@ double BestByEnumeration(const ClusterTopology& c, const JobRequest& r) {
     if (rank == r.ranks) {
       std::set<std::string> hosts;
       for (const RankSlot& s : p.ranks) hosts.insert(s.host);
+      if (hosts.size() > max_hosts) return;
       p.hosts.assign(hosts.begin(), hosts.end());
       best = std::min(best, ModelStep(p, c, r).total_seconds());
       return;
@@ -216,8 +225,28 @@ TEST(PlacementEngine, EqualsExhaustiveSearchOnSmallRecordedClusters) {
     int hosts;
     const char* layout;
   };
-  // Every instance here has at most 8 GPUs in all, so the test can try every
-  // assignment of ranks to GPUs (up to 8! = 40,320).
+  // Every instance here has at most 16 GPUs in all and few enough ranks that
+  // the test can try every assignment of ranks to GPUs (8 ranks on 8 GPUs:
+  // 40,320; 4 ranks on 16 GPUs: 43,680).
+  struct Sized {
+    Case c;
+    int ranks;
+  };
+  const Sized big[] = {
+      {{"open-mpi-hwloc/nvidiaDGX2.xml", 1, "tp=2"}, 4},
+      {{"open-mpi-hwloc/nvidiaDGX2.xml", 1, "pp=4"}, 4},
+      {{"mpibind/g4dnmetal.xml", 2, "tp=2"}, 4},
+      {{"flux-core/corona.xml", 2, "tp=4"}, 4},
+      {{"mpibind/coral-lassen.xml", 4, "tp=2,pp=2"}, 4},
+  };
+  for (const auto& [k, ranks] : big) {
+    const ClusterTopology c = Recorded(k.file, k.hosts);
+    const JobRequest r = Job(ranks, k.layout);
+    auto p = Place(r, c);
+    ASSERT_TRUE(p.ok()) << k.file;
+    EXPECT_DOUBLE_EQ(ModelStep(*p, c, r).total_seconds(), BestByEnumeration(c, r))
+        << k.file << " x" << k.hosts << " " << k.layout << " " << ranks << " ranks";
+  }
   const Case cases[] = {
       {"open-mpi-hwloc/power8gpudistances.xml", 1, "tp=2"},
       {"mpibind/coral-lassen.xml", 1, "tp=2"},
