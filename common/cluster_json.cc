@@ -67,9 +67,19 @@ StatusOr<HostTopology> ReadHost(const Reader& rd, const Json& h) {
     GL_ASSIGN_OR_RETURN(double idx, rd.Num(c, "index"));
     GL_ASSIGN_OR_RETURN(core.pus, rd.IdList(c, "pus"));
     GL_ASSIGN_OR_RETURN(double numa, rd.Num(c, "numa"));
+    GL_ASSIGN_OR_RETURN(double package, rd.Num(c, "package"));
     core.logical_index = static_cast<int>(idx);
     core.numa_node = static_cast<int>(numa);
+    core.package = static_cast<int>(package);
     t.cores.push_back(core);
+  }
+  GL_ASSIGN_OR_RETURN(const Json* packages, rd.Field(h, "packages", Json::Type::kArray));
+  for (const Json& pk : packages->items()) {
+    Package p;
+    GL_ASSIGN_OR_RETURN(double os, rd.Num(pk, "os_index"));
+    GL_ASSIGN_OR_RETURN(p.pus, rd.IdList(pk, "pus"));
+    p.os_index = static_cast<int>(os);
+    t.packages.push_back(p);
   }
   GL_ASSIGN_OR_RETURN(const Json* numa, rd.Field(h, "numa_nodes", Json::Type::kArray));
   for (const Json& n : numa->items()) {
@@ -103,6 +113,7 @@ StatusOr<HostTopology> ReadHost(const Reader& rd, const Json& h) {
     GL_ASSIGN_OR_RETURN(nic.pci_bus_id, rd.Str(n, "pci_bus_id"));
     GL_ASSIGN_OR_RETURN(double numa_node, rd.Num(n, "numa_node"));
     GL_ASSIGN_OR_RETURN(nic.pci_path, rd.StrList(n, "pci_path"));
+    GL_ASSIGN_OR_RETURN(nic.gbps, rd.Num(n, "gbps"));
     nic.numa_node = static_cast<int>(numa_node);
     t.nics.push_back(nic);
   }
@@ -146,6 +157,13 @@ std::string DumpClusterJson(const ClusterTopology& c) {
       cj.Set("index", core.logical_index);
       cj.Set("pus", Ids(core.pus));
       cj.Set("numa", core.numa_node);
+      cj.Set("package", core.package);
+    }
+    Json& packages = j.Set("packages", Json::Array());
+    for (const Package& p : h.topology.packages) {
+      Json& pj = packages.Push(Json::Object());
+      pj.Set("os_index", p.os_index);
+      pj.Set("pus", Ids(p.pus));
     }
     Json& numa = j.Set("numa_nodes", Json::Array());
     for (const NumaNode& n : h.topology.numa_nodes) {
@@ -173,6 +191,7 @@ std::string DumpClusterJson(const ClusterTopology& c) {
       nj.Set("pci_bus_id", n.pci_bus_id);
       nj.Set("numa_node", n.numa_node);
       nj.Set("pci_path", Strings(n.pci_path));
+      nj.Set("gbps", n.gbps);
     }
     Json& links = j.Set("gpu_link_gbps", Json::Array());
     for (double v : h.topology.gpu_link_gbps) links.Push(Json(v));

@@ -4,6 +4,12 @@
 
 namespace gpulaunch {
 
+double HostTopology::NicGbps() const {
+  double best = 0;
+  for (const Nic& n : nics) best = std::max(best, n.gbps);
+  return best;
+}
+
 int HostTopology::NumPus() const { return static_cast<int>(AllPus().size()); }
 
 std::vector<int> HostTopology::AllPus() const {

@@ -14,6 +14,12 @@ struct Core {
   int logical_index = 0;   // hwloc logical core index (what an Open MPI rankfile "slot=" names)
   std::vector<int> pus;    // OS indices of its hardware threads
   int numa_node = -1;      // OS index of the NUMA node holding it
+  int package = -1;        // OS index of its package (socket), -1 when unknown
+};
+
+struct Package {
+  int os_index = 0;
+  std::vector<int> pus;
 };
 
 struct NumaNode {
@@ -43,10 +49,12 @@ struct Nic {
   std::string pci_bus_id;
   int numa_node = -1;
   PciPath pci_path;
+  double gbps = 0;            // link speed in GB/s when known (sysfs on live hosts), else 0
 };
 
 struct HostTopology {
   std::string hostname;       // as recorded or discovered (informational)
+  std::vector<Package> packages;
   std::vector<Core> cores;    // sorted by logical index
   std::vector<NumaNode> numa_nodes;
   std::vector<Gpu> gpus;      // sorted by PCI bus id
@@ -58,6 +66,8 @@ struct HostTopology {
   double GpuLinkGbps(int a, int b) const {
     return gpu_link_gbps.empty() ? 0.0 : gpu_link_gbps[static_cast<size_t>(a) * gpus.size() + b];
   }
+  // The fastest known NIC's speed in GB/s, 0 when none is known.
+  double NicGbps() const;
   int NumPus() const;
   std::vector<int> AllPus() const;
 };

@@ -23,10 +23,11 @@ HostTopology MakeSyntheticHost(int numa, int cores_per_numa, int gpus, int nics,
     NumaNode node{n, {}};
     for (int c = 0; c < cores_per_numa; ++c) {
       const int id = n * cores_per_numa + c;
-      h.cores.push_back(Core{id, {id}, n});
+      h.cores.push_back(Core{id, {id}, n, n});  // one package per NUMA node
       node.pus.push_back(id);
     }
     h.numa_nodes.push_back(node);
+    h.packages.push_back(Package{n, node.pus});
   }
   for (int g = 0; g < gpus; ++g) {
     Gpu gpu;

@@ -3,6 +3,7 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <map>
 
 #include "common/host_spec.h"
@@ -74,12 +75,36 @@ StatusOr<ResolvedHosts> ResolveHosts(const LaunchOptions& o, const ResolveSettin
   if (specs.empty()) specs.push_back(HostSpec{LocalHostname(), std::nullopt, std::nullopt});
 
   ResolvedHosts out;
-  if (o.topology_file) {
+  if (!o.topology_files.empty()) {
     if (!o.dry_run) {
       return InvalidArgument("--topology-file describes recorded machines, not these ones; use it with --dry-run");
     }
-    GL_ASSIGN_OR_RETURN(HostTopology recorded, LoadHwlocXmlFile(*o.topology_file));
-    for (const HostSpec& h : specs) out.hosts.push_back(HostResources{h.name, h.slots, h.max_slots, recorded});
+    // "FILE" describes every host not named otherwise; "HOST=FILE" one host.
+    std::optional<HostTopology> for_all;
+    std::map<std::string, HostTopology> per_host;
+    for (const std::string& item : o.topology_files) {
+      const auto eq = item.find('=');
+      if (eq == std::string::npos) {
+        GL_ASSIGN_OR_RETURN(HostTopology t, LoadHwlocXmlFile(item));
+        for_all = std::move(t);
+      } else {
+        GL_ASSIGN_OR_RETURN(HostTopology t, LoadHwlocXmlFile(item.substr(eq + 1)));
+        per_host[item.substr(0, eq)] = std::move(t);
+      }
+    }
+    for (const auto& [name, t] : per_host) {
+      if (std::none_of(specs.begin(), specs.end(), [&](const HostSpec& h) { return h.name == name; })) {
+        return InvalidArgument("--topology-file " + name + "=...: host '" + name + "' is not among the hosts");
+      }
+    }
+    for (const HostSpec& h : specs) {
+      const auto it = per_host.find(h.name);
+      if (it == per_host.end() && !for_all) {
+        return InvalidArgument("no topology for host '" + h.name + "': add --topology-file " + h.name +
+                               "=FILE or a --topology-file FILE for all hosts");
+      }
+      out.hosts.push_back(HostResources{h.name, h.slots, h.max_slots, it != per_host.end() ? it->second : *for_all});
+    }
     out.all_local = false;
     return out;
   }

@@ -24,7 +24,8 @@ po::options_description Describe() {
     ("tag", "prefix every output line with [rank@host]")
     ("tag-output", "same as --tag")
     ("dry-run", "print the plan and the exact engine command, start nothing")
-    ("topology-file", po::value<std::string>(), "make every host look like this recorded hwloc XML (with --dry-run)")
+    ("topology-file", po::value<std::vector<std::string>>()->composing(),
+     "FILE or HOST=FILE: make hosts look like recorded hwloc XML (with --dry-run; repeatable)")
     ("allow-run-as-root", "allow running as root (as mpirun requires)")
     ("kill-grace", po::value<int>(), "seconds Open MPI waits before SIGTERM and again before SIGKILL when it stops ranks (its default: 1)")
     ("help,h", "show this help")
@@ -137,7 +138,7 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
     }
     o.kill_grace_s = grace;
   }
-  if (vm.count("topology-file")) o.topology_file = vm["topology-file"].as<std::string>();
+  if (vm.count("topology-file")) o.topology_files = vm["topology-file"].as<std::vector<std::string>>();
   if (o.program.empty()) {
     return InvalidArgument("no program to run; usage: gpulaunch [options] [--] PROGRAM [ARGS...], "
                            "e.g. gpulaunch -n 4 ./job");
@@ -181,7 +182,8 @@ po::options_description DescribePlan() {
     ("comm", po::value<std::string>(), "allreduce (default), p2p, or compute (may use fragmented GPUs)")
     ("hosts,H", po::value<std::vector<std::string>>()->composing(), "hosts, as for launches")
     ("hostfile", po::value<std::string>(), "host file, as for launches")
-    ("topology-file", po::value<std::string>(), "recorded hwloc XML describing every host")
+    ("topology-file", po::value<std::vector<std::string>>()->composing(),
+     "FILE (every host) or HOST=FILE: recorded hwloc XML (repeatable)")
     ("synthetic", po::value<std::string>(), "a synthetic cluster, e.g. 'switch:2 node:4 gpu:8 nic:4'")
     ("cluster", po::value<std::string>(), "a cluster file (JSON, see --dump-cluster)")
     ("dump-cluster", po::value<std::string>(), "also write the cluster as planned to FILE (JSON)")
@@ -223,7 +225,7 @@ StatusOr<PlanOptions> ParsePlanCommandLine(const std::vector<std::string>& args)
   if (vm.count("comm")) o.comm = vm["comm"].as<std::string>();
   if (vm.count("hosts")) o.host_args = vm["hosts"].as<std::vector<std::string>>();
   if (vm.count("hostfile")) o.hostfile = vm["hostfile"].as<std::string>();
-  if (vm.count("topology-file")) o.topology_file = vm["topology-file"].as<std::string>();
+  if (vm.count("topology-file")) o.topology_files = vm["topology-file"].as<std::vector<std::string>>();
   if (vm.count("synthetic")) o.synthetic = vm["synthetic"].as<std::string>();
   if (vm.count("network")) o.network = vm["network"].as<std::string>();
   if (vm.count("cluster")) o.cluster_file = vm["cluster"].as<std::string>();
@@ -236,7 +238,7 @@ StatusOr<PlanOptions> ParsePlanCommandLine(const std::vector<std::string>& args)
     return InvalidArgument("--comm must be allreduce, p2p or compute");
   }
   if (o.gpus_per_rank < -1 || o.cores_per_rank < 0) return InvalidArgument("--gpus-per-rank/--cores-per-rank out of range");
-  if ((o.synthetic || o.cluster_file) && (o.hostfile || !o.host_args.empty() || o.topology_file)) {
+  if ((o.synthetic || o.cluster_file) && (o.hostfile || !o.host_args.empty() || !o.topology_files.empty())) {
     return InvalidArgument("--synthetic and --cluster describe the whole cluster; do not combine them with hosts or "
                            "--topology-file");
   }

@@ -29,7 +29,8 @@ struct LaunchOptions {
   bool dry_run = false;
   bool allow_run_as_root = false;
   std::optional<int> kill_grace_s;        // engine's SIGTERM -> SIGKILL delay; unset: its default
-  std::optional<std::string> topology_file;
+  // --topology-file, repeatable: "FILE" for every host, or "HOST=FILE".
+  std::vector<std::string> topology_files;
   std::vector<std::string> program;       // argv of the job
 };
 
@@ -57,7 +58,7 @@ struct PlanOptions {
   std::string comm = "allreduce";
   std::vector<std::string> host_args;
   std::optional<std::string> hostfile;
-  std::optional<std::string> topology_file;
+  std::vector<std::string> topology_files;  // as for launches
   std::optional<std::string> synthetic;
   std::optional<std::string> cluster_file;   // --cluster FILE (gpulaunch-cluster/v1)
   std::optional<std::string> dump_cluster;   // --dump-cluster FILE

@@ -34,7 +34,7 @@ StatusOr<ClusterTopology> BuildCluster(const PlanOptions& o) {
     LaunchOptions lo;
     lo.host_args = o.host_args;
     lo.hostfile = o.hostfile;
-    lo.topology_file = o.topology_file;
+    lo.topology_files = o.topology_files;
     lo.dry_run = true;
     GL_ASSIGN_OR_RETURN(ResolvedHosts hosts, ResolveHosts(lo, ResolveSettings{"gpulaunch-probe", false}));
     for (const HostResources& h : hosts.hosts) c.hosts.push_back(ClusterHost{h.name, h.topology, true, {}, h.slots});

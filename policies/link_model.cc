@@ -21,7 +21,9 @@ LinkCost CostBetween(const ClusterTopology& c, const SlotRef& a, const SlotRef& 
     int switches = c.network.empty() ? 1 : c.network.SwitchesBetween(ha, hb);
     if (switches < 0) switches = 7;  // unknown or disconnected: assume far away
     const int levels_up = (switches - 1) / 2;
-    double gbps = c.nic_gbps;
+    // The slower of the two hosts' fastest known NICs, else the cluster's.
+    const double ga = c.hosts[a.host].topology.NicGbps(), gb = c.hosts[b.host].topology.NicGbps();
+    double gbps = ga > 0 && gb > 0 ? std::min(ga, gb) : c.nic_gbps;
     for (int l = 0; l < levels_up; ++l) gbps /= 2;
     return {gbps, 3.0 + 1.0 * (switches - 1), levels_up == 0 ? "same leaf" : "across switches"};
   }

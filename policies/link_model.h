@@ -9,7 +9,8 @@
 //   same socket (via CPU)        16 GB/s, 4 us
 //   across sockets (UPI/xGMI)    10 GB/s, 5 us
 //   CPU ranks on one host        10 GB/s, 0.5 us (shared memory; measured 9-12 GB/s here)
-//   between hosts, same leaf     the cluster's NIC GB/s, 3 us
+//   between hosts, same leaf     the slower host's fastest NIC (when its speed
+//                                is known), else the cluster's GB/s, 3 us
 //   each further switch level    +1 us and half the bandwidth (2:1 taper)
 #pragma once
 

@@ -228,6 +228,10 @@ HostTopology Convert(hwloc_topology_t topo) {
        n = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, n)) {
     host.numa_nodes.push_back(NumaNode{static_cast<int>(n->os_index), PusOf(n->cpuset)});
   }
+  for (hwloc_obj_t p = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PACKAGE, nullptr); p;
+       p = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PACKAGE, p)) {
+    host.packages.push_back(Package{static_cast<int>(p->os_index), PusOf(p->cpuset)});
+  }
   auto numa_of_pu = [&](int pu) {
     for (const NumaNode& n : host.numa_nodes)
       if (std::binary_search(n.pus.begin(), n.pus.end(), pu)) return n.os_index;
@@ -242,6 +246,8 @@ HostTopology Convert(hwloc_topology_t topo) {
     core.pus = PusOf(c->cpuset);
     if (core.pus.empty()) continue;
     core.numa_node = numa_of_pu(core.pus.front());
+    for (const Package& p : host.packages)
+      if (std::binary_search(p.pus.begin(), p.pus.end(), core.pus.front())) core.package = p.os_index;
     host.cores.push_back(std::move(core));
   }
   AddGpus(topo, host);
@@ -266,6 +272,18 @@ StatusOr<HostTopology> DiscoverLocalHost() {
   HostTopology host = Convert(topo.get());
   char name[256] = {0};
   if (gethostname(name, sizeof name - 1) == 0) host.hostname = name;
+  // Link speeds from sysfs: InfiniBand "rate" ("100 Gb/sec (4X EDR)"), else
+  // the net device's "speed" (Mb/s).
+  for (Nic& n : host.nics) {
+    const auto colon = n.name.find(':');
+    const std::string dev = n.name.substr(0, colon);
+    const std::string port = colon == std::string::npos ? "1" : n.name.substr(colon + 1);
+    std::ifstream rate("/sys/class/infiniband/" + dev + "/ports/" + port + "/rate");
+    std::ifstream speed("/sys/class/net/" + dev + "/speed");
+    double gbit = 0, mbit = 0;
+    if (rate >> gbit) n.gbps = gbit / 8;
+    else if (speed >> mbit && mbit > 0) n.gbps = mbit / 8000;
+  }
   // Keep only NICs UCX can drive (ucx_info -d), when UCX is installed.
   if (!host.nics.empty()) {
     if (const auto ucx = QueryUcxDevices()) {

@@ -64,6 +64,9 @@ INSTANTIATE_TEST_SUITE_P(
         GoldenPlan{"tuolumne_tp4", With(Recorded("flux-core/tuo.SPX.xml"), {"-n", "8", "--layout", "tp=4"})},
         GoldenPlan{"sierra_pp4", With(Recorded("flux-core/sierra.xml"), {"-n", "8", "--layout", "pp=4"})},
         GoldenPlan{"corona_order", With(Recorded("flux-core/corona.xml"), {"-n", "16", "--layout", "tp=2,pp=2,order=tp-dp-pp"})},
+        GoldenPlan{"mixed_hosts", {"-n", "12", "--layout", "tp=2", "-H", "lassen:4,g4dn:8", "--topology-file",
+                                   kData + "/topologies/hwloc/mpibind/coral-lassen.xml", "--topology-file",
+                                   "g4dn=" + kData + "/topologies/hwloc/mpibind/g4dnmetal.xml", "--explain"}},
         GoldenPlan{"fabric_explain", {"-n", "24", "--layout", "tp=8", "--synthetic", "switch:2 node:2 gpu:8 nic:4", "--explain"}}),
     [](const ::testing::TestParamInfo<GoldenPlan>& i) { return std::string(i.param.name); });
 
@@ -92,6 +95,10 @@ TEST(PlanCommand, BadInputExitsTwoWithTheReason) {
       {{"-n", "4", "--synthetic", "node:2 gpu:8", "--network", ::testing::TempDir() + "/bad.topology.conf"}, "bad.topology.conf:2: 'y' is not KEY=VALUE"},
       {{"-n", "4", "--topology-file", ::testing::TempDir() + "/bad.xml", "-H", "a"}, "bad.xml:4: </topology> closes <object> opened on line 3"},
       {{"--synthetic", "node:1"}, "needs -n N"},
+      {{"-n", "2", "-H", "a,b", "--topology-file", "c=" + kData + "/topologies/hwloc/mpibind/g4dnmetal.xml"},
+       "host 'c' is not among the hosts"},
+      {{"-n", "2", "-H", "a,b", "--topology-file", "a=" + kData + "/topologies/hwloc/mpibind/g4dnmetal.xml"},
+       "no topology for host 'b'"},
   };
   for (const auto& [args, want] : cases) {
     const CapturedRun run = Plan(args);

@@ -58,6 +58,21 @@ TEST(RecordedTopologies, LoadWithDocumentedDevices) {
   }
 }
 
+TEST(RecordedTopologies, PackagesHoldTheirCores) {
+  const std::pair<const char*, size_t> cases[] = {{"mpibind/coral-lassen.xml", 2}, {"flux-core/tuo.SPX.xml", 4},
+                                                  {"mpibind/g4dnmetal.xml", 2}, {"flux-sched/chimera.xml", 1}};
+  for (const auto& [file, packages] : cases) {
+    auto t = LoadHwlocXmlFile(PathOf(file));
+    ASSERT_EQ(t->packages.size(), packages) << file;
+    for (const Core& c : t->cores) {
+      const auto p = std::find_if(t->packages.begin(), t->packages.end(),
+                                  [&](const Package& pk) { return pk.os_index == c.package; });
+      ASSERT_NE(p, t->packages.end()) << file << " core " << c.logical_index;
+      EXPECT_TRUE(std::binary_search(p->pus.begin(), p->pus.end(), c.pus.front()));
+    }
+  }
+}
+
 TEST(RecordedTopologies, UuidsAndModelsWhenRecorded) {
   auto lassen = LoadHwlocXmlFile(PathOf("mpibind/coral-lassen.xml"));
   ASSERT_TRUE(lassen.ok());

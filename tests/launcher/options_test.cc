@@ -34,7 +34,7 @@ TEST(Options, EqualsValueInXKeepsEverythingAfterFirstEquals) {
   ASSERT_TRUE(cl.ok());
   EXPECT_EQ(cl->options.env[0].value, "b=c");
   EXPECT_TRUE(cl->options.dry_run);
-  EXPECT_EQ(cl->options.topology_file, "t.xml");
+  EXPECT_EQ(cl->options.topology_files, (std::vector<std::string>{"t.xml"}));
   EXPECT_FALSE(cl->options.kill_grace_s);
   EXPECT_EQ(Parse({"--kill-grace", "3", "prog"})->options.kill_grace_s, 3);
 }

@@ -10,6 +10,7 @@
 
 #include "common/synthetic_cluster.h"
 #include "launcher/discovery/hwloc_source.h"
+#include "policies/link_model.h"
 
 namespace gpulaunch {
 namespace {
@@ -91,6 +92,15 @@ TEST(PlacementEngine, FaultDomainSpreadsReplicasOverSwitchesEvenly) {
   }
   // Inside a domain, packed: each leaf uses one host.
   EXPECT_EQ(p->hosts.size(), 3u);
+}
+
+TEST(LinkModel, KnownNicSpeedsSetTheNetworkBandwidth) {
+  auto c = Cluster("node:2 gpu:2 nic:1");
+  EXPECT_EQ(CostBetween(c, {0, 0}, {1, 0}).gbps, c.nic_gbps);  // speeds unknown: the cluster's figure
+  c.hosts[0].topology.nics[0].gbps = 50;
+  c.hosts[1].topology.nics[0].gbps = 12.5;
+  EXPECT_EQ(CostBetween(c, {0, 0}, {1, 0}).gbps, 12.5);  // the slower host's NIC
+  EXPECT_EQ(CostBetween(c, {0, 0}, {0, 1}).gbps, 300.0);  // inside a host: NVSwitch
 }
 
 TEST(PlacementEngine, InfeasibleSaysWhatIsShortAndByHowMuch) {

@@ -17,7 +17,7 @@ inline HostTopology SyntheticHost(int numa, int cores_per_numa, int pus_per_core
   for (int n = 0; n < numa; ++n) {
     NumaNode node{n, {}};
     for (int c = 0; c < cores_per_numa; ++c, ++core_index) {
-      Core core{core_index, {}, n};
+      Core core{core_index, {}, n, n};
       for (int p = 0; p < pus_per_core; ++p) {
         const int pu = core_index + p * numa * cores_per_numa;  // Linux-style sibling numbering
         core.pus.push_back(pu);
