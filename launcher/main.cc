@@ -119,7 +119,14 @@ int main(int argc, char** argv) {
   LaunchOptions& o = cl->options;
   const bool root_allowed =
       o.allow_run_as_root || (EnvIs("OMPI_ALLOW_RUN_AS_ROOT", "1") && EnvIs("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
-  if (geteuid() == 0 && !root_allowed && !o.dry_run) {
+  // The engine: srun inside a Slurm allocation (one job step), else mpirun.
+  const bool in_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
+  if (o.launcher == "srun" && !in_allocation && !o.dry_run) {
+    return Fail(FailedPrecondition("--launcher srun runs a job step inside a Slurm allocation, and this is not one; "
+                                   "run gpulaunch inside salloc or sbatch, or use --launcher mpirun"));
+  }
+  const bool use_srun = o.launcher == "srun" || (o.launcher == "auto" && in_allocation);
+  if (geteuid() == 0 && !root_allowed && !o.dry_run && !use_srun) {
     return Fail(FailedPrecondition("refusing to run as root, as mpirun does; add --allow-run-as-root (or export "
                                    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1) if you mean it"));
   }
@@ -162,11 +169,17 @@ int main(int argc, char** argv) {
   engine.allow_run_as_root = root_allowed;
   engine.loopback_only = plan.all_local;
   engine.kill_grace_s = o.kill_grace_s;
-
   if (o.dry_run) {
     engine.rankfile = "{job_dir}/rankfile";
-    std::cout << RenderPlanTable(plan) << "rankfile:\n" << RenderRankfile(plan.placement) << "command:\n ";
-    for (const std::string& a : BuildMpirunArgv(plan, engine)) std::cout << " " << ShellQuote(a);
+    std::cout << RenderPlanTable(plan);
+    if (use_srun) {
+      std::cout << "hostfile:\n" << RenderSlurmHostfile(plan.placement) << "command:\n  SLURM_HOSTFILE={job_dir}/hostfile";
+    } else {
+      std::cout << "rankfile:\n" << RenderRankfile(plan.placement) << "command:\n ";
+    }
+    for (const std::string& a : use_srun ? BuildSrunArgv(plan, engine) : BuildMpirunArgv(plan, engine)) {
+      std::cout << " " << ShellQuote(a);
+    }
     std::cout << "\n";
     return kExitOk;
   }
@@ -180,7 +193,12 @@ int main(int argc, char** argv) {
     ~DirGuard() { std::error_code ec; fs::remove_all(p, ec); }
   } guard{job_dir};
   engine.rankfile = (job_dir / "rankfile").string();
-  std::ofstream(engine.rankfile) << RenderRankfile(plan.placement);
+  const std::string slurm_hostfile = (job_dir / "hostfile").string();
+  if (use_srun) {
+    std::ofstream(slurm_hostfile) << RenderSlurmHostfile(plan.placement);
+  } else {
+    std::ofstream(engine.rankfile) << RenderRankfile(plan.placement);
+  }
 
   const std::string first_remote = plan.all_local ? "" : [&] {
     for (const auto& h : plan.placement.hosts)
@@ -211,10 +229,12 @@ int main(int argc, char** argv) {
   for (const EnvAssignment& e : plan.env)
     if (e.value) engine_env[e.name] = *e.value;
 
+  if (use_srun) engine_env["SLURM_HOSTFILE"] = slurm_hostfile;
+
   JobRunOptions run;
-  run.argv = BuildMpirunArgv(plan, engine);
+  run.argv = use_srun ? BuildSrunArgv(plan, engine) : BuildMpirunArgv(plan, engine);
   run.env = EnvironmentWith(engine_env);
-  run.tag = o.tag;
+  run.tag = o.tag && !use_srun;  // srun labels lines itself (--label)
   run.host_of_rank = [&](int r) {
     return r >= 0 && r < static_cast<int>(plan.placement.ranks.size()) ? plan.placement.ranks[r].host : "?";
   };

@@ -27,6 +27,7 @@ po::options_description Describe() {
     ("topology-file", po::value<std::vector<std::string>>()->composing(),
      "FILE or HOST=FILE: make hosts look like recorded hwloc XML (with --dry-run; repeatable)")
     ("allow-run-as-root", "allow running as root (as mpirun requires)")
+    ("launcher", po::value<std::string>(), "engine: auto (srun inside a Slurm allocation, else mpirun), mpirun, srun")
     ("kill-grace", po::value<int>(), "seconds Open MPI waits before SIGTERM and again before SIGKILL when it stops ranks (its default: 1)")
     ("help,h", "show this help")
     ("version,V", "show the version");
@@ -139,6 +140,12 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
     o.kill_grace_s = grace;
   }
   if (vm.count("topology-file")) o.topology_files = vm["topology-file"].as<std::vector<std::string>>();
+  if (vm.count("launcher")) {
+    o.launcher = vm["launcher"].as<std::string>();
+    if (o.launcher != "auto" && o.launcher != "mpirun" && o.launcher != "srun") {
+      return InvalidArgument("--launcher " + o.launcher + ": choose auto, mpirun or srun");
+    }
+  }
   if (o.program.empty()) {
     return InvalidArgument("no program to run; usage: gpulaunch [options] [--] PROGRAM [ARGS...], "
                            "e.g. gpulaunch -n 4 ./job");

@@ -1,7 +1,9 @@
 #include "launcher/plan.h"
 
 #include <cstdlib>
+#include <algorithm>
 #include <iomanip>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -113,6 +115,45 @@ std::vector<std::string> BuildMpirunArgv(const LaunchPlan& plan, const EngineSet
   }
   argv.insert(argv.end(), {"-x", kSlotTableEnv});
   for (const EnvAssignment& e : plan.env) argv.insert(argv.end(), {"-x", e.name});
+  argv.push_back(s.shim);
+  argv.push_back("--");
+  argv.insert(argv.end(), plan.program.begin(), plan.program.end());
+  return argv;
+}
+
+std::string RenderSlurmHostfile(const Placement& placement) {
+  std::string out;
+  for (const RankSlot& r : placement.ranks) out += r.host + "\n";
+  return out;
+}
+
+std::string SrunCpuBind(const Placement& placement) {
+  std::map<int, std::vector<int>> cpus_of_local;  // local id -> cpus, identical on every host
+  for (const RankSlot& r : placement.ranks) {
+    auto [it, fresh] = cpus_of_local.emplace(r.local_rank, r.cpus);
+    if (!fresh && it->second != r.cpus) return "none";
+  }
+  std::vector<std::string> masks;
+  for (const auto& [local, cpus] : cpus_of_local) {
+    // Hex mask, most significant digit first.
+    const int top = cpus.empty() ? 0 : cpus.back();
+    std::string hex;
+    for (int base = (top / 4) * 4; base >= 0; base -= 4) {
+      int digit = 0;
+      for (int b = 0; b < 4; ++b)
+        if (std::binary_search(cpus.begin(), cpus.end(), base + b)) digit |= 1 << b;
+      hex += "0123456789abcdef"[digit];
+    }
+    masks.push_back("0x" + hex);
+  }
+  return "mask_cpu:" + Join(masks, ",");
+}
+
+std::vector<std::string> BuildSrunArgv(const LaunchPlan& plan, const EngineSettings& s) {
+  std::vector<std::string> argv = {"srun", "--mpi=pmix", "-n", std::to_string(plan.placement.ranks.size()),
+                                   "--distribution=arbitrary", "--cpu-bind=" + SrunCpuBind(plan.placement)};
+  if (HostsOversubscribed(plan.placement) || plan.placement.oversubscribed) argv.push_back("--overcommit");
+  if (s.tag) argv.push_back("--label");
   argv.push_back(s.shim);
   argv.push_back("--");
   argv.insert(argv.end(), plan.program.begin(), plan.program.end());

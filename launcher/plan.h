@@ -53,4 +53,17 @@ bool HostsOversubscribed(const Placement& placement);
 // engine's environment and `-x VAR`, never through a shell.
 std::vector<std::string> BuildMpirunArgv(const LaunchPlan& plan, const EngineSettings& settings);
 
+// Slurm's SLURM_HOSTFILE for --distribution=arbitrary: one host per rank.
+std::string RenderSlurmHostfile(const Placement& placement);
+
+// --cpu-bind for srun: "mask_cpu:m0,m1,..." by local task id when every host
+// wants the same masks for the same local ids, else "none" (the exec shim
+// binds every rank either way).
+std::string SrunCpuBind(const Placement& placement);
+
+// The exact srun argv for one job step inside an allocation. The hostfile
+// path travels in SLURM_HOSTFILE, the plan in GPULAUNCH_SLOT_TABLE (srun
+// exports the environment).
+std::vector<std::string> BuildSrunArgv(const LaunchPlan& plan, const EngineSettings& settings);
+
 }  // namespace gpulaunch

@@ -73,6 +73,21 @@ TEST(Plan, OversubscribedHostsYieldWhenIdle) {
   EXPECT_NE(joined(BuildMpirunArgv(plan, s)).find("--mca mpi_yield_when_idle 1"), std::string::npos);
 }
 
+TEST(Plan, SrunStepAndCpuMasks) {
+  const LaunchPlan plan = Plan(6);  // n1: ranks 0-3, n2: ranks 4-5, same cores per local id
+  EXPECT_EQ(RenderSlurmHostfile(plan.placement), "n1\nn1\nn1\nn1\nn2\nn2\n");
+  // Local ids 0..3 own two cores of two PUs each: {0,1,8,9}, {2,3,10,11}, ...
+  EXPECT_EQ(SrunCpuBind(plan.placement), "mask_cpu:0x303,0xc0c,0x3030,0xc0c0");
+  EngineSettings s;
+  s.shim = "/x/gpulaunch-shim";
+  EXPECT_EQ(BuildSrunArgv(plan, s), (std::vector<std::string>{"srun", "--mpi=pmix", "-n", "6", "--distribution=arbitrary",
+                                                               "--cpu-bind=mask_cpu:0x303,0xc0c,0x3030,0xc0c0",
+                                                               "/x/gpulaunch-shim", "--", "./job"}));
+  Placement uneven = plan.placement;
+  uneven.ranks[4].cpus = {5};  // host n2's local 0 differs from n1's: no common mask list
+  EXPECT_EQ(SrunCpuBind(uneven), "none");
+}
+
 TEST(Plan, TableShowsEveryRank) {
   const std::string table = RenderPlanTable(Plan(3));
   EXPECT_NE(table.find("plan: 3 ranks on 1 host (n1)"), std::string::npos) << table;
