@@ -22,6 +22,7 @@ struct ResolvedHosts {
 struct ResolveSettings {
   std::string probe_path;       // gpulaunch-probe next to gpulaunch
   bool allow_run_as_root = false;
+  bool use_srun = false;        // probe through srun (inside a Slurm allocation)
 };
 
 StatusOr<ResolvedHosts> ResolveHosts(const LaunchOptions& options, const ResolveSettings& settings);

@@ -106,6 +106,7 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "plan") return RunPlanCommand({args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "slurm-config") return RunSlurmConfigCommand({args.begin() + 1, args.end()});
   auto cl = ParseCommandLine(args);
   if (!cl.ok()) return Fail(cl.status());
   if (cl->action == CommandAction::kHelp) {
@@ -142,7 +143,7 @@ int main(int argc, char** argv) {
     }
   }
   const fs::path bin = SelfDir();
-  const ResolveSettings resolve{(bin / "gpulaunch-probe").string(), root_allowed};
+  const ResolveSettings resolve{(bin / "gpulaunch-probe").string(), root_allowed, use_srun};
   auto resolved = ResolveHosts(o, resolve);
   if (!resolved.ok()) return Fail(resolved.status());
   // The placement engine decides (the same as `gpulaunch plan`); only what it

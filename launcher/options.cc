@@ -198,6 +198,7 @@ po::options_description DescribePlan() {
     ("exclude", po::value<std::vector<std::string>>()->composing(), "hosts not to use (repeatable, hostlists)")
     ("format", po::value<std::string>(), "table (default) or json")
     ("explain", "say why each host was chosen or passed over")
+    ("out", po::value<std::string>(), "slurm-config: directory to write topology.conf and gres.conf into")
     ("help,h", "show this help");
   // clang-format on
   return d;
@@ -221,10 +222,12 @@ StatusOr<PlanOptions> ParsePlanCommandLine(const std::vector<std::string>& args)
     o.help = true;
     return o;
   }
-  if (!vm.count("np") || vm["np"].as<int>() < 1) {
+  if (vm.count("out")) o.out_dir = vm["out"].as<std::string>();
+  // slurm-config describes the cluster and needs no job.
+  if (!o.out_dir && (!vm.count("np") || vm["np"].as<int>() < 1)) {
     return InvalidArgument("gpulaunch plan needs -n N (at least 1 rank), e.g. gpulaunch plan -n 16 --layout tp=8");
   }
-  o.ranks = vm["np"].as<int>();
+  if (vm.count("np")) o.ranks = vm["np"].as<int>();
   if (vm.count("gpus-per-rank")) o.gpus_per_rank = vm["gpus-per-rank"].as<int>();
   if (vm.count("cores-per-rank")) o.cores_per_rank = vm["cores-per-rank"].as<int>();
   if (vm.count("layout")) o.layout = vm["layout"].as<std::string>();

@@ -68,6 +68,7 @@ struct PlanOptions {
   std::string format = "table";
   bool explain = false;
   bool help = false;
+  std::optional<std::string> out_dir;       // slurm-config: where to write the files
 };
 
 StatusOr<PlanOptions> ParsePlanCommandLine(const std::vector<std::string>& args);

@@ -130,6 +130,7 @@ std::string RenderSlurmHostfile(const Placement& placement) {
 std::string SrunCpuBind(const Placement& placement) {
   std::map<int, std::vector<int>> cpus_of_local;  // local id -> cpus, identical on every host
   for (const RankSlot& r : placement.ranks) {
+    if (!r.bound) return "none";  // unbound ranks may use every CPU the step has
     auto [it, fresh] = cpus_of_local.emplace(r.local_rank, r.cpus);
     if (!fresh && it->second != r.cpus) return "none";
   }

@@ -56,9 +56,9 @@ std::vector<std::string> BuildMpirunArgv(const LaunchPlan& plan, const EngineSet
 // Slurm's SLURM_HOSTFILE for --distribution=arbitrary: one host per rank.
 std::string RenderSlurmHostfile(const Placement& placement);
 
-// --cpu-bind for srun: "mask_cpu:m0,m1,..." by local task id when every host
-// wants the same masks for the same local ids, else "none" (the exec shim
-// binds every rank either way).
+// --cpu-bind for srun: "mask_cpu:m0,m1,..." by local task id when every rank
+// is bound and every host wants the same masks for the same local ids, else
+// "none" (the exec shim binds every bound rank either way).
 std::string SrunCpuBind(const Placement& placement);
 
 // The exact srun argv for one job step inside an allocation. The hostfile

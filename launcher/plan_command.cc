@@ -15,12 +15,13 @@
 #include "launcher/host_resolution.h"
 #include "launcher/options.h"
 #include "policies/placement_engine.h"
+#include "slurm/slurm_config.h"
 
 namespace gpulaunch {
 namespace {
 
 int Fail(const Status& s) {
-  std::cerr << "gpulaunch plan: " << s.message() << "\n";
+  std::cerr << "gpulaunch: " << s.message() << "\n";
   return s.code() == StatusCode::kInternal || s.code() == StatusCode::kUnavailable ? kExitLaunchFailure : kExitUsage;
 }
 
@@ -36,7 +37,7 @@ StatusOr<ClusterTopology> BuildCluster(const PlanOptions& o) {
     lo.hostfile = o.hostfile;
     lo.topology_files = o.topology_files;
     lo.dry_run = true;
-    GL_ASSIGN_OR_RETURN(ResolvedHosts hosts, ResolveHosts(lo, ResolveSettings{"gpulaunch-probe", false}));
+    GL_ASSIGN_OR_RETURN(ResolvedHosts hosts, ResolveHosts(lo, ResolveSettings{"gpulaunch-probe", false, false}));
     for (const HostResources& h : hosts.hosts) c.hosts.push_back(ClusterHost{h.name, h.topology, true, {}, h.slots});
   }
   if (o.network) {
@@ -194,6 +195,35 @@ int RunPlanCommand(const std::vector<std::string>& args) {
   if (o.explain) {
     std::cout << "explain:\n";
     for (const std::string& e : placement->explain) std::cout << "  " << e << "\n";
+  }
+  return kExitOk;
+}
+
+int RunSlurmConfigCommand(const std::vector<std::string>& args) {
+  auto parsed = ParsePlanCommandLine(args);
+  if (!parsed.ok()) return Fail(parsed.status());
+  if (parsed->help || !parsed->out_dir) {
+    std::cout << "Usage: gpulaunch slurm-config --out DIR [-H hosts | --hostfile FILE | --topology-file [HOST=]XML |\n"
+                 "                              --synthetic SPEC | --cluster FILE] [--network topology.conf]\n\n"
+                 "Writes DIR/topology.conf (the switch tree) and DIR/gres.conf (each host's GPUs with the\n"
+                 "cores of their NUMA node) for the cluster as gpulaunch sees it.\n";
+    return parsed->help ? kExitOk : kExitUsage;
+  }
+  auto cluster = BuildCluster(*parsed);
+  if (!cluster.ok()) return Fail(cluster.status());
+  const std::string dir = *parsed->out_dir;
+  for (const auto& [name, text] : {std::pair<std::string, std::string>{"topology.conf", SlurmTopologyConf(*cluster)},
+                                   {"gres.conf", SlurmGresConf(*cluster)}}) {
+    // Write beside, then rename: nothing half-written is left behind.
+    const std::string path = dir + "/" + name, tmp = path + ".tmp";
+    std::ofstream out(tmp);
+    out << text;
+    out.close();
+    if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
+      std::remove(tmp.c_str());
+      return Fail(InvalidArgument("cannot write " + path + ": check that the directory exists and is writable"));
+    }
+    std::cout << "wrote " << path << "\n";
   }
   return kExitOk;
 }

@@ -12,4 +12,8 @@ namespace gpulaunch {
 // Returns the process exit code (0, or 2 for usage errors and infeasible jobs).
 int RunPlanCommand(const std::vector<std::string>& args);
 
+// `gpulaunch slurm-config --out DIR [cluster options as for plan]`: writes
+// DIR/topology.conf and DIR/gres.conf for the cluster (slurm/slurm_config.h).
+int RunSlurmConfigCommand(const std::vector<std::string>& args);
+
 }  // namespace gpulaunch

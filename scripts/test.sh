@@ -19,6 +19,16 @@ cleanup() {
 trap cleanup EXIT
 if [ "$(id -u)" -eq 0 ] && "$ROOT/.ci/rig/netns-up.sh"; then
   export GL_RIG=$RIG GL_NSP=${NSP:-glr}
+  # A 4-node Slurm cluster on those hosts, its switch tree written by
+  # gpulaunch slurm-config (so slurmctld accepting it is part of the test).
+  mkdir -p "$RIG/generated"
+  if "$ROOT/build/bin/gpulaunch" slurm-config --out "$RIG/generated" --synthetic "switch:2 node:2" \
+       --network "$ROOT/tests/data/network/two-leaf.topology.conf" &&
+     GL_TOPOLOGY_CONF="$RIG/generated/topology.conf" "$ROOT/.ci/rig/slurm-cluster-up.sh"; then
+    export GL_SLURM_CLUSTER_CONF=$RIG/slurmc/slurm.conf
+  else
+    echo "test.sh: the Slurm cluster rig did not come up; its tests will be skipped"
+  fi
 else
   echo "test.sh: no network-namespace rig here (needs root and ip netns); multi-host tests will be skipped"
 fi

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# A real 4-node Slurm cluster on the network-namespace hosts of netns-up.sh
+# (run that first): slurmctld on node1, one slurmd per host, its own munged,
+# fake GPU devices for gres (character devices cloning /dev/null), and a
+# 2-leaf switch tree (leaf0: node[1-2], leaf1: node[3-4]). Daemons start
+# under nsenter --net + unshare (ip netns exec would hide the cgroup mount
+# slurmd needs). Pids go to $RIG/pids; rig-down.sh stops them.
+# Writes $RIG/slurmc/slurm.conf. Clients run as:
+#   ip netns exec ${NSP}n1 env SLURM_CONF=$RIG/slurmc/slurm.conf sbatch ...
+set -euo pipefail
+: "${RIG:?set RIG to the scratch directory of netns-up.sh}"
+N=${N:-4}; NSP=${NSP:-glr}; NET=${NET:-10.200.0}
+S=$RIG/slurmc
+mkdir -p "$S"/{state,log,spool,tmp,dev,munge}
+chmod 711 "$S/munge"
+for i in $(seq 1 "$N"); do mkdir -p "$S/spool/node$i" "$S/tmp/node$i"; done
+for g in 0 1 2 3; do [ -e "$S/dev/nvidia$g" ] || mknod "$S/dev/nvidia$g" c 1 3; done
+dd if=/dev/urandom of="$S/munge/munge.key" bs=1024 count=1 status=none
+chmod 400 "$S/munge/munge.key"
+munged --socket="$S/munge/munge.sock" --key-file="$S/munge/munge.key" --log-file="$S/munge/munged.log" \
+  --pid-file="$S/munge/munged.pid" --seed-file="$S/munge/munged.seed"
+echo "pid $(cat "$S/munge/munged.pid")" >> "$RIG/pids"
+
+# This machine's core layout, as slurmd -C reports it, for every fake node.
+layout=$(slurmd -C | head -1 | grep -o 'SocketsPerBoard=[0-9]* CoresPerSocket=[0-9]* ThreadsPerCore=[0-9]*' |
+         sed 's/SocketsPerBoard/Sockets/')
+cat > "$S/slurm.conf" <<CFG
+ClusterName=glcluster
+SlurmctldHost=node1($NET.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$S/munge/munge.sock
+MailProg=/bin/true
+StateSaveLocation=$S/state
+SlurmdSpoolDir=$S/spool/%n
+TmpFS=$S/tmp/%n
+SlurmctldPidFile=$S/slurmctld.pid
+SlurmdPidFile=$S/slurmd.%n.pid
+SlurmctldLogFile=$S/log/slurmctld.log
+SlurmdLogFile=$S/log/slurmd.%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/affinity
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=pmix
+ReturnToService=2
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+JobAcctGatherType=jobacct_gather/none
+KillWait=5
+MinJobAge=300
+GresTypes=gpu
+SlurmdParameters=config_overrides
+TopologyPlugin=topology/tree
+NodeName=node[1-$N] NodeAddr=$NET.[1-$N] $layout RealMemory=4000 Gres=gpu:4 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
+CFG
+echo "Name=gpu File=$S/dev/nvidia[0-3]" > "$S/gres.conf"
+# The switch tree: a generated file when the caller provides one (tests of
+# gpulaunch slurm-config), else the rig's own.
+if [ -n "${GL_TOPOLOGY_CONF:-}" ]; then
+  cp "$GL_TOPOLOGY_CONF" "$S/topology.conf"
+else
+  printf 'SwitchName=leaf0 Nodes=node[1-2]\nSwitchName=leaf1 Nodes=node[3-4]\nSwitchName=spine Switches=leaf[0-1]\n' \
+    > "$S/topology.conf"
+fi
+
+# Runs a daemon inside host i's namespaces (network, a private mount and UTS).
+in_host() {
+  local i=$1; shift
+  nsenter --net="/run/netns/${NSP}n$i" unshare --mount --uts --propagation private \
+    sh -c "mount --bind /etc/netns/${NSP}n$i/hosts /etc/hosts; hostname node$i; exec \"\$@\"" sh "$@"
+}
+in_host 1 slurmctld -f "$S/slurm.conf"
+for _ in $(seq 1 50); do [ -s "$S/slurmctld.pid" ] && break; sleep 0.1; done
+echo "pid $(cat "$S/slurmctld.pid")" >> "$RIG/pids"
+for i in $(seq 1 "$N"); do
+  in_host "$i" slurmd -f "$S/slurm.conf" -N "node$i"
+  for _ in $(seq 1 50); do [ -s "$S/slurmd.node$i.pid" ] && break; sleep 0.1; done
+  echo "pid $(cat "$S/slurmd.node$i.pid")" >> "$RIG/pids"
+done
+for _ in $(seq 1 100); do
+  idle=$(ip netns exec "${NSP}n1" env SLURM_CONF="$S/slurm.conf" sinfo -h -N -o %T 2>/dev/null | grep -c idle || true)
+  [ "$idle" = "$N" ] && { echo "slurm cluster: $N nodes idle"; exit 0; }
+  sleep 0.1
+done
+echo "slurm cluster: nodes did not become idle; see $S/log" >&2
+exit 1
