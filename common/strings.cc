@@ -93,6 +93,16 @@ std::optional<std::vector<int>> ParseIdList(std::string_view s) {
   return ids;
 }
 
+std::string ShellQuote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@,+-{}") ==
+                        std::string::npos) {
+    return s;
+  }
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 Status ForEachConfigLine(std::string_view text, const std::function<Status(int, std::string_view)>& fn) {
   int line_no = 0;
   for (const std::string& raw : Split(text, '\n')) {

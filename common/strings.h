@@ -22,6 +22,9 @@ bool StartsWith(std::string_view s, std::string_view prefix);
 // Whole-string decimal parse; nullopt on any junk, sign or overflow.
 std::optional<int64_t> ParseInt(std::string_view s);
 
+// A word quoted for a POSIX shell, unchanged when it needs no quoting.
+std::string ShellQuote(const std::string& word);
+
 // Lines of a config file with '#' comments removed and whitespace trimmed;
 // blank lines are skipped. `fn(line_number, line)` returns a Status; the
 // first error stops the walk and is returned.

@@ -66,16 +66,6 @@ Status CheckProgram(const std::string& program) {
   return NotFound("program '" + program + "' not found in PATH; give its path, e.g. ./" + program);
 }
 
-std::string ShellQuote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@,+-{}") ==
-                        std::string::npos) {
-    return s;
-  }
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 std::string NewJobId() {
   std::random_device rd;
   char buf[16];
@@ -156,7 +146,9 @@ int main(int argc, char** argv) {
     slots += EffectiveSlots(h);
   }
   JobRequest request = SlotJob(o.ranks > 0 ? o.ranks : slots, o.oversubscribe);
-  request.layout.extent[kDp] = request.ranks;
+  auto layout = ParseLayout(o.layout, request.ranks);
+  if (!layout.ok()) return Fail(layout.status());
+  request.layout = *layout;
   auto placement = Place(request, cluster);
   if (!placement.ok() && placement.status().code() == StatusCode::kInfeasible) {
     placement = PlaceBySlot(SlotJob(o.ranks, o.oversubscribe), resolved->hosts);
@@ -220,6 +212,7 @@ int main(int argc, char** argv) {
   table.master_port = rank0_local ? FreePort(plan.all_local ? "127.0.0.1" : "0.0.0.0")
                                   : 29500 + static_cast<int>(std::stoul(Sha256Hex(table.job_id).substr(0, 4), nullptr, 16) % 1000);
   table.ranks = plan.placement.ranks;
+  table.layout = request.layout.ToString();
   const std::string encoded = EncodeSlotTable(table);
   if (encoded.size() > kMaxSlotTableBytes) {
     return Fail(Internal("the plan for " + std::to_string(table.ranks.size()) + " ranks takes " +

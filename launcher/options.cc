@@ -28,6 +28,7 @@ po::options_description Describe() {
      "FILE or HOST=FILE: make hosts look like recorded hwloc XML (with --dry-run; repeatable)")
     ("allow-run-as-root", "allow running as root (as mpirun requires)")
     ("launcher", po::value<std::string>(), "engine: auto (srun inside a Slurm allocation, else mpirun), mpirun, srun")
+    ("layout", po::value<std::string>(), "parallel layout, e.g. tp=4,pp=2 (dp inferred): TP groups stay on a host")
     ("kill-grace", po::value<int>(), "seconds Open MPI waits before SIGTERM and again before SIGKILL when it stops ranks (its default: 1)")
     ("help,h", "show this help")
     ("version,V", "show the version");
@@ -140,6 +141,7 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
     o.kill_grace_s = grace;
   }
   if (vm.count("topology-file")) o.topology_files = vm["topology-file"].as<std::vector<std::string>>();
+  if (vm.count("layout")) o.layout = vm["layout"].as<std::string>();
   if (vm.count("launcher")) {
     o.launcher = vm["launcher"].as<std::string>();
     if (o.launcher != "auto" && o.launcher != "mpirun" && o.launcher != "srun") {

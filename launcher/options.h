@@ -30,6 +30,7 @@ struct LaunchOptions {
   bool allow_run_as_root = false;
   std::optional<int> kill_grace_s;        // engine's SIGTERM -> SIGKILL delay; unset: its default
   std::string launcher = "auto";          // auto (srun inside a Slurm allocation), mpirun, srun
+  std::string layout;                     // "tp=2,pp=2[,dp=..][,order=...]"; empty: data parallel
   // --topology-file, repeatable: "FILE" for every host, or "HOST=FILE".
   std::vector<std::string> topology_files;
   std::vector<std::string> program;       // argv of the job

@@ -29,6 +29,7 @@ LaunchPlan MakeLaunchPlan(Placement placement, const LaunchOptions& options, boo
   plan.program = options.program;
   plan.env = options.env;
   plan.all_local = all_local;
+  plan.layout = options.layout;
   plan.plan_hash = Sha256Hex(CanonicalPlanText(plan));
   return plan;
 }
@@ -43,6 +44,7 @@ std::string CanonicalPlanText(const LaunchPlan& plan) {
   }
   for (const std::string& a : plan.program) s << "argv " << a.size() << ":" << a << "\n";
   for (const EnvAssignment& e : plan.env) s << "env " << e.name << (e.value ? "=" + *e.value : "") << "\n";
+  if (!plan.layout.empty()) s << "layout " << plan.layout << "\n";
   return s.str();
 }
 

@@ -18,6 +18,7 @@ struct LaunchPlan {
   std::vector<std::string> program;   // job argv as given
   std::vector<EnvAssignment> env;     // -x, in order
   bool all_local = true;              // every host is this machine
+  std::string layout;                 // as the user gave it (empty: data parallel)
   std::string plan_hash;              // sha256 of CanonicalPlanText
 };
 

@@ -15,8 +15,9 @@ Status Bad(const std::string& why) {
 }  // namespace
 
 std::string EncodeSlotTable(const SlotTable& t) {
-  std::string s = "v1|" + t.job_id + "|" + t.plan_hash + "|" + t.master_addr + "|" + std::to_string(t.master_port) +
-                  "|" + (t.control.empty() ? "-" : t.control) + "|" + std::to_string(t.ranks.size()) + "|";
+  std::string s = "v2|" + t.job_id + "|" + t.plan_hash + "|" + t.master_addr + "|" + std::to_string(t.master_port) +
+                  "|" + (t.control.empty() ? "-" : t.control) + "|" + std::to_string(t.ranks.size()) + "|" +
+                  (t.layout.empty() ? "-" : t.layout) + "|";
   for (size_t i = 0; i < t.ranks.size(); ++i) {
     const RankSlot& r = t.ranks[i];
     if (i) s += ' ';
@@ -30,7 +31,7 @@ std::string EncodeSlotTable(const SlotTable& t) {
 
 StatusOr<SlotTable> DecodeSlotTable(const std::string& text) {
   const auto head = Split(text, '|');
-  if (head.size() != 8 || head[0] != "v1") return Bad("expected 8 '|' fields starting with v1");
+  if (head.size() != 9 || head[0] != "v2") return Bad("expected 9 '|' fields starting with v2");
   SlotTable t;
   t.job_id = head[1];
   t.plan_hash = head[2];
@@ -40,7 +41,8 @@ StatusOr<SlotTable> DecodeSlotTable(const std::string& text) {
   if (!port || !world || *world < 1) return Bad("bad port or world size");
   t.master_port = static_cast<int>(*port);
   t.control = head[5] == "-" ? "" : head[5];
-  const auto rows = Split(head[7], ' ');
+  t.layout = head[7] == "-" ? "" : head[7];
+  const auto rows = Split(head[8], ' ');
   if (static_cast<int64_t>(rows.size()) != *world) return Bad("world size does not match the rank rows");
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto f = Split(rows[i], '/');

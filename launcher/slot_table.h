@@ -3,8 +3,8 @@
 // It needs no shared filesystem. Each rank's exec shim finds its own row by
 // its engine rank, applies it and refuses to start when reality differs.
 //
-// Format (version 1), fields never contain the separators:
-//   v1|<job id>|<plan hash>|<master addr>|<master port>|<control addr:port or ->|<world>|<rank> <rank> ...
+// Format (version 2), fields never contain the separators:
+//   v2|<job id>|<plan hash>|<master addr>|<master port>|<control addr:port or ->|<world>|<layout>|<rank> <rank> ...
 // and each rank is
 //   host/local/local_size/node_rank/bound(0|1)/cpus/mem(-1 none)/gpus(- none)/host_has_gpus(0|1)/nic(- none)
 // with id lists in the "0-3,8" form.
@@ -28,6 +28,7 @@ struct SlotTable {
   std::string master_addr;
   int master_port = 0;
   std::string control;  // "addr:port" where ranks check in, empty when none
+  std::string layout;   // ParallelLayout::ToString(), empty for plain data parallelism
   std::vector<RankSlot> ranks;
 };
 

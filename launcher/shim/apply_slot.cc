@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "common/parallel_layout.h"
 #include "common/strings.h"
 
 namespace gpulaunch {
@@ -90,6 +91,13 @@ std::map<std::string, std::string> RankEnvironment(const SlotTable& t, int rank)
       {"GPULAUNCH_GPUS", FormatIdList(r.gpus)},
       {"GPULAUNCH_NIC", r.nic},
   };
+  // The layout and this rank's place in it.
+  if (auto layout = ParseLayout(t.layout, static_cast<int>(t.ranks.size())); layout.ok()) {
+    const auto c = layout->CoordsOf(rank);
+    env["GPULAUNCH_LAYOUT"] = layout->ToString();
+    env["GPULAUNCH_COORDS"] = "tp=" + std::to_string(c[kTp]) + ",pp=" + std::to_string(c[kPp]) + ",dp=" +
+                              std::to_string(c[kDp]);
+  }
   if (!r.gpus.empty()) {
     // Indices are in PCI bus order; make CUDA count the same way.
     env["CUDA_VISIBLE_DEVICES"] = FormatIdList(r.gpus);

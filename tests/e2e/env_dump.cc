@@ -1,6 +1,6 @@
 // env_dump: a non-MPI job for end-to-end tests. Each rank prints one line:
 //   rank=R world=W local=L/LS node=N host=H affinity=CPUS cpuset=C hash=X
-//   master=A:P foo=$FOO cvd=$CUDA_VISIBLE_DEVICES
+//   master=A:P foo=$FOO cvd=$CUDA_VISIBLE_DEVICES coords=$GPULAUNCH_COORDS
 // Options (any order, after the program name):
 //   --lines K           also print K numbered lines "rank=R line=I" (for --tag)
 //   --kill-self RANK    that rank sends itself SIGKILL after printing
@@ -75,10 +75,12 @@ int main(int argc, char** argv) {
   const int rank = std::atoi(Env("RANK"));
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
-  std::printf("rank=%s world=%s local=%s/%s node=%s host=%s affinity=%s cpuset=%s hash=%s master=%s:%s foo=%s cvd=%s\n",
+  std::printf("rank=%s world=%s local=%s/%s node=%s host=%s affinity=%s cpuset=%s hash=%s master=%s:%s foo=%s cvd=%s "
+              "coords=%s\n",
               Env("RANK"), Env("WORLD_SIZE"), Env("LOCAL_RANK"), Env("LOCAL_WORLD_SIZE"), Env("NODE_RANK"), host,
               Affinity().c_str(), Env("GPULAUNCH_CPUSET"), Env("GPULAUNCH_PLAN_HASH"), Env("MASTER_ADDR"),
-              Env("MASTER_PORT"), Env("FOO"), std::getenv("CUDA_VISIBLE_DEVICES") ? Env("CUDA_VISIBLE_DEVICES") : "unset");
+              Env("MASTER_PORT"), Env("FOO"), std::getenv("CUDA_VISIBLE_DEVICES") ? Env("CUDA_VISIBLE_DEVICES") : "unset",
+              Env("GPULAUNCH_COORDS"));
   for (int i = 0; i < lines; ++i) std::printf("rank=%d line=%d %s\n", rank, i, std::string(60, 'x').c_str());
   std::fflush(stdout);
   if (rank == kill_self) raise(SIGKILL);

@@ -161,6 +161,22 @@ TEST(Launch, BoundRanksRunOnTheirPlannedCores) {
   }
 }
 
+TEST(Launch, LayoutGivesEveryRankItsCoordinates) {
+  const CapturedRun run = Launch({"-n", "8", "--oversubscribe", "--allow-run-as-root", "--layout", "tp=2,pp=2",
+                                  kBin + "/env_dump"});
+  ASSERT_EQ(ExitCode(run), 0) << run.err;
+  const auto ranks = RankLines(run.out);
+  ASSERT_EQ(ranks.size(), 8u);
+  for (const auto& [r, kv] : ranks) {
+    EXPECT_EQ(kv.at("coords"), "tp=" + std::to_string(r % 2) + ",pp=" + std::to_string(r / 2 % 2) + ",dp=" +
+                                   std::to_string(r / 4))
+        << "rank " << r;
+  }
+  const CapturedRun bad = Launch({"-n", "6", "--allow-run-as-root", "--layout", "tp=4", "true"});
+  EXPECT_EQ(ExitCode(bad), 2);
+  EXPECT_NE(bad.err.find("does not divide"), std::string::npos) << bad.err;
+}
+
 TEST(Launch, FailingRankExitCodeIsTheJobs) {
   const CapturedRun run = Launch({"-n", "4", "--oversubscribe", "--allow-run-as-root", kBin + "/rank_report",
                                   "--quiet", "--exit-rank", "2", "--exit-code", "3"});
@@ -283,14 +299,14 @@ TEST(Launch, BadInputExitsTwoWithTheFixAndStartsNothing) {
 }
 
 TEST(Shim, RefusesAWrongHostAndReports127ForAMissingProgram) {
-  const std::string table = "v1|gl-x|h|127.0.0.1|1|-|1|elsewhere.invalid/0/1/0/0/0/-1/-/0/-";
+  const std::string table = "v2|gl-x|h|127.0.0.1|1|-|1|-|elsewhere.invalid/0/1/0/0/0/-1/-/0/-";
   auto env = EnvironmentWith({{"GPULAUNCH_SLOT_TABLE", table}, {"OMPI_COMM_WORLD_RANK", "0"},
                               {"OMPI_COMM_WORLD_SIZE", "1"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}});
   CapturedRun wrong = RunCaptured({kBin + "/gpulaunch-shim", "--", "true"}, env, 10000);
   EXPECT_EQ(WEXITSTATUS(wrong.wait_status), 125);
   EXPECT_NE(wrong.err.find("plan puts it on 'elsewhere.invalid'"), std::string::npos) << wrong.err;
 
-  const std::string here = "v1|gl-x|h|127.0.0.1|1|-|1|localhost/0/1/0/0/0/-1/-/0/-";
+  const std::string here = "v2|gl-x|h|127.0.0.1|1|-|1|-|localhost/0/1/0/0/0/-1/-/0/-";
   env = EnvironmentWith({{"GPULAUNCH_SLOT_TABLE", here}, {"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "1"}});
   CapturedRun missing = RunCaptured({kBin + "/gpulaunch-shim", "--", "/no/such/program"}, env, 10000);
   EXPECT_EQ(WEXITSTATUS(missing.wait_status), 127);

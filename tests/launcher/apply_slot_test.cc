@@ -85,6 +85,12 @@ TEST(RankEnvironment, ContractVariables) {
   EXPECT_EQ(env.at("GPULAUNCH_PLAN_HASH"), "h");
   EXPECT_EQ(env.at("GPULAUNCH_CPUSET"), "1");
   EXPECT_EQ(env.at("GPULAUNCH_JOB_ID"), "gl-1");
+  EXPECT_EQ(env.count("GPULAUNCH_COORDS"), 1u);  // data parallel: tp=0,pp=0,dp=rank
+  EXPECT_EQ(env.at("GPULAUNCH_COORDS"), "tp=0,pp=0,dp=1");
+  SlotTable with_layout = Table();
+  with_layout.layout = "tp=2,pp=2,dp=1,order=tp-pp-dp";
+  EXPECT_EQ(RankEnvironment(with_layout, 3).at("GPULAUNCH_COORDS"), "tp=1,pp=1,dp=0");
+  EXPECT_EQ(RankEnvironment(with_layout, 3).at("GPULAUNCH_LAYOUT"), "tp=2,pp=2,dp=1,order=tp-pp-dp");
   const auto cpu_rank = RankEnvironment(Table(), 2);
   EXPECT_EQ(cpu_rank.count("CUDA_VISIBLE_DEVICES"), 0u);
   EXPECT_EQ(cpu_rank.count("UCX_NET_DEVICES"), 0u);

@@ -12,6 +12,7 @@ SlotTable Example() {
   t.master_addr = "10.0.0.1";
   t.master_port = 29500;
   t.control = "10.0.0.1:4000";
+  t.layout = "tp=2,pp=1,dp=1,order=tp-pp-dp";
   RankSlot a;
   a.rank = 0; a.host = "node1"; a.local_rank = 0; a.local_size = 2; a.node_rank = 0; a.bound = true;
   a.cpus = {0, 1, 2, 3, 8}; a.mem_node = 0; a.gpus = {0}; a.host_has_gpus = true; a.nic = "mlx5_0:1";
@@ -30,6 +31,7 @@ TEST(SlotTable, RoundTrips) {
   EXPECT_EQ(back->job_id, t.job_id);
   EXPECT_EQ(back->master_port, 29500);
   EXPECT_EQ(back->control, t.control);
+  EXPECT_EQ(back->layout, t.layout);
   ASSERT_EQ(back->ranks.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
     EXPECT_EQ(back->ranks[i].host, t.ranks[i].host);
@@ -45,8 +47,8 @@ TEST(SlotTable, RoundTrips) {
 
 TEST(SlotTable, RejectsMalformed) {
   const std::string good = EncodeSlotTable(Example());
-  for (const std::string& bad : {std::string(""), std::string("v2") + good.substr(2), good.substr(0, good.size() - 20),
-                                good + " extra/row", std::string("v1|j|h|a|notaport|-|1|h/0/1/0/1/0/0/-/0/-")}) {
+  for (const std::string& bad : {std::string(""), std::string("v1") + good.substr(2), good.substr(0, good.size() - 20),
+                                good + " extra/row", std::string("v2|j|h|a|notaport|-|1|-|h/0/1/0/1/0/0/-/0/-")}) {
     auto t = DecodeSlotTable(bad);
     EXPECT_FALSE(t.ok()) << bad;
   }
