@@ -21,6 +21,7 @@
 #include "launcher/options.h"
 #include "launcher/plan.h"
 #include "launcher/plan_command.h"
+#include "launcher/submit_command.h"
 #include "launcher/process.h"
 #include "launcher/slot_table.h"
 #include "policies/placement_engine.h"
@@ -97,6 +98,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "plan") return RunPlanCommand({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "slurm-config") return RunSlurmConfigCommand({args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "submit") return RunSubmitCommand({args.begin() + 1, args.end()});
   auto cl = ParseCommandLine(args);
   if (!cl.ok()) return Fail(cl.status());
   if (cl->action == CommandAction::kHelp) {

@@ -73,6 +73,19 @@ struct PlanOptions {
 };
 
 StatusOr<PlanOptions> ParsePlanCommandLine(const std::vector<std::string>& args);
+
+// `gpulaunch submit`: its own options first, then everything for the
+// gpulaunch that the batch job runs (options and program), verbatim.
+struct SubmitOptions {
+  int nodes = 0;                       // -N, required
+  int ranks = 0;                       // -n (0: Slurm's default, one task per node)
+  int gpus_per_node = 0;
+  std::string time, partition, job_name = "gpulaunch", output;
+  std::optional<std::string> script;   // keep the batch script at this path
+  std::vector<std::string> launch;     // gpulaunch's arguments in the job
+  bool help = false;
+};
+StatusOr<SubmitOptions> ParseSubmitCommandLine(const std::vector<std::string>& args);
 std::string PlanHelpText();
 
 }  // namespace gpulaunch

@@ -4,7 +4,7 @@
 # `gpulaunch slurm-config`). Needs GL_SLURM_CLUSTER_CONF (its slurm.conf)
 # and GL_NSP; exits 77 (skipped) without them. Usage: BIN_DIR
 set -uo pipefail
-BIN=${1:?usage: slurm_cluster_test.sh BIN_DIR}
+BIN=$(cd "${1:?usage: slurm_cluster_test.sh BIN_DIR}" && pwd)
 NSP=${GL_NSP:-glr}
 if [ -z "${GL_SLURM_CLUSTER_CONF:-}" ] || ! ip netns list 2>/dev/null | grep -q "^${NSP}n1"; then
   echo "slurm cluster: rig not up (netns-up.sh, slurm-cluster-up.sh, GL_SLURM_CLUSTER_CONF); skipped"
@@ -50,6 +50,29 @@ check "rank 5 exits 6 -> the batch job exits 6" "$?" 6
 on1 timeout 60 sbatch --wait -N2 -o "$WORK/nodes" --wrap 'echo $SLURM_JOB_NODELIST' > /dev/null 2>&1
 nodes=$(cat "$WORK/nodes")
 check "2-node job under one leaf (node[1-2] or node[3-4])" "$([ "$nodes" = "node[1-2]" ] || [ "$nodes" = "node[3-4]" ] && echo yes)" yes
+
+# 5. gpulaunch submit writes and submits the batch script and prints the job id.
+wait_done() {  # polls scontrol until the job has ended (60 s at most)
+  for _ in $(seq 1 300); do
+    on1 scontrol show job -o "$1" 2>/dev/null | grep -qE 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT)' && return 0
+    sleep 0.2
+  done
+  return 1
+}
+id=$(on1 "$BIN/gpulaunch" submit -N 2 -n 4 --output "$WORK/submit.out" -- "$BIN/rank_report" 2>/dev/null)
+check "submit prints the job id" "$(echo "$id" | grep -cE '^[0-9]+$')" 1
+wait_done "$id"
+check "the submitted job ran on 2 nodes" "$(grep -c 'rank_report: 4 ranks, allreduce ok, 0 problem' "$WORK/submit.out")" 1
+
+# 6. Slurm's signals reach every rank: SIGUSR1 to the batch shell only
+#    (scancel --batch) goes gpulaunch -> srun -> all ranks.
+mkdir -p "$WORK/sig"
+id=$(on1 "$BIN/gpulaunch" submit -N 2 -n 4 --output "$WORK/sig.out" -- "$BIN/env_dump" --wait-dir "$WORK/sig" 2>/dev/null)
+for _ in $(seq 1 200); do [ "$(ls "$WORK/sig" | grep -c ready)" = 4 ] && break; sleep 0.1; done
+check "4 ranks waiting for a signal" "$(ls "$WORK/sig" | grep -c ready)" 4
+on1 scancel --batch --signal=USR1 "$id"
+wait_done "$id"
+check "SIGUSR1 sent to the batch job reached every rank" "$(ls "$WORK/sig" | grep -c SIGUSR1)" 4
 
 echo "slurm cluster: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
