@@ -140,6 +140,21 @@ StatusOr<NetworkTree> ParseTopologyConf(std::string_view text, const std::string
   return NetworkTree::Build(std::move(switches), origin);
 }
 
+StatusOr<NetworkTree> ParseScontrolTopology(std::string_view text, const std::string& origin) {
+  std::string conf;
+  for (const std::string& line : Split(text, '\n')) {
+    std::istringstream words(line);
+    std::vector<std::string> keep;
+    const bool upper = line.find("Switches=") != std::string::npos;
+    for (std::string w; words >> w;) {
+      if (StartsWith(w, "Level=") || (upper && StartsWith(w, "Nodes="))) continue;
+      keep.push_back(w);
+    }
+    conf += Join(keep, " ") + "\n";
+  }
+  return ParseTopologyConf(conf, origin);
+}
+
 StatusOr<NetworkTree> ReadTopologyConf(const std::string& path) {
   GL_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "topology file"));
   return ParseTopologyConf(text, path);

@@ -56,6 +56,10 @@ class NetworkTree {
 // Parses topology.conf text; errors name origin:line and the fix.
 StatusOr<NetworkTree> ParseTopologyConf(std::string_view text, const std::string& origin);
 StatusOr<NetworkTree> ReadTopologyConf(const std::string& path);
+// Parses `scontrol show topology` output: topology.conf lines plus Level=,
+// with upper switches also listing every node below them (dropped here).
+StatusOr<NetworkTree> ParseScontrolTopology(std::string_view text, const std::string& origin);
+
 // Writes the tree back in topology.conf syntax (hostlists compressed per run).
 std::string WriteTopologyConf(const NetworkTree& tree);
 

@@ -85,6 +85,15 @@ StatusOr<std::map<std::string, HostTopology>> ProbeRemote(const std::vector<std:
 
 }  // namespace
 
+std::optional<NetworkTree> SlurmNetworkTree() {
+  if (!std::getenv("SLURM_JOB_ID")) return std::nullopt;
+  const CapturedRun run = RunCaptured({"scontrol", "show", "topology"}, EnvironmentWith({}), 10000);
+  if (run.timed_out || run.wait_status != 0 || run.out.find("SwitchName=") == std::string::npos) return std::nullopt;
+  auto tree = ParseScontrolTopology(run.out, "scontrol show topology");
+  if (!tree.ok()) return std::nullopt;
+  return std::move(tree).value();
+}
+
 StatusOr<ResolvedHosts> ResolveHosts(const LaunchOptions& o, const ResolveSettings& s) {
   if (!o.host_args.empty() && o.hostfile) {
     return InvalidArgument("give either --host or --hostfile, not both");

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/network_tree.h"
 #include "common/status.h"
 #include "launcher/options.h"
 #include "policies/placement.h"
@@ -26,5 +27,9 @@ struct ResolveSettings {
 };
 
 StatusOr<ResolvedHosts> ResolveHosts(const LaunchOptions& options, const ResolveSettings& settings);
+
+// Inside a Slurm allocation, the switch tree from `scontrol show topology`;
+// nullopt outside one or when Slurm has no tree.
+std::optional<NetworkTree> SlurmNetworkTree();
 
 }  // namespace gpulaunch

@@ -147,6 +147,7 @@ int main(int argc, char** argv) {
     cluster.hosts.push_back(ClusterHost{h.name, h.topology, true, {}, h.slots});
     slots += EffectiveSlots(h);
   }
+  if (auto tree = SlurmNetworkTree()) cluster.network = std::move(*tree);
   JobRequest request = SlotJob(o.ranks > 0 ? o.ranks : slots, o.oversubscribe);
   auto layout = ParseLayout(o.layout, request.ranks);
   if (!layout.ok()) return Fail(layout.status());
@@ -154,6 +155,11 @@ int main(int argc, char** argv) {
   auto placement = Place(request, cluster);
   if (!placement.ok() && placement.status().code() == StatusCode::kInfeasible) {
     placement = PlaceBySlot(SlotJob(o.ranks, o.oversubscribe), resolved->hosts);
+  }
+  if (!placement.ok() && in_allocation && placement.status().code() == StatusCode::kInfeasible) {
+    return Fail(Infeasible(placement.status().message() + "; inside Slurm allocation " +
+                           std::getenv("SLURM_JOB_ID") + " the slots are its tasks: ask sbatch/salloc for more "
+                           "(-n, --ntasks-per-node) or launch fewer ranks"));
   }
   if (!placement.ok()) return Fail(placement.status());
   const LaunchPlan plan = MakeLaunchPlan(std::move(placement).value(), o, resolved->all_local);

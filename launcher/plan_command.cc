@@ -6,6 +6,8 @@
 
 #include "common/cluster_json.h"
 #include "common/hostlist.h"
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include "common/sha256.h"
 #include "common/strings.h"
@@ -16,6 +18,8 @@
 #include "launcher/options.h"
 #include "policies/placement_engine.h"
 #include "slurm/slurm_config.h"
+
+namespace fs = std::filesystem;
 
 namespace gpulaunch {
 namespace {
@@ -37,11 +41,15 @@ StatusOr<ClusterTopology> BuildCluster(const PlanOptions& o) {
     lo.hostfile = o.hostfile;
     lo.topology_files = o.topology_files;
     lo.dry_run = true;
-    GL_ASSIGN_OR_RETURN(ResolvedHosts hosts, ResolveHosts(lo, ResolveSettings{"gpulaunch-probe", false, false}));
+    const std::string probe = (fs::read_symlink("/proc/self/exe").parent_path() / "gpulaunch-probe").string();
+    const bool in_allocation = std::getenv("SLURM_JOB_ID") != nullptr;  // probe through srun there
+    GL_ASSIGN_OR_RETURN(ResolvedHosts hosts, ResolveHosts(lo, ResolveSettings{probe, false, in_allocation}));
     for (const HostResources& h : hosts.hosts) c.hosts.push_back(ClusterHost{h.name, h.topology, true, {}, h.slots});
   }
   if (o.network) {
     GL_ASSIGN_OR_RETURN(c.network, ReadTopologyConf(*o.network));
+  } else if (!o.synthetic && !o.cluster_file) {
+    if (auto tree = SlurmNetworkTree()) c.network = std::move(*tree);  // inside an allocation
   }
   if (o.dump_cluster) {
     std::ofstream out(*o.dump_cluster);

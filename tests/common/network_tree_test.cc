@@ -55,6 +55,18 @@ TEST(NetworkTree, MalformedInputNamesFileAndLine) {
   }
 }
 
+TEST(NetworkTree, ParsesScontrolShowTopology) {
+  const char* out =
+      "SwitchName=leaf0 Level=0 LinkSpeed=100 Nodes=node[1-2]\n"
+      "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=node[3-4]\n"
+      "SwitchName=spine Level=1 LinkSpeed=1 Nodes=node[1-4] Switches=leaf[0-1]\n";
+  auto t = ParseScontrolTopology(out, "scontrol");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->SwitchesBetween("node1", "node2"), 1);
+  EXPECT_EQ(t->SwitchesBetween("node1", "node4"), 3);
+  EXPECT_EQ(t->LeafOf("node3")->name, "leaf1");
+}
+
 TEST(Hostlist, CompressRoundTrips) {
   const std::vector<std::vector<std::string>> cases = {
       {"node01", "node02", "node03", "node07"},

@@ -23,6 +23,14 @@ topo=$(on1 scontrol show topology 2>&1)
 check "generated topology.conf accepted: leaf0 with its LinkSpeed" "$(echo "$topo" | grep -c 'SwitchName=leaf0 .*LinkSpeed=100')" 1
 check "generated topology.conf accepted: spine over both leaves" "$(echo "$topo" | grep -c 'SwitchName=spine .*Switches=leaf\[0-1\]')" 1
 
+# 1b. Inside an allocation gpulaunch knows the switch tree (scontrol show topology).
+tree=$(on1 timeout 60 salloc -N4 -n8 "$BIN/gpulaunch" plan -n 8 2>/dev/null | grep '^summary:')
+check "plan inside a 4-node allocation spans 4 hosts and 3 switches" "$(echo "$tree" | grep -c '4 hosts, 3 switches')" 1
+
+small=$(on1 timeout 60 salloc -N2 -n2 "$BIN/gpulaunch" -n 8 "$BIN/env_dump" 2>&1)
+check "an allocation smaller than the request: exit 2 with the fix" \
+  "$(echo "$small" | grep -c 'the slots are its tasks: ask sbatch/salloc for more')" 1
+
 # 2. The sbatch template: 16 ranks on 4 nodes, each where the plan says, with
 #    CUDA_VISIBLE_DEVICES from the allocation.
 plan=$(on1 timeout 60 salloc -N4 -n16 --overcommit "$BIN/gpulaunch" --dry-run "$BIN/env_dump" 2>/dev/null)
