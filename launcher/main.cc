@@ -16,6 +16,7 @@
 #include "common/strings.h"
 #include "launcher/control_server.h"
 #include "launcher/exit_codes.h"
+#include "launcher/health_check.h"
 #include "launcher/host_identity.h"
 #include "launcher/host_resolution.h"
 #include "launcher/options.h"
@@ -99,6 +100,7 @@ int main(int argc, char** argv) {
   if (!args.empty() && args[0] == "plan") return RunPlanCommand({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "slurm-config") return RunSlurmConfigCommand({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "submit") return RunSubmitCommand({args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "check") return RunCheckCommand({args.begin() + 1, args.end()});
   auto cl = ParseCommandLine(args);
   if (!cl.ok()) return Fail(cl.status());
   if (cl->action == CommandAction::kHelp) {

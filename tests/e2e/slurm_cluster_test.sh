@@ -82,5 +82,18 @@ on1 scancel --batch --signal=USR1 "$id"
 wait_done "$id"
 check "SIGUSR1 sent to the batch job reached every rank" "$(ls "$WORK/sig" | grep -c SIGUSR1)" 4
 
+# 7. The node health check drains a node whose GPUs are missing (the rig's
+#    nodes promise gpu:4 but have only fake device files), and passes a node
+#    when nothing is expected.
+on2() { ip netns exec "${NSP}n2" env SLURM_CONF="$GL_SLURM_CLUSTER_CONF" "$@"; }
+on2 "$BIN/gpulaunch" check --slurm-health --node node2 > "$WORK/health" 2>&1
+check "health check of node2: exit 1" "$?" 1
+check "node2 drained with the reason" \
+  "$(on1 scontrol show node node2 | grep -c 'Reason=gpulaunch: 0 of 4 GPUs found')" 1
+on1 scontrol update NodeName=node2 State=RESUME
+on2 "$BIN/gpulaunch" check --slurm-health --node node2 --expect-gpus 0 > /dev/null 2>&1
+check "health check with nothing missing: exit 0" "$?" 0
+check "node2 no longer drained after a resume" "$(on1 sinfo -h -n node2 -o %T | grep -c drain)" 0
+
 echo "slurm cluster: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
