@@ -42,9 +42,10 @@ mismatches=$(awk -v hash="$hash" '
   FNR == NR && $1 ~ /^[0-9]+$/ && NF >= 6 { host[$1] = $2; next }
   FNR != NR && /^rank=/ {
     delete kv; for (i = 1; i <= NF; i++) { split($i, p, "="); kv[p[1]] = substr($i, length(p[1]) + 2) }
-    if (kv["host"] != host[kv["rank"]] || kv["hash"] != hash || kv["cvd"] != "0,1,2,3") print kv["rank"]
+    if (kv["host"] != host[kv["rank"]] || kv["hash"] != hash || kv["cvd"] != "0,1,2,3" || kv["affinity"] != kv["cpuset"])
+      print kv["rank"]
   }' <(echo "$plan") "$WORK/out")
-check "every rank on its planned host, with the plan hash and the allocation's GPUs" "$mismatches" ""
+check "every rank on its planned host and cores, with the plan hash and the allocation's GPUs" "$mismatches" ""
 check "ranks span the 4 nodes" "$(grep -o 'host=node[0-9]' "$WORK/out" | sort -u | wc -l)" 4
 
 # 3. A real MPI job across the nodes, and a failing rank's exit code.
