@@ -59,6 +59,31 @@ class Reader {
   std::string origin_;
 };
 
+// Packages and NUMA nodes share one shape: {"os_index": N, "pus": "0-3,8"}.
+template <typename PuSet>
+Json PuSets(const std::vector<PuSet>& sets) {
+  Json a = Json::Array();
+  for (const PuSet& set : sets) {
+    Json& o = a.Push(Json::Object());
+    o.Set("os_index", set.os_index);
+    o.Set("pus", Ids(set.pus));
+  }
+  return a;
+}
+
+template <typename PuSet>
+Status ReadPuSets(const Reader& rd, const Json& host, const std::string& key, std::vector<PuSet>* out) {
+  GL_ASSIGN_OR_RETURN(const Json* arr, rd.Field(host, key, Json::Type::kArray));
+  for (const Json& item : arr->items()) {
+    PuSet set;
+    GL_ASSIGN_OR_RETURN(double os, rd.Num(item, "os_index"));
+    GL_ASSIGN_OR_RETURN(set.pus, rd.IdList(item, "pus"));
+    set.os_index = static_cast<int>(os);
+    out->push_back(std::move(set));
+  }
+  return Status::Ok();
+}
+
 StatusOr<HostTopology> ReadHost(const Reader& rd, const Json& h) {
   HostTopology t;
   GL_ASSIGN_OR_RETURN(const Json* cores, rd.Field(h, "cores", Json::Type::kArray));
@@ -73,22 +98,8 @@ StatusOr<HostTopology> ReadHost(const Reader& rd, const Json& h) {
     core.package = static_cast<int>(package);
     t.cores.push_back(core);
   }
-  GL_ASSIGN_OR_RETURN(const Json* packages, rd.Field(h, "packages", Json::Type::kArray));
-  for (const Json& pk : packages->items()) {
-    Package p;
-    GL_ASSIGN_OR_RETURN(double os, rd.Num(pk, "os_index"));
-    GL_ASSIGN_OR_RETURN(p.pus, rd.IdList(pk, "pus"));
-    p.os_index = static_cast<int>(os);
-    t.packages.push_back(p);
-  }
-  GL_ASSIGN_OR_RETURN(const Json* numa, rd.Field(h, "numa_nodes", Json::Type::kArray));
-  for (const Json& n : numa->items()) {
-    NumaNode node;
-    GL_ASSIGN_OR_RETURN(double os, rd.Num(n, "os_index"));
-    GL_ASSIGN_OR_RETURN(node.pus, rd.IdList(n, "pus"));
-    node.os_index = static_cast<int>(os);
-    t.numa_nodes.push_back(node);
-  }
+  GL_RETURN_IF_ERROR(ReadPuSets(rd, h, "packages", &t.packages));
+  GL_RETURN_IF_ERROR(ReadPuSets(rd, h, "numa_nodes", &t.numa_nodes));
   GL_ASSIGN_OR_RETURN(const Json* gpus, rd.Field(h, "gpus", Json::Type::kArray));
   for (const Json& g : gpus->items()) {
     Gpu gpu;
@@ -159,18 +170,8 @@ std::string DumpClusterJson(const ClusterTopology& c) {
       cj.Set("numa", core.numa_node);
       cj.Set("package", core.package);
     }
-    Json& packages = j.Set("packages", Json::Array());
-    for (const Package& p : h.topology.packages) {
-      Json& pj = packages.Push(Json::Object());
-      pj.Set("os_index", p.os_index);
-      pj.Set("pus", Ids(p.pus));
-    }
-    Json& numa = j.Set("numa_nodes", Json::Array());
-    for (const NumaNode& n : h.topology.numa_nodes) {
-      Json& nj = numa.Push(Json::Object());
-      nj.Set("os_index", n.os_index);
-      nj.Set("pus", Ids(n.pus));
-    }
+    j.Set("packages", PuSets(h.topology.packages));
+    j.Set("numa_nodes", PuSets(h.topology.numa_nodes));
     Json& gpus = j.Set("gpus", Json::Array());
     for (const Gpu& g : h.topology.gpus) {
       Json& gj = gpus.Push(Json::Object());
