@@ -3,16 +3,9 @@
 #include <algorithm>
 #include <limits>
 
+#include "policies/pci_distance.h"
+
 namespace gpulaunch {
-namespace {
-
-int SharedPrefix(const PciPath& a, const PciPath& b) {
-  size_t i = 0;
-  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
-  return static_cast<int>(i);
-}
-
-}  // namespace
 
 LinkCost CostBetween(const ClusterTopology& c, const SlotRef& a, const SlotRef& b) {
   if (a.host != b.host) {
@@ -33,7 +26,7 @@ LinkCost CostBetween(const ClusterTopology& c, const SlotRef& a, const SlotRef& 
   if (const double nv = h.GpuLinkGbps(a.gpu, b.gpu); nv > 0) return {nv, 2.0, "NVLink"};
   const Gpu& ga = h.gpus[a.gpu];
   const Gpu& gb = h.gpus[b.gpu];
-  const int shared = SharedPrefix(ga.pci_path, gb.pci_path);
+  const int shared = SharedPciPrefix(ga.pci_path, gb.pci_path);
   if (shared >= 2) return {24.0, 2.0, "PCIe switch"};
   if (shared == 1) return {20.0, 3.0, "PCIe host bridge"};
   if (ga.numa_node >= 0 && ga.numa_node == gb.numa_node) return {16.0, 4.0, "same socket"};

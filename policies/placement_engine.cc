@@ -11,6 +11,7 @@
 #include "policies/exact_assignment.h"
 #include "policies/host_selection.h"
 #include "policies/link_model.h"
+#include "policies/pci_distance.h"
 
 namespace gpulaunch {
 namespace {
@@ -76,12 +77,6 @@ std::vector<int> PickGpus(const ClusterHost& host, int need) {
   return out;
 }
 
-int SharedPrefix(const PciPath& a, const PciPath& b) {
-  size_t i = 0;
-  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
-  return static_cast<int>(i);
-}
-
 // Fills cpus, memory node and NIC of the ranks on one host (GPUs chosen).
 void FillHostResources(const HostTopology& t, std::vector<RankSlot*>& ranks, const JobRequest& r) {
   if (r.gpus_per_rank > 0) {
@@ -109,17 +104,7 @@ void FillHostResources(const HostTopology& t, std::vector<RankSlot*>& ranks, con
     std::vector<int> nic_users(t.nics.size(), 0);
     for (RankSlot* s : ranks) {
       if (t.nics.empty()) break;
-      const Gpu& g = t.gpus[s->gpus.front()];
-      auto distance = [&](size_t n) {
-        const int shared = SharedPrefix(g.pci_path, t.nics[n].pci_path);
-        if (shared > 0) return 100 - shared;
-        return g.numa_node >= 0 && g.numa_node == t.nics[n].numa_node ? 200 : 300;
-      };
-      size_t best = 0;
-      for (size_t n = 1; n < t.nics.size(); ++n)
-        if (std::make_pair(distance(n), nic_users[n]) < std::make_pair(distance(best), nic_users[best])) best = n;
-      s->nic = t.nics[best].name;
-      ++nic_users[best];
+      s->nic = t.nics[NearestLeastUsedNic(t, t.gpus[s->gpus.front()], nic_users)].name;
     }
     return;
   }

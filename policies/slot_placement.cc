@@ -5,6 +5,7 @@
 #include <map>
 
 #include "common/strings.h"
+#include "policies/pci_distance.h"
 
 namespace gpulaunch {
 namespace {
@@ -92,21 +93,6 @@ std::vector<int> PusOf(const std::vector<const Core*>& cores) {
   return pus;
 }
 
-// Length of the shared prefix of two PCI paths.
-int SharedPrefix(const PciPath& a, const PciPath& b) {
-  size_t i = 0;
-  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
-  return static_cast<int>(i);
-}
-
-// Lower is nearer: same switch chain beats same host bridge beats same NUMA.
-int NicDistance(const Gpu& gpu, const Nic& nic) {
-  const int shared = SharedPrefix(gpu.pci_path, nic.pci_path);
-  if (shared > 0) return 100 - shared;
-  if (gpu.numa_node >= 0 && gpu.numa_node == nic.numa_node) return 200;
-  return 300;
-}
-
 void PlaceGpuRanks(const HostTopology& topo, std::vector<RankSlot*>& ranks) {
   const int k = static_cast<int>(ranks.size());
   // Ranks per NUMA node (by their GPU), to split that node's cores evenly.
@@ -130,15 +116,8 @@ void PlaceGpuRanks(const HostTopology& topo, std::vector<RankSlot*>& ranks) {
       r.mem_node = numa;
     }
   }
-  for (int i = 0; i < k && !topo.nics.empty(); ++i) {
-    size_t best = 0;
-    for (size_t n = 1; n < topo.nics.size(); ++n) {
-      const auto key = [&](size_t x) { return std::make_pair(NicDistance(topo.gpus[i], topo.nics[x]), nic_users[x]); };
-      if (key(n) < key(best)) best = n;
-    }
-    ranks[i]->nic = topo.nics[best].name;
-    ++nic_users[best];
-  }
+  for (int i = 0; i < k && !topo.nics.empty(); ++i)
+    ranks[i]->nic = topo.nics[NearestLeastUsedNic(topo, topo.gpus[i], nic_users)].name;
 }
 
 void PlaceCpuRanks(const HostTopology& topo, std::vector<RankSlot*>& ranks) {
