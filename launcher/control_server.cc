@@ -78,8 +78,12 @@ void ControlServer::Handle(int fd) {
   std::string word, host, hash;
   int rank = -1, pid = -1;
   if (!(in >> word >> rank >> pid >> host >> hash) || word != "checkin" || rank < 0) return;
+  std::string step;
+  const bool has_step = in >> step && step.find_first_not_of("0123456789.") == std::string::npos &&
+                        step.find('.') != std::string::npos;
   std::lock_guard<std::mutex> lock(mu_);
   ranks_[rank] = {pid, host};
+  if (has_step) slurm_steps_.insert(step);
   if (hash != expected_hash_) mismatched_.insert(rank);
 }
 
@@ -98,6 +102,15 @@ std::set<int> ControlServer::LocalPids() {
   for (const auto& [rank, ph] : ranks_)
     if (IsLocalHost(ph.second)) pids.insert(ph.first);
   return pids;
+}
+
+std::set<std::string> ControlServer::SlurmSteps() {
+  if (listen_fd_ >= 0) {
+    std::lock_guard<std::mutex> accept_lock(accept_mu_);
+    AcceptPending(0);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  return slurm_steps_;
 }
 
 std::set<int> ControlServer::HashMismatches() const {

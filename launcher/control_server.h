@@ -1,8 +1,9 @@
 // Where ranks check in. Each rank's exec shim connects once, just before it
 // execs the job, and sends one line:
-//   checkin <rank> <pid> <host> <plan hash>
+//   checkin <rank> <pid> <host> <plan hash> [<slurm job>.<step> | -]
 // gpulaunch uses this to tell an engine failure (no rank ever started) from a
-// job failure, and to know local rank pids for a forced kill.
+// job failure, to know local rank pids for a forced kill, and to know the
+// Slurm step its ranks run in (scancel signals every rank of it).
 #pragma once
 
 #include <atomic>
@@ -33,6 +34,8 @@ class ControlServer {
   // waiting on the socket are taken in first: a rank that runs has checked in,
   // even if the serving thread has not caught up.
   std::set<int> LocalPids();
+  // The Slurm job steps ("JOB.STEP") ranks reported running in.
+  std::set<std::string> SlurmSteps();
   // Ranks that reported a plan hash different from ours.
   std::set<int> HashMismatches() const;
 
@@ -51,6 +54,7 @@ class ControlServer {
   std::mutex accept_mu_;
   std::map<int, std::pair<int, std::string>> ranks_;  // rank -> (pid, host)
   std::set<int> mismatched_;
+  std::set<std::string> slurm_steps_;
 };
 
 }  // namespace gpulaunch

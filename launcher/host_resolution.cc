@@ -12,6 +12,7 @@
 #include "launcher/discovery/hwloc_source.h"
 #include "launcher/host_identity.h"
 #include "launcher/process.h"
+#include "launcher/slurm_job.h"
 #include "launcher/tag_demux.h"
 
 namespace gpulaunch {
@@ -85,15 +86,6 @@ StatusOr<std::map<std::string, HostTopology>> ProbeRemote(const std::vector<std:
 
 }  // namespace
 
-std::optional<NetworkTree> SlurmNetworkTree() {
-  if (!std::getenv("SLURM_JOB_ID")) return std::nullopt;
-  const CapturedRun run = RunCaptured({"scontrol", "show", "topology"}, EnvironmentWith({}), 10000);
-  if (run.timed_out || run.wait_status != 0 || run.out.find("SwitchName=") == std::string::npos) return std::nullopt;
-  auto tree = ParseScontrolTopology(run.out, "scontrol show topology");
-  if (!tree.ok()) return std::nullopt;
-  return std::move(tree).value();
-}
-
 StatusOr<ResolvedHosts> ResolveHosts(const LaunchOptions& o, const ResolveSettings& s) {
   if (!o.host_args.empty() && o.hostfile) {
     return InvalidArgument("give either --host or --hostfile, not both");
@@ -140,7 +132,7 @@ StatusOr<ResolvedHosts> ResolveHosts(const LaunchOptions& o, const ResolveSettin
         return InvalidArgument("no topology for host '" + h.name + "': add --topology-file " + h.name +
                                "=FILE or a --topology-file FILE for all hosts");
       }
-      out.hosts.push_back(HostResources{h.name, h.slots, h.max_slots, it != per_host.end() ? it->second : *for_all});
+      out.hosts.push_back(HostResources{h.name, h.slots, h.max_slots, it != per_host.end() ? it->second : *for_all, {}});
     }
     out.all_local = false;
     return out;
@@ -167,8 +159,9 @@ StatusOr<ResolvedHosts> ResolveHosts(const LaunchOptions& o, const ResolveSettin
   }
   for (const HostSpec& h : specs) {
     const bool is_local = !probed.count(h.name);
-    out.hosts.push_back(HostResources{h.name, h.slots, h.max_slots, is_local ? *local : probed[h.name]});
+    out.hosts.push_back(HostResources{h.name, h.slots, h.max_slots, is_local ? *local : probed[h.name], {}});
   }
+  GL_RETURN_IF_ERROR(NarrowToSlurmJob(out.hosts));
   return out;
 }
 

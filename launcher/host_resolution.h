@@ -2,7 +2,8 @@
 // no host options means the Slurm allocation (SLURM_JOB_NODELIST) when inside
 // one, else this machine; local names are discovered in-process;
 // remote hosts are probed through the engine (gpulaunch-probe, one rank per
-// host); --topology-file replaces discovery for every host (dry runs).
+// host); inside a Slurm allocation each host is narrowed to the job's cores
+// and GPUs there (slurm_job.h); --topology-file replaces discovery for every host (dry runs).
 #pragma once
 
 #include <string>
@@ -27,9 +28,5 @@ struct ResolveSettings {
 };
 
 StatusOr<ResolvedHosts> ResolveHosts(const LaunchOptions& options, const ResolveSettings& settings);
-
-// Inside a Slurm allocation, the switch tree from `scontrol show topology`;
-// nullopt outside one or when Slurm has no tree.
-std::optional<NetworkTree> SlurmNetworkTree();
 
 }  // namespace gpulaunch

@@ -19,6 +19,7 @@
 #include "launcher/health_check.h"
 #include "launcher/host_identity.h"
 #include "launcher/host_resolution.h"
+#include "launcher/slurm_job.h"
 #include "launcher/options.h"
 #include "launcher/plan.h"
 #include "launcher/plan_command.h"
@@ -90,6 +91,9 @@ int FreePort(const char* addr_text) {
   return port;
 }
 
+// Under srun, seconds from the stop signal scancel delivers to SIGKILL.
+constexpr int kDefaultKillGraceS = 10;
+
 fs::path SelfDir() { return fs::read_symlink("/proc/self/exe").parent_path(); }
 
 }  // namespace
@@ -146,7 +150,7 @@ int main(int argc, char** argv) {
   ClusterTopology cluster;
   int slots = 0;
   for (const HostResources& h : resolved->hosts) {
-    cluster.hosts.push_back(ClusterHost{h.name, h.topology, true, {}, h.slots});
+    cluster.hosts.push_back(ClusterHost{h.name, h.topology, true, h.gpu_busy, h.slots});
     slots += EffectiveSlots(h);
   }
   if (auto tree = SlurmNetworkTree()) cluster.network = std::move(*tree);
@@ -248,6 +252,12 @@ int main(int argc, char** argv) {
   run.signal_local_ranks = [&](int sig) {
     for (int pid : control.LocalPids()) kill(pid, sig);
   };
+  if (use_srun) {
+    // srun would end the step with SIGKILL on SIGTERM or SIGHUP; scancel
+    // delivers the signal itself to every task of the step the ranks reported.
+    run.signal_all_ranks = [&](int sig) { return SignalSlurmSteps(control.SlurmSteps(), sig); };
+    run.kill_grace_ms = o.kill_grace_s.value_or(kDefaultKillGraceS) * 1000;
+  }
   const JobRunResult result = RunJob(run);
   // No rank outlives gpulaunch, even when the engine died before its ranks
   // (e.g. a crashed mpirun): give them a moment, then SIGKILL.

@@ -29,7 +29,7 @@ po::options_description Describe() {
     ("allow-run-as-root", "allow running as root (as mpirun requires)")
     ("launcher", po::value<std::string>(), "engine: auto (srun inside a Slurm allocation, else mpirun), mpirun, srun")
     ("layout", po::value<std::string>(), "parallel layout, e.g. tp=4,pp=2 (dp inferred): TP groups stay on a host")
-    ("kill-grace", po::value<int>(), "seconds Open MPI waits before SIGTERM and again before SIGKILL when it stops ranks (its default: 1)")
+    ("kill-grace", po::value<int>(), "seconds from the stop signal to SIGKILL when ranks are stopped: Open MPI's wait before SIGTERM and again before SIGKILL (its default: 1); under srun, gpulaunch's (default: 10)")
     ("help,h", "show this help")
     ("version,V", "show the version");
   // clang-format on

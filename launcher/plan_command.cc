@@ -15,6 +15,7 @@
 #include "launcher/exit_codes.h"
 #include "launcher/host_identity.h"
 #include "launcher/host_resolution.h"
+#include "launcher/slurm_job.h"
 #include "launcher/options.h"
 #include "policies/placement_engine.h"
 #include "slurm/slurm_config.h"
@@ -44,7 +45,7 @@ StatusOr<ClusterTopology> BuildCluster(const PlanOptions& o) {
     const std::string probe = (fs::read_symlink("/proc/self/exe").parent_path() / "gpulaunch-probe").string();
     const bool in_allocation = std::getenv("SLURM_JOB_ID") != nullptr;  // probe through srun there
     GL_ASSIGN_OR_RETURN(ResolvedHosts hosts, ResolveHosts(lo, ResolveSettings{probe, false, in_allocation}));
-    for (const HostResources& h : hosts.hosts) c.hosts.push_back(ClusterHost{h.name, h.topology, true, {}, h.slots});
+    for (const HostResources& h : hosts.hosts) c.hosts.push_back(ClusterHost{h.name, h.topology, true, h.gpu_busy, h.slots});
   }
   if (o.network) {
     GL_ASSIGN_OR_RETURN(c.network, ReadTopologyConf(*o.network));

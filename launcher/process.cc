@@ -153,9 +153,13 @@ JobRunResult RunJob(const JobRunOptions& o) {
   bool exited = false;
   int stop_requests = 0;
   std::chrono::steady_clock::time_point hard_kill_at{};
+  std::chrono::steady_clock::time_point grace_ends_at{};  // after signal_all_ranks
   while (!exited || (fds[1].fd >= 0 || fds[2].fd >= 0)) {
     int timeout = -1;
-    if (hard_kill_at != std::chrono::steady_clock::time_point{} && !exited) timeout = 200;
+    if ((hard_kill_at != std::chrono::steady_clock::time_point{} ||
+         grace_ends_at != std::chrono::steady_clock::time_point{}) && !exited) {
+      timeout = 200;
+    }
     if (exited) timeout = 2000;  // drain what the engine left in the pipes
     const int ready = poll(fds, 3, timeout);
     if (ready == 0 && exited) break;
@@ -177,7 +181,12 @@ JobRunResult RunJob(const JobRunOptions& o) {
         // local ranks die: Open MPI 4.1's mpirun can crash when a stop signal
         // arrives while it aborts for a failed rank.
         const bool stop = sig == SIGINT || sig == SIGTERM || sig == SIGHUP;
-        if (!exited && (!from_terminal || stop_requests >= 2)) kill(pid, sig);
+        bool delivered = false;
+        if (!exited && stop && stop_requests == 1 && o.signal_all_ranks && o.signal_all_ranks(sig)) {
+          delivered = true;
+          grace_ends_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.kill_grace_ms);
+        }
+        if (!exited && !delivered && (!from_terminal || stop_requests >= 2)) kill(pid, sig);
         if (!exited && stop && !from_terminal && o.signal_local_ranks) o.signal_local_ranks(sig);
       }
     }
@@ -198,6 +207,11 @@ JobRunResult RunJob(const JobRunOptions& o) {
       if (waitpid(pid, &status, WNOHANG) == pid) {
         exited = true;
         result.wait_status = status;
+      } else if (grace_ends_at != std::chrono::steady_clock::time_point{} &&
+                 std::chrono::steady_clock::now() > grace_ends_at) {
+        o.signal_all_ranks(SIGKILL);
+        grace_ends_at = {};
+        hard_kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(3);
       } else if (hard_kill_at != std::chrono::steady_clock::time_point{} &&
                  std::chrono::steady_clock::now() > hard_kill_at) {
         kill(pid, SIGKILL);

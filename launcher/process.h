@@ -36,6 +36,14 @@ struct JobRunOptions {
   // Open MPI would first send SIGCONT and sleep its kill grace, and cannot
   // forward these signals as they are.
   std::function<void(int sig)> signal_local_ranks;
+  // For an engine that does not pass SIGINT/SIGTERM/SIGHUP on as they are
+  // (srun ends its step with SIGKILL on SIGTERM and SIGHUP, and only prints
+  // status on one SIGINT): delivers the signal to every rank another way and
+  // returns true, or returns false (no rank known yet) to fall back to the
+  // engine. When it delivered, the engine is left alone; ranks still running
+  // `kill_grace_ms` later get SIGKILL through it, then the engine too.
+  std::function<bool(int sig)> signal_all_ranks;
+  int kill_grace_ms = 10000;
 };
 
 struct JobRunResult {
@@ -48,7 +56,8 @@ struct JobRunResult {
 // every rank (remote ones get SIGTERM from their daemon); SIGUSR1/SIGUSR2 go
 // to the engine, which forwards them to every rank. A signal from the
 // terminal already reached the engine (it shares our process group) and is
-// not sent twice. A second SIGINT/SIGTERM kills the job.
+// not sent twice (except with signal_all_ranks). A second SIGINT/SIGTERM
+// kills the job.
 JobRunResult RunJob(const JobRunOptions& options);
 
 }  // namespace gpulaunch

@@ -22,6 +22,9 @@ struct HostResources {
   std::optional<int> slots;
   std::optional<int> max_slots;
   HostTopology topology;
+  // By GPU index: GPUs other jobs hold (a Slurm node shared with them); never
+  // given to a rank. Empty: every GPU is this job's.
+  std::vector<bool> gpu_busy;
 };
 
 // Bytes each kind of group moves per step, for the communication model.

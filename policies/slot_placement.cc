@@ -136,12 +136,26 @@ void PlaceCpuRanks(const HostTopology& topo, std::vector<RankSlot*>& ranks) {
   }
 }
 
+// The host's hardware without the GPUs other jobs hold. The GPUs keep their
+// index; the code above looks them up by position.
+HostTopology UsableTopology(const HostResources& host) {
+  HostTopology t = host.topology;
+  if (host.gpu_busy.empty()) return t;
+  std::vector<Gpu> free;
+  for (const Gpu& g : t.gpus)
+    if (g.index >= static_cast<int>(host.gpu_busy.size()) || !host.gpu_busy[g.index]) free.push_back(g);
+  t.gpus = std::move(free);
+  t.gpu_link_gbps.clear();
+  return t;
+}
+
 }  // namespace
 
 int EffectiveSlots(const HostResources& host) {
   if (host.slots) return *host.slots;
-  if (!host.topology.gpus.empty()) return static_cast<int>(host.topology.gpus.size());
-  return std::max<int>(1, static_cast<int>(host.topology.cores.size()));
+  const HostTopology usable = UsableTopology(host);
+  if (!usable.gpus.empty()) return static_cast<int>(usable.gpus.size());
+  return std::max<int>(1, static_cast<int>(usable.cores.size()));
 }
 
 StatusOr<Placement> PlaceBySlot(const JobRequest& request, const std::vector<HostResources>& hosts) {
@@ -161,7 +175,7 @@ StatusOr<Placement> PlaceBySlot(const JobRequest& request, const std::vector<Hos
   int next_rank = 0;
   for (size_t h = 0; h < hosts.size(); ++h) {
     if (counts[h] == 0) continue;
-    const HostTopology& topo = hosts[h].topology;
+    const HostTopology topo = UsableTopology(hosts[h]);
     const int node_rank = static_cast<int>(placement.hosts.size());
     placement.hosts.push_back(hosts[h].name);
     std::vector<RankSlot*> local;

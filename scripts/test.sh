@@ -25,7 +25,7 @@ if [ "$(id -u)" -eq 0 ] && "$ROOT/.ci/rig/netns-up.sh"; then
   if "$ROOT/build/bin/gpulaunch" slurm-config --out "$RIG/generated" --synthetic "switch:2 node:2" \
        --network "$ROOT/tests/data/network/two-leaf.topology.conf" &&
      GL_TOPOLOGY_CONF="$RIG/generated/topology.conf" "$ROOT/.ci/rig/slurm-cluster-up.sh"; then
-    export GL_SLURM_CLUSTER_CONF=$RIG/slurmc/slurm.conf
+    export GL_SLURM_CLUSTER_CONF=$RIG/slurmc/slurm.conf GL_SLURM_CLUSTER_GPU_XML=$RIG/slurmc/gpunode.xml
   else
     echo "test.sh: the Slurm cluster rig did not come up; its tests will be skipped"
   fi

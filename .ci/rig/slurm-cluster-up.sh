@@ -5,7 +5,7 @@
 # 2-leaf switch tree (leaf0: node[1-2], leaf1: node[3-4]). Daemons start
 # under nsenter --net + unshare (ip netns exec would hide the cgroup mount
 # slurmd needs). Pids go to $RIG/pids; rig-down.sh stops them.
-# Writes $RIG/slurmc/slurm.conf. Clients run as:
+# Writes $RIG/slurmc/slurm.conf and $RIG/slurmc/gpunode.xml. Clients run as:
 #   ip netns exec ${NSP}n1 env SLURM_CONF=$RIG/slurmc/slurm.conf sbatch ...
 set -euo pipefail
 : "${RIG:?set RIG to the scratch directory of netns-up.sh}"
@@ -58,6 +58,22 @@ NodeName=node[1-$N] NodeAddr=$NET.[1-$N] $layout RealMemory=4000 Gres=gpu:4 Stat
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
 CFG
 echo "Name=gpu File=$S/dev/nvidia[0-3]" > "$S/gres.conf"
+# A GPU node for discovery: this machine's real cores plus 4 fake NVIDIA
+# GPUs (one per gres device file, in the same order) on a host bridge of
+# their own. Jobs that export HWLOC_XMLFILE=$S/gpunode.xml see the GPUs that
+# gres hands out; ranks still bind to the real cores.
+bridge='    <object type="Bridge" gp_index="9000" bridge_type="0-1" depth="0" bridge_pci="0000:[10-13]">'
+for g in 0 1 2 3; do
+  bridge+="
+      <object type=\"PCIDev\" gp_index=\"$((9001 + 2 * g))\" pci_busid=\"0000:1$g:00.0\" pci_type=\"0302 [10de:2330] [10de:16c1] a1\">
+        <object type=\"OSDev\" gp_index=\"$((9002 + 2 * g))\" name=\"cuda$g\" osdev_type=\"5\"><info name=\"CoProcType\" value=\"CUDA\"/></object>
+      </object>"
+done
+bridge+="
+    </object>"
+# The machine object closes at the first two-space "</object>".
+lstopo-no-graphics --of xml - | awk -v bridge="$bridge" '/^  <\/object>$/ && !done { print bridge; done = 1 } { print }' \
+  > "$S/gpunode.xml"
 # The switch tree: a generated file when the caller provides one (tests of
 # gpulaunch slurm-config), else the rig's own.
 if [ -n "${GL_TOPOLOGY_CONF:-}" ]; then

@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/parallel_layout.h"
@@ -108,6 +109,27 @@ std::map<std::string, std::string> RankEnvironment(const SlotTable& t, int rank)
     if (r.nic.find(':') != std::string::npos) env["NCCL_IB_HCA"] = "=" + r.nic;
   }
   return env;
+}
+
+StatusOr<std::string> CudaVisibleDevices(const std::vector<int>& gpus, const EnvLookup& env) {
+  const char* held_var = env("SLURM_STEP_GPUS") ? "SLURM_STEP_GPUS" : "SLURM_JOB_GPUS";
+  const char* held_text = env(held_var);
+  const char* slurm_cvd = env("CUDA_VISIBLE_DEVICES");
+  if (!held_text || !slurm_cvd) return FormatIdList(gpus);
+  const std::vector<std::string> held = Split(held_text, ',');
+  const std::vector<std::string> names = Split(slurm_cvd, ',');
+  if (held.size() != names.size()) return FormatIdList(gpus);  // not Slurm's pair: the plan's indices stand
+  std::vector<std::string> out;
+  for (int g : gpus) {
+    const auto it = std::find(held.begin(), held.end(), std::to_string(g));
+    if (it == held.end()) {
+      return FailedPrecondition("the plan gives this rank GPU " + std::to_string(g) + ", but this Slurm step holds GPUs " +
+                                held_text + " (" + held_var + "); plan inside the same allocation, or ask for the "
+                                "GPUs with --gres=gpu:N");
+    }
+    out.push_back(names[static_cast<size_t>(it - held.begin())]);
+  }
+  return Join(out, ",");
 }
 
 Status ApplyBinding(const RankSlot& slot) {

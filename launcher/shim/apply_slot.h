@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/env.h"
 #include "common/status.h"
@@ -33,6 +34,15 @@ Status CheckIdentity(const SlotTable& table, const EngineIdentity& id,
 // The environment contract for `rank` (variables to set; an empty value is
 // set as empty, e.g. a GPU host rank without GPUs).
 std::map<std::string, std::string> RankEnvironment(const SlotTable& table, int rank);
+
+// CUDA_VISIBLE_DEVICES for a rank's GPUs (indices in PCI bus order, as the
+// plan gives them). Inside a Slurm step that holds GPUs (SLURM_STEP_GPUS, or
+// SLURM_JOB_GPUS in the batch step, alongside Slurm's CUDA_VISIBLE_DEVICES)
+// each index becomes the name Slurm's CUDA_VISIBLE_DEVICES gives that GPU:
+// the index itself without device cgroups, its position among the step's
+// GPUs when ConstrainDevices hides the others. A GPU the step does not hold
+// is refused.
+StatusOr<std::string> CudaVisibleDevices(const std::vector<int>& gpus, const EnvLookup& env);
 
 // Binds this process to the slot's CPUs and memory node and reads both back.
 Status ApplyBinding(const RankSlot& slot);

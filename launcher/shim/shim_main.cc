@@ -30,7 +30,9 @@ int Refuse(int rank, const std::string& why) {
 }
 
 // One line to gpulaunch; a failure only costs the launcher its bookkeeping.
-void CheckIn(const std::string& control, int rank, const std::string& host, const std::string& hash) {
+// `step` is the Slurm job step ("JOB.STEP") the rank runs in, or "-".
+void CheckIn(const std::string& control, int rank, const std::string& host, const std::string& hash,
+             const std::string& step) {
   const auto colon = control.rfind(':');
   if (control.empty() || colon == std::string::npos) return;
   addrinfo hints{};
@@ -46,7 +48,7 @@ void CheckIn(const std::string& control, int rank, const std::string& host, cons
       socklen_t len = sizeof err;
       if (poll(&p, 1, 3000) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) {
         const std::string line = "checkin " + std::to_string(rank) + " " + std::to_string(getpid()) + " " + host +
-                                 " " + hash + "\n";
+                                 " " + hash + " " + step + "\n";
         sent = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
       }
     }
@@ -75,11 +77,17 @@ int main(int argc, char** argv) {
   if (Status s = CheckIdentity(*table, *id, IsLocalHost, hostname); !s.ok()) return Refuse(id->rank, s.message());
   const RankSlot& slot = table->ranks[id->rank];
   if (Status s = ApplyBinding(slot); !s.ok()) return Refuse(id->rank, s.message());
+  auto cuda_devices = CudaVisibleDevices(slot.gpus, [](const char* n) { return std::getenv(n); });
+  if (!cuda_devices.ok()) return Refuse(id->rank, cuda_devices.status().message());
   for (const auto& [k, v] : RankEnvironment(*table, id->rank)) setenv(k.c_str(), v.c_str(), 1);
+  if (!slot.gpus.empty()) setenv("CUDA_VISIBLE_DEVICES", cuda_devices->c_str(), 1);
   const std::string control = table->control;
   const std::string hash = table->plan_hash;
   unsetenv(kSlotTableEnv);  // large, and the job has no use for it
-  CheckIn(control, id->rank, hostname, hash);
+  const char* slurm_job = std::getenv("SLURM_JOB_ID");
+  const char* slurm_step = std::getenv("SLURM_STEP_ID");
+  CheckIn(control, id->rank, hostname, hash,
+          slurm_job && slurm_step ? std::string(slurm_job) + "." + slurm_step : std::string("-"));
   execvp(argv[first], argv + first);
   const int err = errno;
   std::fprintf(stderr, "gpulaunch-shim: rank %d on %s cannot execute '%s': %s\n", id->rank, hostname.c_str(),

@@ -10,6 +10,7 @@ if [ -z "${GL_SLURM_CLUSTER_CONF:-}" ] || ! ip netns list 2>/dev/null | grep -q 
   echo "slurm cluster: rig not up (netns-up.sh, slurm-cluster-up.sh, GL_SLURM_CLUSTER_CONF); skipped"
   exit 77
 fi
+GL_SLURM_CLUSTER_GPU_XML=${GL_SLURM_CLUSTER_GPU_XML:-$(dirname "$GL_SLURM_CLUSTER_CONF")/gpunode.xml}
 TEMPLATE=$(cd "$(dirname "$0")/../../slurm" && pwd)/gpulaunch.sbatch
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -17,6 +18,14 @@ passed=0; failed=0
 check() { if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); else echo "FAIL - $1 (got '$2', want '$3')"; failed=$((failed + 1)); fi; }
 # Runs a Slurm client on node1.
 on1() { ip netns exec "${NSP}n1" env SLURM_CONF="$GL_SLURM_CLUSTER_CONF" GPULAUNCH="$BIN/gpulaunch" "$@"; }
+
+wait_done() {  # polls scontrol until the job has ended (60 s at most)
+  for _ in $(seq 1 300); do
+    on1 scontrol show job -o "$1" 2>/dev/null | grep -qE 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT)' && return 0
+    sleep 0.2
+  done
+  return 1
+}
 
 # 1. slurmctld runs on the topology.conf that gpulaunch slurm-config wrote.
 topo=$(on1 scontrol show topology 2>&1)
@@ -48,6 +57,20 @@ mismatches=$(awk -v hash="$hash" '
 check "every rank on its planned host and cores, with the plan hash and the allocation's GPUs" "$mismatches" ""
 check "ranks span the 4 nodes" "$(grep -o 'host=node[0-9]' "$WORK/out" | sort -u | wc -l)" 4
 
+# 2b. On a node shared with another job, ranks get only this job's cores and
+#     GPUs (scontrol show job -d). The blocker holds node1's core 0 and GPUs
+#     0-1; HWLOC_XMLFILE lets discovery see the rig's 4 fake GPUs.
+blocker=$(on1 sbatch --parsable -N1 -n1 -w node1 --gres=gpu:2 -o /dev/null --wrap 'sleep 60' 2>/dev/null)
+for _ in $(seq 1 100); do on1 squeue -h -j "$blocker" -o %T 2>/dev/null | grep -q RUNNING && break; sleep 0.1; done
+shared=$(on1 timeout 60 salloc -N2 -n2 -w 'node[1-2]' --gres=gpu:2 \
+  env HWLOC_XMLFILE="$GL_SLURM_CLUSTER_GPU_XML" "$BIN/gpulaunch" "$BIN/env_dump" 2>/dev/null)
+on1 scancel "$blocker"
+wait_done "$blocker"
+check "shared node1: the rank binds to the job's core 1, not the blocker's core 0" \
+  "$(echo "$shared" | grep -c 'host=node1 affinity=1 cpuset=1 ')" 1
+check "shared node1: the rank gets one of the job's GPUs 2-3" "$(echo "$shared" | grep 'host=node1 ' | grep -cE ' cvd=[23] ')" 1
+check "node2 (nothing else there): GPU 0 or 1" "$(echo "$shared" | grep 'host=node2 ' | grep -cE ' cvd=[01] ')" 1
+
 # 3. A real MPI job across the nodes, and a failing rank's exit code.
 on1 timeout 120 sbatch --wait -N4 -n8 -o "$WORK/mpi" "$TEMPLATE" "$BIN/rank_report" > /dev/null 2>&1
 check "MPI allreduce over 4 nodes in one srun step" "$(grep -c 'rank_report: 8 ranks, allreduce ok, 0 problem' "$WORK/mpi")" 1
@@ -61,13 +84,6 @@ nodes=$(cat "$WORK/nodes")
 check "2-node job under one leaf (node[1-2] or node[3-4])" "$([ "$nodes" = "node[1-2]" ] || [ "$nodes" = "node[3-4]" ] && echo yes)" yes
 
 # 5. gpulaunch submit writes and submits the batch script and prints the job id.
-wait_done() {  # polls scontrol until the job has ended (60 s at most)
-  for _ in $(seq 1 300); do
-    on1 scontrol show job -o "$1" 2>/dev/null | grep -qE 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT)' && return 0
-    sleep 0.2
-  done
-  return 1
-}
 id=$(on1 "$BIN/gpulaunch" submit -N 2 -n 4 --output "$WORK/submit.out" -- "$BIN/rank_report" 2>/dev/null)
 check "submit prints the job id" "$(echo "$id" | grep -cE '^[0-9]+$')" 1
 wait_done "$id"
@@ -82,6 +98,18 @@ check "4 ranks waiting for a signal" "$(ls "$WORK/sig" | grep -c ready)" 4
 on1 scancel --batch --signal=USR1 "$id"
 wait_done "$id"
 check "SIGUSR1 sent to the batch job reached every rank" "$(ls "$WORK/sig" | grep -c SIGUSR1)" 4
+
+# 6b. SIGTERM to the batch shell only: srun would end its step with SIGKILL,
+#     so gpulaunch has scancel deliver SIGTERM to every task of the step.
+rm -rf "$WORK/sig"; mkdir -p "$WORK/sig"
+id=$(on1 "$BIN/gpulaunch" submit -N 2 -n 4 --output "$WORK/sigterm.out" -- "$BIN/env_dump" --wait-dir "$WORK/sig" \
+  2>/dev/null)
+for _ in $(seq 1 200); do [ "$(ls "$WORK/sig" | grep -c ready)" = 4 ] && break; sleep 0.1; done
+on1 scancel --batch --signal=TERM "$id"
+wait_done "$id"
+check "SIGTERM sent to the batch job reached every rank" "$(ls "$WORK/sig" | grep -c SIGTERM)" 4
+check "the job's exit code is the ranks' 143" "$(on1 scontrol show job -o "$id" | grep -o 'ExitCode=[0-9]*' | head -1)" \
+  "ExitCode=143"
 
 # 7. The node health check drains a node whose GPUs are missing (the rig's
 #    nodes promise gpu:4 but have only fake device files), and passes a node

@@ -97,6 +97,24 @@ TEST(RankEnvironment, ContractVariables) {
   EXPECT_EQ(cpu_rank.at("NODE_RANK"), "1");
 }
 
+TEST(CudaVisibleDevices, PlanIndicesOutsideSlurm) {
+  EXPECT_EQ(*CudaVisibleDevices({1, 3}, FakeEnv({})), "1,3");
+  // A user's own CUDA_VISIBLE_DEVICES without Slurm's GPU list: the plan's indices.
+  EXPECT_EQ(*CudaVisibleDevices({1}, FakeEnv({{"CUDA_VISIBLE_DEVICES", "2,3"}})), "1");
+}
+
+TEST(CudaVisibleDevices, TranslatedThroughTheSlurmStep) {
+  // Without device cgroups Slurm names the GPUs by index...
+  EXPECT_EQ(*CudaVisibleDevices({3}, FakeEnv({{"SLURM_STEP_GPUS", "2,3"}, {"CUDA_VISIBLE_DEVICES", "2,3"}})), "3");
+  // ...with ConstrainDevices by position among the step's GPUs.
+  EXPECT_EQ(*CudaVisibleDevices({3}, FakeEnv({{"SLURM_STEP_GPUS", "2,3"}, {"CUDA_VISIBLE_DEVICES", "0,1"}})), "1");
+  // The batch step reports SLURM_JOB_GPUS instead.
+  EXPECT_EQ(*CudaVisibleDevices({2, 5}, FakeEnv({{"SLURM_JOB_GPUS", "2,5"}, {"CUDA_VISIBLE_DEVICES", "0,1"}})), "0,1");
+  auto foreign = CudaVisibleDevices({0}, FakeEnv({{"SLURM_STEP_GPUS", "2,3"}, {"CUDA_VISIBLE_DEVICES", "0,1"}}));
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_NE(foreign.status().message().find("GPU 0, but this Slurm step holds GPUs 2,3"), std::string::npos);
+}
+
 TEST(ApplyBinding, BindsAndRefusesCpusThatDoNotExist) {
   cpu_set_t saved;
   sched_getaffinity(0, sizeof saved, &saved);

@@ -12,8 +12,8 @@ LaunchPlan Plan(int ranks, std::vector<std::string> program = {"./job"}) {
   LaunchOptions o;
   o.program = std::move(program);
   o.env = {{"FOO", "bar"}};
-  auto p = PlaceBySlot(SlotJob(ranks, false), {HostResources{"n1", std::nullopt, std::nullopt, testing::SyntheticHost(2, 4, 2, 2, 1)},
-                                        HostResources{"n2", std::nullopt, std::nullopt, testing::SyntheticHost(2, 4, 2, 2, 1)}});
+  auto p = PlaceBySlot(SlotJob(ranks, false), {HostResources{"n1", std::nullopt, std::nullopt, testing::SyntheticHost(2, 4, 2, 2, 1), {}},
+                                        HostResources{"n2", std::nullopt, std::nullopt, testing::SyntheticHost(2, 4, 2, 2, 1), {}}});
   return MakeLaunchPlan(std::move(p).value(), o, false);
 }
 
@@ -66,7 +66,7 @@ TEST(Plan, OversubscribedHostsYieldWhenIdle) {
   EXPECT_EQ(joined(BuildMpirunArgv(Plan(6), s)).find("mpi_yield_when_idle"), std::string::npos);
   LaunchOptions o;
   o.program = {"./job"};
-  auto over = PlaceBySlot(SlotJob(5, true), {HostResources{"n1", 2, std::nullopt, testing::SyntheticHost(1, 2, 1, 0, 0)}});
+  auto over = PlaceBySlot(SlotJob(5, true), {HostResources{"n1", 2, std::nullopt, testing::SyntheticHost(1, 2, 1, 0, 0), {}}});
   ASSERT_TRUE(over.ok());
   const LaunchPlan plan = MakeLaunchPlan(std::move(over).value(), o, true);
   EXPECT_TRUE(HostsOversubscribed(plan.placement));

@@ -8,9 +8,12 @@
 #include <map>
 #include <set>
 
+#include "common/slurm_allocation.h"
 #include "common/synthetic_cluster.h"
 #include "launcher/discovery/hwloc_source.h"
 #include "policies/link_model.h"
+#include "policies/slot_placement.h"
+#include "tests/testing/synthetic_host.h"
 
 namespace gpulaunch {
 namespace {
@@ -281,6 +284,30 @@ TEST(PlacementEngine, EqualsExhaustiveSearchOnSmallRecordedClusters) {
     EXPECT_DOUBLE_EQ(ModelStep(*p, c, r).total_seconds(), BestByEnumeration(c, r))
         << file << " x" << hosts << " " << layout;
   }
+}
+
+TEST(NarrowToSlurmShare, PlacementUsesOnlyTheShare) {
+  const HostTopology host = testing::SyntheticHost(2, 4, 1, 2, 0);
+  // The job holds cores 5-6 and GPUs 2 and 3, all on NUMA node 1.
+  auto n = NarrowToSlurmShare(host, SlurmNodeShare{{5, 6}, std::vector<int>{2, 3}}, true, "node1");
+  ASSERT_TRUE(n.ok());
+  ClusterTopology c;
+  c.hosts.push_back(ClusterHost{"node1", n->topology, true, n->gpu_busy, 2});
+  auto p = Place(SlotJob(2, false), c);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  std::set<int> gpus, cpus;
+  for (const RankSlot& r : p->ranks) {
+    gpus.insert(r.gpus.begin(), r.gpus.end());
+    cpus.insert(r.cpus.begin(), r.cpus.end());
+  }
+  EXPECT_EQ(gpus, (std::set<int>{2, 3}));
+  EXPECT_EQ(cpus, (std::set<int>{5, 6}));
+
+  // The slot filler (used when the engine cannot bind) honours it too.
+  auto by_slot = PlaceBySlot(SlotJob(2, false), {HostResources{"node1", 2, std::nullopt, n->topology, n->gpu_busy}});
+  ASSERT_TRUE(by_slot.ok());
+  EXPECT_EQ(by_slot->ranks[0].gpus, (std::vector<int>{2}));
+  EXPECT_EQ(by_slot->ranks[1].gpus, (std::vector<int>{3}));
 }
 
 }  // namespace

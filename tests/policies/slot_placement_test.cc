@@ -14,7 +14,7 @@ using testing::SyntheticHost;
 
 HostResources Host(const std::string& name, HostTopology t, std::optional<int> slots = std::nullopt,
                    std::optional<int> max_slots = std::nullopt) {
-  return HostResources{name, slots, max_slots, std::move(t)};
+  return HostResources{name, slots, max_slots, std::move(t), {}};
 }
 
 bool Subset(const std::vector<int>& a, const std::vector<int>& b) {
