@@ -2,7 +2,8 @@
 # A real 4-node Slurm cluster on the network-namespace hosts of netns-up.sh
 # (run that first): slurmctld on node1, one slurmd per host, its own munged,
 # fake GPU devices for gres (character devices cloning /dev/null), and a
-# 2-leaf switch tree (leaf0: node[1-2], leaf1: node[3-4]). Daemons start
+# 2-leaf switch tree (leaf0: node[1-2], leaf1: node[3-4]). Jobs in partition
+# "urgent" preempt (cancel) jobs in the default partition "debug". Daemons start
 # under nsenter --net + unshare (ip netns exec would hide the cgroup mount
 # slurmd needs). Pids go to $RIG/pids; rig-down.sh stops them.
 # Writes $RIG/slurmc/slurm.conf and $RIG/slurmc/gpunode.xml. Clients run as:
@@ -55,7 +56,10 @@ GresTypes=gpu
 SlurmdParameters=config_overrides
 TopologyPlugin=topology/tree
 NodeName=node[1-$N] NodeAddr=$NET.[1-$N] $layout RealMemory=4000 Gres=gpu:4 State=UNKNOWN
-PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
+PreemptType=preempt/partition_prio
+PreemptMode=CANCEL
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE PriorityTier=1
+PartitionName=urgent Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=2 PreemptMode=OFF
 CFG
 echo "Name=gpu File=$S/dev/nvidia[0-3]" > "$S/gres.conf"
 # A GPU node for discovery: this machine's real cores plus 4 fake NVIDIA
@@ -98,7 +102,7 @@ for i in $(seq 1 "$N"); do
   echo "pid $(cat "$S/slurmd.node$i.pid")" >> "$RIG/pids"
 done
 for _ in $(seq 1 100); do
-  idle=$(ip netns exec "${NSP}n1" env SLURM_CONF="$S/slurm.conf" sinfo -h -N -o %T 2>/dev/null | grep -c idle || true)
+  idle=$(ip netns exec "${NSP}n1" env SLURM_CONF="$S/slurm.conf" sinfo -h -N -p debug -o %T 2>/dev/null | grep -c idle || true)
   [ "$idle" = "$N" ] && { echo "slurm cluster: $N nodes idle"; exit 0; }
   sleep 0.1
 done

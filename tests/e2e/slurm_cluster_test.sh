@@ -21,7 +21,7 @@ on1() { ip netns exec "${NSP}n1" env SLURM_CONF="$GL_SLURM_CLUSTER_CONF" GPULAUN
 
 wait_done() {  # polls scontrol until the job has ended (60 s at most)
   for _ in $(seq 1 300); do
-    on1 scontrol show job -o "$1" 2>/dev/null | grep -qE 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT)' && return 0
+    on1 scontrol show job -o "$1" 2>/dev/null | grep -qE 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT|PREEMPTED)' && return 0
     sleep 0.2
   done
   return 1
@@ -110,6 +110,16 @@ wait_done "$id"
 check "SIGTERM sent to the batch job reached every rank" "$(ls "$WORK/sig" | grep -c SIGTERM)" 4
 check "the job's exit code is the ranks' 143" "$(on1 scontrol show job -o "$id" | grep -o 'ExitCode=[0-9]*' | head -1)" \
   "ExitCode=143"
+
+# 6c. Preemption: a job in partition "urgent" needs node[1-2] exclusively, so
+#     Slurm cancels the gpulaunch job there; every rank sees SIGTERM first.
+rm -rf "$WORK/sig"; mkdir -p "$WORK/sig"
+id=$(on1 "$BIN/gpulaunch" submit -N 2 -n 4 --output /dev/null -- "$BIN/env_dump" --wait-dir "$WORK/sig" 2>/dev/null)
+for _ in $(seq 1 200); do [ "$(ls "$WORK/sig" | grep -c ready)" = 4 ] && break; sleep 0.1; done
+on1 timeout 60 srun -p urgent --exclusive -N2 -w 'node[1-2]' true > /dev/null 2>&1
+wait_done "$id"
+check "a preempted job: SIGTERM reached every rank" "$(ls "$WORK/sig" | grep -c SIGTERM)" 4
+check "the job ended as preempted" "$(on1 scontrol show job -o "$id" | grep -o 'JobState=[A-Z]*')" "JobState=PREEMPTED"
 
 # 7. The node health check drains a node whose GPUs are missing (the rig's
 #    nodes promise gpu:4 but have only fake device files), and passes a node
