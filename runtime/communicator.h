@@ -34,6 +34,14 @@ class Communicator {
   virtual Status SendRecv(int dst, const void* send, size_t send_bytes, int src, void* recv, size_t recv_bytes,
                           int tag) = 0;
 
+  // Starts a send that never waits for the receiver: `data` must stay valid
+  // and unchanged until FlushSends() returns. Ordered with Send on the same
+  // (peer, tag). Pipelines use it so that two neighbours sending to each
+  // other cannot deadlock.
+  virtual Status PostSend(int dst, int tag, const void* data, size_t bytes) = 0;
+  // Waits until every posted send has completed (its buffer may be reused).
+  virtual Status FlushSends() = 0;
+
   virtual Status Barrier() = 0;
   // Every rank contributes `bytes`; `out` receives size() * bytes in rank order.
   virtual Status Allgather(const void* in, size_t bytes, void* out) = 0;

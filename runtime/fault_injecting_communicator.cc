@@ -34,6 +34,17 @@ Status FaultInjectingCommunicator::Send(int dst, int tag, const void* data, size
   return inner_->Send(dst, tag, payload, bytes);
 }
 
+Status FaultInjectingCommunicator::PostSend(int dst, int tag, const void* data, size_t bytes) {
+  GL_RETURN_IF_ERROR(Tick("send"));
+  GL_ASSIGN_OR_RETURN(const void* payload, PrepareSend(data, bytes));  // a corrupted copy lives in corrupted_
+  return inner_->PostSend(dst, tag, payload, bytes);
+}
+
+Status FaultInjectingCommunicator::FlushSends() {
+  GL_RETURN_IF_ERROR(Tick("flush"));
+  return inner_->FlushSends();
+}
+
 Status FaultInjectingCommunicator::Recv(int src, int tag, void* data, size_t bytes) {
   GL_RETURN_IF_ERROR(Tick("recv"));
   return inner_->Recv(src, tag, data, bytes);

@@ -28,6 +28,8 @@ class FaultInjectingCommunicator : public Communicator {
   Status Recv(int src, int tag, void* data, size_t bytes) override;
   Status SendRecv(int dst, const void* send, size_t send_bytes, int src, void* recv, size_t recv_bytes,
                   int tag) override;
+  Status PostSend(int dst, int tag, const void* data, size_t bytes) override;
+  Status FlushSends() override;
   Status Barrier() override;
   Status Allgather(const void* in, size_t bytes, void* out) override;
   Status Broadcast(void* data, size_t bytes, int root) override;

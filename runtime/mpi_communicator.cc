@@ -31,6 +31,9 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, bool owned, std::string name)
 MpiCommunicator::~MpiCommunicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
+  if (!finalized) {
+    for (MPI_Request& r : posted_) MPI_Request_free(&r);  // an error path left sends unflushed
+  }
   if (owned_ && !finalized) MPI_Comm_free(&comm_);
 }
 
@@ -58,6 +61,26 @@ Status MpiCommunicator::Recv(int src, int tag, void* data, size_t bytes) {
     bytes -= static_cast<size_t>(n);
   } while (bytes > 0);
   return Status::Ok();
+}
+
+Status MpiCommunicator::PostSend(int dst, int tag, const void* data, size_t bytes) {
+  const char* p = static_cast<const char*>(data);
+  do {
+    const int n = Piece(bytes);
+    MPI_Request request;
+    GL_RETURN_IF_ERROR(Check(MPI_Isend(p, n, MPI_BYTE, dst, tag, comm_, &request), "MPI_Isend"));
+    posted_.push_back(request);
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  } while (bytes > 0);
+  return Status::Ok();
+}
+
+Status MpiCommunicator::FlushSends() {
+  if (posted_.empty()) return Status::Ok();
+  const int rc = MPI_Waitall(static_cast<int>(posted_.size()), posted_.data(), MPI_STATUSES_IGNORE);
+  posted_.clear();
+  return Check(rc, "MPI_Waitall");
 }
 
 Status MpiCommunicator::SendRecv(int dst, const void* send, size_t send_bytes, int src, void* recv,

@@ -5,6 +5,8 @@
 
 #include <mpi.h>
 
+#include <vector>
+
 #include "runtime/communicator.h"
 
 namespace gpulaunch::rt {
@@ -23,6 +25,8 @@ class MpiCommunicator : public Communicator {
   Status Recv(int src, int tag, void* data, size_t bytes) override;
   Status SendRecv(int dst, const void* send, size_t send_bytes, int src, void* recv, size_t recv_bytes,
                   int tag) override;
+  Status PostSend(int dst, int tag, const void* data, size_t bytes) override;
+  Status FlushSends() override;
   Status Barrier() override;
   Status Allgather(const void* in, size_t bytes, void* out) override;
   Status Broadcast(void* data, size_t bytes, int root) override;
@@ -34,6 +38,7 @@ class MpiCommunicator : public Communicator {
   std::string name_;
   int rank_ = 0;
   int size_ = 1;
+  std::vector<MPI_Request> posted_;  // PostSend requests not yet flushed
 };
 
 }  // namespace gpulaunch::rt

@@ -29,6 +29,8 @@ class ThreadCommunicator : public Communicator {
   Status Recv(int src, int tag, void* data, size_t bytes) override;
   Status SendRecv(int dst, const void* send, size_t send_bytes, int src, void* recv, size_t recv_bytes,
                   int tag) override;
+  Status PostSend(int dst, int tag, const void* data, size_t bytes) override { return Send(dst, tag, data, bytes); }
+  Status FlushSends() override { return Status::Ok(); }  // sends are copied at once
   Status Barrier() override;
   Status Allgather(const void* in, size_t bytes, void* out) override;
   Status Broadcast(void* data, size_t bytes, int root) override;

@@ -40,6 +40,24 @@ void SendRecvRingAndLargeMessages(Communicator& c) {
   }
 }
 
+// Every rank posts a large send to its successor before receiving from its
+// predecessor: with blocking sends of this size MPI would deadlock.
+void PostedSendsNeverWaitForTheReceiver(Communicator& c) {
+  const int n = c.size(), r = c.rank();
+  std::vector<int> a(size_t{1} << 20), b(16), got_a(a.size()), got_b(b.size());
+  std::iota(a.begin(), a.end(), r);
+  std::iota(b.begin(), b.end(), 1000 * r);
+  ASSERT_TRUE(c.PostSend((r + 1) % n, 21, a.data(), a.size() * sizeof(int)).ok());
+  ASSERT_TRUE(c.PostSend((r + 1) % n, 22, b.data(), b.size() * sizeof(int)).ok());
+  const int prev = (r - 1 + n) % n;
+  ASSERT_TRUE(c.Recv(prev, 22, got_b.data(), got_b.size() * sizeof(int)).ok());
+  ASSERT_TRUE(c.Recv(prev, 21, got_a.data(), got_a.size() * sizeof(int)).ok());
+  ASSERT_TRUE(c.FlushSends().ok());
+  EXPECT_EQ(got_a[12345], 12345 + prev);
+  EXPECT_EQ(got_b[3], 1000 * prev + 3);
+  ASSERT_TRUE(c.FlushSends().ok());  // nothing posted: returns at once
+}
+
 void CollectivesAgree(Communicator& c) {
   const int n = c.size(), r = c.rank();
   ASSERT_TRUE(c.Barrier().ok());
@@ -107,6 +125,7 @@ void RunCommunicatorConformance(Communicator& c) {
   EXPECT_LT(c.rank(), c.size());
   PointToPointKeepsOrderPerTag(c);
   SendRecvRingAndLargeMessages(c);
+  PostedSendsNeverWaitForTheReceiver(c);
   CollectivesAgree(c);
   SplitGroupsByColorOrderedByKey(c);
   WrongSizeIsAnErrorNotACorruption(c);
