@@ -1,0 +1,284 @@
+// transformer_infer: batch inference of a GPT-2-style model, split into
+// pipeline stages, tensor-parallel groups and data-parallel replicas as the
+// layout says; the output file has the same bytes for every layout.
+//
+//   gpulaunch -n 4 ./transformer_infer --parallel hybrid --stages 2
+//       --gpus-per-stage 2 --input tokens.txt --output logits.bin
+//
+// Input: one sequence per line, token ids separated by spaces, each line the
+// model's sequence length (or --batch N sequences generated from --seed).
+// Output: the last position's logits of every sequence, float32
+// little-endian, batch x vocab, written by rank 0 (to a temporary name first,
+// so a failed run leaves no partial file).
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "common/sha256.h"
+#include "common/strings.h"
+#include "examples/transformer/model.h"
+#include "partitioner/stage_split.h"
+#include "runtime/gpurt.h"
+#include "runtime/pipeline_executor.h"
+#include "runtime/process_groups.h"
+
+namespace {
+
+using namespace gpulaunch;
+using namespace gpulaunch::examples;
+
+constexpr int kExitUsage = 2;
+
+const char kUsage[] =
+    "usage: transformer_infer --output PATH [--input PATH | --batch N] [--parallel pipeline|tensor|data|hybrid]\n"
+    "         [--stages N] [--gpus-per-stage K] [--layout tp=..,pp=..,dp=..] [--microbatches M]\n"
+    "         [--model tiny|gpt2-small] [--vocab V] [--hidden H] [--heads A] [--blocks B] [--seq S] [--seed X]\n";
+
+struct Args {
+  std::string input, output, parallel, layout;
+  int batch = 8, stages = 1, gpus_per_stage = 1, microbatches = 2;
+  ModelConfig model;
+};
+
+StatusOr<Args> ParseArgs(int argc, char** argv) {
+  Args a;
+  std::map<std::string, std::string> kv;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") return InvalidArgument(kUsage);
+    if (flag.rfind("--", 0) != 0 || i + 1 >= argc) return InvalidArgument("unexpected '" + flag + "'\n" + kUsage);
+    kv[flag.substr(2)] = argv[++i];
+  }
+  auto take_int = [&](const char* name, int& out) -> Status {
+    auto it = kv.find(name);
+    if (it == kv.end()) return Status::Ok();
+    const auto v = ParseInt(it->second);
+    if (!v || *v < 1 || *v > (1 << 30)) return InvalidArgument(std::string("--") + name + " '" + it->second + "': give a positive integer");
+    out = static_cast<int>(*v);
+    kv.erase(it);
+    return Status::Ok();
+  };
+  if (kv.count("model")) {
+    GL_ASSIGN_OR_RETURN(a.model, ModelPreset(kv["model"]));
+    kv.erase("model");
+  }
+  for (auto [name, field] : std::vector<std::pair<const char*, int*>>{
+           {"batch", &a.batch}, {"stages", &a.stages}, {"gpus-per-stage", &a.gpus_per_stage},
+           {"microbatches", &a.microbatches}, {"vocab", &a.model.vocab}, {"hidden", &a.model.hidden},
+           {"heads", &a.model.heads}, {"blocks", &a.model.blocks}, {"seq", &a.model.seq}}) {
+    GL_RETURN_IF_ERROR(take_int(name, *field));
+  }
+  int seed = 1;
+  GL_RETURN_IF_ERROR(take_int("seed", seed));
+  a.model.seed = static_cast<uint64_t>(seed);
+  for (auto [name, field] : std::vector<std::pair<const char*, std::string*>>{
+           {"input", &a.input}, {"output", &a.output}, {"parallel", &a.parallel}, {"layout", &a.layout}}) {
+    if (kv.count(name)) *field = kv[name], kv.erase(name);
+  }
+  if (!kv.empty()) return InvalidArgument("unknown option --" + kv.begin()->first + "\n" + kUsage);
+  if (a.output.empty()) return InvalidArgument(std::string("--output PATH is required\n") + kUsage);
+  return a;
+}
+
+// The layout text: --layout, else the scheme, else gpulaunch's GPULAUNCH_LAYOUT.
+StatusOr<std::string> LayoutText(const Args& a) {
+  const std::string stages = std::to_string(a.stages), k = std::to_string(a.gpus_per_stage);
+  if (!a.layout.empty()) return a.layout;
+  if (a.parallel == "pipeline") return "pp=" + stages;
+  if (a.parallel == "tensor") return "tp=" + k;
+  if (a.parallel == "hybrid") return "tp=" + k + ",pp=" + stages;
+  if (a.parallel == "data") return std::string("tp=1");
+  if (!a.parallel.empty()) return InvalidArgument("--parallel '" + a.parallel + "': use pipeline, tensor, data or hybrid");
+  const char* env = std::getenv("GPULAUNCH_LAYOUT");
+  return std::string(env && *env ? env : "tp=1");
+}
+
+StatusOr<std::vector<int32_t>> LoadTokens(const Args& a) {
+  std::vector<int32_t> tokens;
+  if (a.input.empty()) {  // --batch sequences from the seed
+    uint64_t x = a.model.seed * 0x9e3779b97f4a7c15ULL + 12345;
+    for (int i = 0; i < a.batch * a.model.seq; ++i) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      tokens.push_back(static_cast<int32_t>((x >> 33) % static_cast<uint64_t>(a.model.vocab)));
+    }
+    return tokens;
+  }
+  GL_ASSIGN_OR_RETURN(std::string text, ReadTextFile(a.input, "input file"));
+  int line_no = 0;
+  for (const std::string& line : Split(text, '\n')) {
+    ++line_no;
+    if (Trim(line).empty()) continue;
+    std::istringstream words(line);
+    int count = 0;
+    for (std::string w; words >> w; ++count) {
+      const auto v = ParseInt(w);
+      if (!v || *v < 0 || *v >= a.model.vocab) {
+        return InvalidArgument(a.input + ":" + std::to_string(line_no) + ": token '" + w +
+                               "' is not an integer in [0, " + std::to_string(a.model.vocab) + ")");
+      }
+      tokens.push_back(static_cast<int32_t>(*v));
+    }
+    if (count != a.model.seq) {
+      return InvalidArgument(a.input + ":" + std::to_string(line_no) + ": " + std::to_string(count) +
+                             " tokens, but the model's sequence length is " + std::to_string(a.model.seq) +
+                             " (--seq)");
+    }
+  }
+  if (tokens.empty()) return InvalidArgument(a.input + ": no sequences");
+  return tokens;
+}
+
+// The pipeline stages of one (tp, dp) position: layers [first[s], first[s+1]).
+class Stages : public rt::PipelineStages {
+ public:
+  Stages(TransformerLayers& layers, std::vector<int> first, const std::vector<int32_t>& tokens, int seqs_per_mb,
+         const ModelConfig& c)
+      : layers_(layers), first_(std::move(first)), tokens_(tokens), spm_(seqs_per_mb), c_(c) {}
+  size_t ActivationFloats(int) const override { return static_cast<size_t>(spm_) * c_.seq * c_.hidden; }
+  StatusOr<std::vector<float>> Forward(int mb, int stage, const std::vector<float>& input) override {
+    std::vector<float> h = input;
+    for (int l = first_[stage]; l < first_[stage + 1]; ++l) {
+      if (l == 0) {
+        const auto begin = tokens_.begin() + static_cast<long>(mb) * spm_ * c_.seq;
+        GL_ASSIGN_OR_RETURN(h, layers_.Embed(std::vector<int32_t>(begin, begin + spm_ * c_.seq), spm_));
+      } else if (l == layers_.layers() - 1) {
+        logits_[mb] = layers_.Head(h, spm_);
+      } else {
+        GL_RETURN_IF_ERROR(layers_.Block(l, h, spm_));
+      }
+    }
+    return h;
+  }
+  std::map<int, std::vector<float>> logits_;
+
+ private:
+  TransformerLayers& layers_;
+  std::vector<int> first_;
+  const std::vector<int32_t>& tokens_;
+  int spm_;
+  ModelConfig c_;
+};
+
+std::string RangesText(const std::vector<int>& first) {
+  std::string s;
+  for (size_t i = 0; i + 1 < first.size(); ++i) s += (i ? " " : "") + ("[" + std::to_string(first[i]) + "," + std::to_string(first[i + 1]) + ")");
+  return s;
+}
+
+int Run(int argc, char** argv) {
+  auto rt = rt::Init(&argc, &argv);
+  if (!rt.ok()) {
+    std::cerr << "transformer_infer: " << rt.status().message() << "\n";
+    return 1;
+  }
+  rt::Communicator& world = (*rt)->world();
+  const bool root = world.rank() == 0;
+  auto usage = [&](const Status& s) {
+    if (root) std::cerr << "transformer_infer: " << s.message() << "\n";
+    return kExitUsage;
+  };
+  auto args = ParseArgs(argc, argv);
+  if (!args.ok()) return usage(args.status());
+  auto layout_text = LayoutText(*args);
+  if (!layout_text.ok()) return usage(layout_text.status());
+  auto layout = rt::ParseLayout(*layout_text, world.size());
+  if (!layout.ok()) return usage(layout.status());
+  const int tp = layout->extent[rt::kTp], pp = layout->extent[rt::kPp], dp = layout->extent[rt::kDp];
+  if (Status s = ValidateModel(args->model, tp); !s.ok()) return usage(s);
+  auto tokens = LoadTokens(*args);
+  if (!tokens.ok()) return usage(tokens.status());
+  const int batch = static_cast<int>(tokens->size()) / args->model.seq;
+  const int m = args->microbatches;
+  if (batch % (dp * m) != 0) {
+    return usage(InvalidArgument(std::to_string(batch) + " sequences do not split into dp=" + std::to_string(dp) +
+                                 " replicas x " + std::to_string(m) + " micro-batches; use a batch that is a multiple "
+                                 "of " + std::to_string(dp * m) + " or change --microbatches"));
+  }
+  const int seqs_per_mb = batch / (dp * m);
+  SplitOptions split_options;
+  split_options.stages = pp;
+  split_options.training = false;
+  auto split = SplitBalanced(ModelTaskGraph(args->model, seqs_per_mb), split_options);
+  if (!split.ok()) return usage(split.status());
+
+  auto groups = rt::CreateGroups(world, *layout, (*rt)->hosts());
+  if (!groups.ok()) {
+    std::cerr << "transformer_infer: " << groups.status().message() << "\n";
+    return 1;
+  }
+  auto& tp_comm = *groups->group[rt::kTp];
+  auto& pp_comm = *groups->group[rt::kPp];
+  const auto coords = layout->CoordsOf(world.rank());
+  auto reducer = rt::DeterministicReducer::Create(tp_comm, {args->model.heads, rt::ElementType::kFloat32});
+  if (!reducer.ok()) {
+    std::cerr << "transformer_infer: " << reducer.status().message() << "\n";
+    return 1;
+  }
+  // This replica's sequences.
+  const size_t per_replica = static_cast<size_t>(batch / dp) * args->model.seq;
+  const std::vector<int32_t> mine(tokens->begin() + static_cast<long>(coords[rt::kDp] * per_replica),
+                                  tokens->begin() + static_cast<long>((coords[rt::kDp] + 1) * per_replica));
+  TransformerLayers layers(args->model, tp_comm, *reducer);
+  Stages stages(layers, split->first_layer, mine, seqs_per_mb, args->model);
+  auto schedule = rt::MakeGPipe(pp, m, false);
+  if (!schedule.ok()) return usage(schedule.status());
+  const auto start = std::chrono::steady_clock::now();
+  rt::PipelineRunOptions run_options;
+  run_options.stall_report_ms = 30000;
+  if (Status s = rt::RunPipeline(*schedule, pp_comm, stages, run_options); !s.ok()) {
+    std::cerr << "transformer_infer: rank " << world.rank() << ": " << s.message() << "\n";
+    return 1;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  // Rank 0 collects each replica's logits from its last stage's tp rank 0.
+  const size_t replica_floats = static_cast<size_t>(batch / dp) * args->model.vocab;
+  std::vector<float> replica;
+  const bool owner = coords[rt::kPp] == pp - 1 && coords[rt::kTp] == 0;
+  if (owner) {
+    for (auto& [mb, logits] : stages.logits_) replica.insert(replica.end(), logits.begin(), logits.end());
+    if (!root) (void)world.Send(0, 7000, replica.data(), replica.size() * sizeof(float));
+  }
+  if (!root) return 0;
+  std::vector<float> all(static_cast<size_t>(batch) * args->model.vocab);
+  for (int d = 0; d < dp; ++d) {
+    const int from = layout->RankOf({0, pp - 1, d});
+    float* dst = all.data() + d * replica_floats;
+    if (from == 0) {
+      std::memcpy(dst, replica.data(), replica_floats * sizeof(float));
+    } else if (Status s = world.Recv(from, 7000, dst, replica_floats * sizeof(float)); !s.ok()) {
+      std::cerr << "transformer_infer: " << s.message() << "\n";
+      return 1;
+    }
+  }
+  const std::string bytes(reinterpret_cast<const char*>(all.data()), all.size() * sizeof(float));
+  const std::string tmp = args->output + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out.flush()) {
+      std::remove(tmp.c_str());
+      std::cerr << "transformer_infer: cannot write " << args->output << "\n";
+      return 1;
+    }
+  }
+  std::filesystem::rename(tmp, args->output);
+  std::printf("transformer_infer: %d sequences x %d tokens, layout %s, stages %s, %d micro-batches; %.3f s, %.1f "
+              "tokens/s; wrote %s (%zu bytes) sha256 %s\n",
+              batch, args->model.seq, layout->ToString().c_str(), RangesText(split->first_layer).c_str(), m, seconds,
+              batch * args->model.seq / seconds, args->output.c_str(), bytes.size(), Sha256Hex(bytes).c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return Run(argc, argv); }

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The transformer inference example under gpulaunch (real mpirun ranks): the
+# output file is byte-identical for one process and for pipeline, tensor,
+# data and hybrid layouts; bad input exits 2 and leaves no output behind.
+# Usage: BIN_DIR
+set -uo pipefail
+BIN=$(cd "${1:?usage: transformer_infer_test.sh BIN_DIR}" && pwd)
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+passed=0; failed=0
+check() { if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); else echo "FAIL - $1 (got '$2', want '$3')"; failed=$((failed + 1)); fi; }
+# 8 sequences of 16 tokens from a file (one per line).
+for s in $(seq 1 8); do seq $((s * 7)) $((s * 7 + 15)) | tr '\n' ' '; echo; done > "$WORK/tokens.txt"
+infer() {  # N OUTPUT ARGS...: gpulaunch -n N transformer_infer on the token file
+  local n=$1 out=$2; shift 2
+  timeout 120 "$BIN/gpulaunch" -n "$n" --oversubscribe "$BIN/transformer_infer" --input "$WORK/tokens.txt" \
+    --output "$out" --microbatches 2 "$@"
+}
+infer 1 "$WORK/one.bin" > "$WORK/one.log" 2>&1
+check "one process: exit 0" "$?" 0
+check "one process: 8 x 257 float32 logits" "$(stat -c %s "$WORK/one.bin" 2>/dev/null)" 8224
+for case in "2 --parallel pipeline --stages 2" "4 --parallel pipeline --stages 4" "2 --parallel tensor --gpus-per-stage 2" \
+            "4 --parallel tensor --gpus-per-stage 4" "2 --parallel data" "4 --parallel hybrid --stages 2 --gpus-per-stage 2" \
+            "4 --layout tp=2,pp=2,order=pp-tp-dp" "4 --layout dp=2,pp=2"; do
+  read -r n args <<< "$case"
+  # shellcheck disable=SC2086
+  infer "$n" "$WORK/out.bin" $args > "$WORK/run-$n-${args// /_}.log" 2>&1
+  check "-n $n $args: same bytes as one process" "$(cmp -s "$WORK/one.bin" "$WORK/out.bin" && echo same)" same
+  rm -f "$WORK/out.bin"
+done
+# Embedding and head are cheaper than a block here, so the ends take more layers.
+check "4 pipeline stages from the balanced splitter" \
+  "$(grep -c 'stages \[0,3) \[3,5) \[5,7) \[7,10)' "$WORK/run-4---parallel_pipeline_--stages_4.log")" 1
+
+# Bad input: a short line, a tp that does not divide the heads. Exit 2, no file.
+printf '1 2 3\n' > "$WORK/short.txt"
+timeout 60 "$BIN/gpulaunch" -n 1 "$BIN/transformer_infer" --input "$WORK/short.txt" --output "$WORK/bad.bin" \
+  > "$WORK/bad.log" 2>&1
+check "a short input line: exit 2" "$?" 2
+check "... naming file:line and the fix" "$(grep -c 'short.txt:1: 3 tokens, but the model.s sequence length is 16 (--seq)' "$WORK/bad.log")" 1
+infer 3 "$WORK/bad.bin" --parallel tensor --gpus-per-stage 3 > "$WORK/bad.log" 2>&1
+check "tp=3 with 4 heads: exit 2" "$?" 2
+check "... saying tp must divide the heads" "$(grep -c 'tp=3 does not divide 4 heads' "$WORK/bad.log")" 1
+check "no output file left behind" "$(ls "$WORK" | grep -c bad.bin)" 0
+echo "transformer_infer: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
