@@ -26,6 +26,7 @@
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "examples/transformer/model.h"
+#include "examples/transformer/options.h"
 #include "partitioner/stage_split.h"
 #include "runtime/gpurt.h"
 #include "runtime/pipeline_executor.h"
@@ -43,64 +44,7 @@ const char kUsage[] =
     "         [--stages N] [--gpus-per-stage K] [--layout tp=..,pp=..,dp=..] [--microbatches M]\n"
     "         [--model tiny|gpt2-small] [--vocab V] [--hidden H] [--heads A] [--blocks B] [--seq S] [--seed X]\n";
 
-struct Args {
-  std::string input, output, parallel, layout;
-  int batch = 8, stages = 1, gpus_per_stage = 1, microbatches = 2;
-  ModelConfig model;
-};
-
-StatusOr<Args> ParseArgs(int argc, char** argv) {
-  Args a;
-  std::map<std::string, std::string> kv;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") return InvalidArgument(kUsage);
-    if (flag.rfind("--", 0) != 0 || i + 1 >= argc) return InvalidArgument("unexpected '" + flag + "'\n" + kUsage);
-    kv[flag.substr(2)] = argv[++i];
-  }
-  auto take_int = [&](const char* name, int& out) -> Status {
-    auto it = kv.find(name);
-    if (it == kv.end()) return Status::Ok();
-    const auto v = ParseInt(it->second);
-    if (!v || *v < 1 || *v > (1 << 30)) return InvalidArgument(std::string("--") + name + " '" + it->second + "': give a positive integer");
-    out = static_cast<int>(*v);
-    kv.erase(it);
-    return Status::Ok();
-  };
-  if (kv.count("model")) {
-    GL_ASSIGN_OR_RETURN(a.model, ModelPreset(kv["model"]));
-    kv.erase("model");
-  }
-  for (auto [name, field] : std::vector<std::pair<const char*, int*>>{
-           {"batch", &a.batch}, {"stages", &a.stages}, {"gpus-per-stage", &a.gpus_per_stage},
-           {"microbatches", &a.microbatches}, {"vocab", &a.model.vocab}, {"hidden", &a.model.hidden},
-           {"heads", &a.model.heads}, {"blocks", &a.model.blocks}, {"seq", &a.model.seq}}) {
-    GL_RETURN_IF_ERROR(take_int(name, *field));
-  }
-  int seed = 1;
-  GL_RETURN_IF_ERROR(take_int("seed", seed));
-  a.model.seed = static_cast<uint64_t>(seed);
-  for (auto [name, field] : std::vector<std::pair<const char*, std::string*>>{
-           {"input", &a.input}, {"output", &a.output}, {"parallel", &a.parallel}, {"layout", &a.layout}}) {
-    if (kv.count(name)) *field = kv[name], kv.erase(name);
-  }
-  if (!kv.empty()) return InvalidArgument("unknown option --" + kv.begin()->first + "\n" + kUsage);
-  if (a.output.empty()) return InvalidArgument(std::string("--output PATH is required\n") + kUsage);
-  return a;
-}
-
-// The layout text: --layout, else the scheme, else gpulaunch's GPULAUNCH_LAYOUT.
-StatusOr<std::string> LayoutText(const Args& a) {
-  const std::string stages = std::to_string(a.stages), k = std::to_string(a.gpus_per_stage);
-  if (!a.layout.empty()) return a.layout;
-  if (a.parallel == "pipeline") return "pp=" + stages;
-  if (a.parallel == "tensor") return "tp=" + k;
-  if (a.parallel == "hybrid") return "tp=" + k + ",pp=" + stages;
-  if (a.parallel == "data") return std::string("tp=1");
-  if (!a.parallel.empty()) return InvalidArgument("--parallel '" + a.parallel + "': use pipeline, tensor, data or hybrid");
-  const char* env = std::getenv("GPULAUNCH_LAYOUT");
-  return std::string(env && *env ? env : "tp=1");
-}
+using Args = JobOptions;
 
 StatusOr<std::vector<int32_t>> LoadTokens(const Args& a) {
   std::vector<int32_t> tokens;
@@ -146,16 +90,11 @@ class Stages : public rt::PipelineStages {
   size_t ActivationFloats(int) const override { return static_cast<size_t>(spm_) * c_.seq * c_.hidden; }
   StatusOr<std::vector<float>> Forward(int mb, int stage, const std::vector<float>& input) override {
     std::vector<float> h = input;
+    const int32_t* tokens = tokens_.data() + static_cast<size_t>(mb) * spm_ * c_.seq;
     for (int l = first_[stage]; l < first_[stage + 1]; ++l) {
-      if (l == 0) {
-        const auto begin = tokens_.begin() + static_cast<long>(mb) * spm_ * c_.seq;
-        GL_ASSIGN_OR_RETURN(h, layers_.Embed(std::vector<int32_t>(begin, begin + spm_ * c_.seq), spm_));
-      } else if (l == layers_.layers() - 1) {
-        logits_[mb] = layers_.Head(h, spm_);
-      } else {
-        GL_RETURN_IF_ERROR(layers_.Block(l, h, spm_));
-      }
+      GL_RETURN_IF_ERROR(layers_.Forward(l, mb, spm_, tokens, nullptr, h, false, &logits_[mb], nullptr));
     }
+    if (first_[stage + 1] != layers_.layers()) logits_.erase(mb);
     return h;
   }
   std::map<int, std::vector<float>> logits_;
@@ -186,7 +125,7 @@ int Run(int argc, char** argv) {
     if (root) std::cerr << "transformer_infer: " << s.message() << "\n";
     return kExitUsage;
   };
-  auto args = ParseArgs(argc, argv);
+  auto args = ParseJobOptions(argc, argv, false, kUsage);
   if (!args.ok()) return usage(args.status());
   auto layout_text = LayoutText(*args);
   if (!layout_text.ok()) return usage(layout_text.status());
@@ -197,13 +136,15 @@ int Run(int argc, char** argv) {
   auto tokens = LoadTokens(*args);
   if (!tokens.ok()) return usage(tokens.status());
   const int batch = static_cast<int>(tokens->size()) / args->model.seq;
-  const int m = args->microbatches;
-  if (batch % (dp * m) != 0) {
-    return usage(InvalidArgument(std::to_string(batch) + " sequences do not split into dp=" + std::to_string(dp) +
-                                 " replicas x " + std::to_string(m) + " micro-batches; use a batch that is a multiple "
-                                 "of " + std::to_string(dp * m) + " or change --microbatches"));
+  // --microbatches cuts the whole batch; each dp replica runs M / dp of them.
+  const int global_mbs = args->microbatches;
+  if (batch % global_mbs != 0 || global_mbs % dp != 0) {
+    return usage(InvalidArgument(std::to_string(batch) + " sequences in --microbatches " + std::to_string(global_mbs) +
+                                 " over dp=" + std::to_string(dp) + ": the micro-batches must divide the batch and be "
+                                 "a multiple of dp"));
   }
-  const int seqs_per_mb = batch / (dp * m);
+  const int m = global_mbs / dp;
+  const int seqs_per_mb = batch / global_mbs;
   SplitOptions split_options;
   split_options.stages = pp;
   split_options.training = false;

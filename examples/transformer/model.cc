@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "runtime/leaf_sum.h"
 #include "runtime/tensor_parallel.h"
 
 namespace gpulaunch::examples {
@@ -15,44 +16,93 @@ uint64_t SplitMix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// Parameter `index` of tensor `tensor`: uniform in [-scale, scale).
+// Initial value of element `index` of tensor `tensor`: uniform in [-scale, scale).
 float Param(uint64_t seed, uint64_t tensor, uint64_t index, float scale) {
   const uint64_t bits = SplitMix(SplitMix(SplitMix(seed) ^ tensor) ^ index);
   return scale * (static_cast<float>(bits >> 40) / static_cast<float>(1ULL << 23) - 1.0f);
 }
 
-// Rows [0, rows) and columns [first, first + count) of a rows x cols tensor.
-std::vector<float> Shard(uint64_t seed, uint64_t tensor, size_t rows, size_t cols, size_t row_first, size_t row_count,
-                         size_t first, size_t count, float scale) {
-  std::vector<float> out(row_count * count);
-  for (size_t r = 0; r < row_count; ++r) {
-    for (size_t c = 0; c < count; ++c) out[r * count + c] = Param(seed, tensor, (row_first + r) * cols + first + c, scale);
-  }
-  (void)rows;
-  return out;
-}
-
-// Pre-norm layer norm of each row (gain 1, bias 0), sums in ascending order.
-std::vector<float> LayerNorm(const std::vector<float>& h, size_t width) {
-  std::vector<float> out(h.size());
-  for (size_t row = 0; row < h.size() / width; ++row) {
-    const float* x = &h[row * width];
+// Row-wise layer norm without gain and bias; sums in ascending order.
+std::vector<float> LayerNorm(const std::vector<float>& x, size_t width) {
+  std::vector<float> y(x.size());
+  for (size_t row = 0; row < x.size() / width; ++row) {
+    const float* in = &x[row * width];
     float mean = 0, var = 0;
-    for (size_t i = 0; i < width; ++i) mean += x[i];
+    for (size_t i = 0; i < width; ++i) mean += in[i];
     mean /= static_cast<float>(width);
-    for (size_t i = 0; i < width; ++i) var += (x[i] - mean) * (x[i] - mean);
+    for (size_t i = 0; i < width; ++i) var += (in[i] - mean) * (in[i] - mean);
     var /= static_cast<float>(width);
     const float inv = 1.0f / std::sqrt(var + 1e-5f);
-    for (size_t i = 0; i < width; ++i) out[row * width + i] = (x[i] - mean) * inv;
+    for (size_t i = 0; i < width; ++i) y[row * width + i] = (in[i] - mean) * inv;
   }
-  return out;
+  return y;
+}
+
+// dx of LayerNorm at input x, given dy: inv * (dy - mean(dy) - y mean(dy y)).
+std::vector<float> LayerNormBackward(const std::vector<float>& x, const std::vector<float>& dy, size_t width) {
+  const std::vector<float> y = LayerNorm(x, width);
+  std::vector<float> dx(x.size());
+  for (size_t row = 0; row < x.size() / width; ++row) {
+    const float* in = &x[row * width];
+    float mean = 0, var = 0;
+    for (size_t i = 0; i < width; ++i) mean += in[i];
+    mean /= static_cast<float>(width);
+    for (size_t i = 0; i < width; ++i) var += (in[i] - mean) * (in[i] - mean);
+    var /= static_cast<float>(width);
+    const float inv = 1.0f / std::sqrt(var + 1e-5f);
+    float mdy = 0, mdyy = 0;
+    for (size_t i = 0; i < width; ++i) {
+      mdy += dy[row * width + i];
+      mdyy += dy[row * width + i] * y[row * width + i];
+    }
+    mdy /= static_cast<float>(width);
+    mdyy /= static_cast<float>(width);
+    for (size_t i = 0; i < width; ++i) {
+      dx[row * width + i] = inv * (dy[row * width + i] - mdy - y[row * width + i] * mdyy);
+    }
+  }
+  return dx;
+}
+
+constexpr float kGeluC = 0.7978845608f;
+float Gelu(float x) { return 0.5f * x * (1.0f + std::tanh(kGeluC * (x + 0.044715f * x * x * x))); }
+float GeluGrad(float x) {
+  const float t = std::tanh(kGeluC * (x + 0.044715f * x * x * x));
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
 void AddBias(std::vector<float>& y, const std::vector<float>& b) {
   for (size_t i = 0; i < y.size(); ++i) y[i] += b[i % b.size()];
 }
 
-float Gelu(float x) { return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x))); }
+// out (k x n) = a^T b for a (t x k), b (t x n): sums over t in order.
+void MatMulTN(const float* a, size_t t, size_t k, const float* b, size_t n, float* out) {
+  std::memset(out, 0, k * n * sizeof(float));
+  for (size_t r = 0; r < t; ++r) {
+    for (size_t i = 0; i < k; ++i) {
+      const float x = a[r * k + i];
+      for (size_t j = 0; j < n; ++j) out[i * n + j] += x * b[r * n + j];
+    }
+  }
+}
+
+// out (t x k) = a b^T for a (t x n), b (k x n): sums over n in order.
+void MatMulNT(const float* a, size_t t, size_t n, const float* b, size_t k, float* out) {
+  for (size_t r = 0; r < t; ++r) {
+    for (size_t i = 0; i < k; ++i) {
+      float sum = 0;
+      for (size_t j = 0; j < n; ++j) sum += a[r * n + j] * b[i * n + j];
+      out[r * k + i] = sum;
+    }
+  }
+}
+
+// Column sums of a (t x n), over t in order.
+void ColumnSums(const std::vector<float>& a, size_t n, std::vector<float>& out) {
+  out.assign(n, 0.0f);
+  for (size_t r = 0; r < a.size() / n; ++r)
+    for (size_t j = 0; j < n; ++j) out[j] += a[r * n + j];
+}
 
 }  // namespace
 
@@ -91,71 +141,132 @@ TaskGraph ModelTaskGraph(const ModelConfig& c, int seqs) {
 TransformerLayers::TransformerLayers(const ModelConfig& config, rt::Communicator& tp, rt::DeterministicReducer& reducer)
     : config_(config), tp_(&tp), reducer_(&reducer) {}
 
-const std::vector<float>& TransformerLayers::Wte() {
-  if (wte_.empty()) {
-    const size_t h = config_.hidden, v = config_.vocab;
-    wte_ = Shard(config_.seed, 1, v, h, 0, v, 0, h, 0.5f);
-  }
-  return wte_;
-}
-
-const TransformerLayers::BlockWeights& TransformerLayers::WeightsOf(int block) {
-  auto it = blocks_.find(block);
-  if (it != blocks_.end()) return it->second;
+ParamShard& TransformerLayers::P(uint64_t id) {
+  auto it = params_.find(id);
+  if (it != params_.end()) return it->second;
   const size_t h = config_.hidden, t = tp_->size(), r = tp_->rank();
-  const size_t cols = h / t, ff = 4 * h / t;  // this rank's attention columns and MLP columns
-  const uint64_t id = 1000 * static_cast<uint64_t>(block + 1), seed = config_.seed;
+  const size_t cols = h / t, ff = 4 * h / t;
   const float w = 1.0f / std::sqrt(static_cast<float>(h)), out = w / std::sqrt(2.0f * config_.blocks);
-  BlockWeights b;
-  b.wq = Shard(seed, id + 1, h, h, 0, h, r * cols, cols, w);
-  b.wk = Shard(seed, id + 2, h, h, 0, h, r * cols, cols, w);
-  b.wv = Shard(seed, id + 3, h, h, 0, h, r * cols, cols, w);
-  b.bq = Shard(seed, id + 4, 1, h, 0, 1, r * cols, cols, 0.1f);
-  b.bk = Shard(seed, id + 5, 1, h, 0, 1, r * cols, cols, 0.1f);
-  b.bv = Shard(seed, id + 6, 1, h, 0, 1, r * cols, cols, 0.1f);
-  b.wo = Shard(seed, id + 7, h, h, r * cols, cols, 0, h, out);
-  b.bo = Shard(seed, id + 8, 1, h, 0, 1, 0, h, 0.1f);
-  b.w1 = Shard(seed, id + 9, h, 4 * h, 0, h, r * ff, ff, w);
-  b.b1 = Shard(seed, id + 10, 1, 4 * h, 0, 1, r * ff, ff, 0.1f);
-  b.w2 = Shard(seed, id + 11, 4 * h, h, r * ff, ff, 0, h, out / 2);
-  b.b2 = Shard(seed, id + 12, 1, h, 0, 1, 0, h, 0.1f);
-  return blocks_.emplace(block, std::move(b)).first->second;
+  ParamShard s;
+  s.id = id;
+  float scale = 0.1f;
+  auto full = [&](size_t rows, size_t cs) { s.rows = s.row_count = rows, s.cols = s.col_count = cs; };
+  if (id == 1) full(config_.vocab, h), scale = 0.5f;
+  else if (id == 2) full(config_.seq, h);
+  else if (id == 3) full(config_.vocab, h), scale = w;
+  else {
+    switch (id % 1000) {
+      case 1: case 2: case 3: full(h, h), s.col_first = r * cols, s.col_count = cols, scale = w; break;
+      case 4: case 5: case 6: full(1, h), s.col_first = r * cols, s.col_count = cols; break;
+      case 7: full(h, h), s.row_first = r * cols, s.row_count = cols, scale = out; break;
+      case 8: case 12: full(1, h); break;
+      case 9: full(h, 4 * h), s.col_first = r * ff, s.col_count = ff, scale = w; break;
+      case 10: full(1, 4 * h), s.col_first = r * ff, s.col_count = ff; break;
+      default: full(4 * h, h), s.row_first = r * ff, s.row_count = ff, scale = out / 2; break;  // 11
+    }
+  }
+  s.value.resize(s.row_count * s.col_count);
+  for (size_t i = 0; i < s.row_count; ++i)
+    for (size_t j = 0; j < s.col_count; ++j)
+      s.value[i * s.col_count + j] = Param(config_.seed, id, (s.row_first + i) * s.cols + s.col_first + j, scale);
+  s.grad.assign(s.value.size(), 0.0f);
+  return params_.emplace(id, std::move(s)).first->second;
 }
 
-StatusOr<std::vector<float>> TransformerLayers::Embed(const std::vector<int32_t>& tokens, int seqs) {
-  const size_t h = config_.hidden, seq = config_.seq;
-  if (tokens.size() != static_cast<size_t>(seqs) * seq) return InvalidArgument("Embed: token count mismatch");
-  const std::vector<float>& wte = Wte();
-  std::vector<float> out(tokens.size() * h);
-  for (size_t t = 0; t < tokens.size(); ++t) {
-    const size_t pos = t % seq;
-    for (size_t i = 0; i < h; ++i) {
-      out[t * h + i] = wte[static_cast<size_t>(tokens[t]) * h + i] + Param(config_.seed, 2, pos * h + i, 0.1f);
+std::vector<ParamShard*> TransformerLayers::Params(int first, int end) {
+  std::vector<ParamShard*> out;
+  for (int l = first; l < end; ++l) {
+    if (l == 0) {
+      out.push_back(&P(1));
+      out.push_back(&P(2));
+    } else if (l == layers() - 1) {
+      out.push_back(&P(3));
+    } else {
+      const uint64_t base = 1000 * static_cast<uint64_t>((l - 1) / 2 + 1);
+      const bool attention = (l - 1) % 2 == 0;
+      for (uint64_t j = attention ? 1 : 9; j <= (attention ? 8u : 12u); ++j) out.push_back(&P(base + j));
     }
   }
   return out;
 }
 
-Status TransformerLayers::Block(int layer, std::vector<float>& h, int seqs) {
-  const int block = (layer - 1) / 2;
-  const BlockWeights& w = WeightsOf(block);
-  return (layer - 1) % 2 == 0 ? Attention(w, h, seqs) : Mlp(w, h, seqs);
+Status TransformerLayers::Forward(int layer, int mb, int seqs, const int32_t* tokens, const int32_t* targets,
+                                  std::vector<float>& h, bool save, std::vector<float>* logits, double* loss) {
+  const size_t hid = config_.hidden, seq = config_.seq, vocab = config_.vocab, n = static_cast<size_t>(seqs) * seq;
+  if (layer == 0) {
+    const std::vector<float>& wte = P(1).value;
+    const std::vector<float>& wpe = P(2).value;
+    h.assign(n * hid, 0.0f);
+    for (size_t t = 0; t < n; ++t) {
+      if (tokens[t] < 0 || static_cast<size_t>(tokens[t]) >= vocab) return InvalidArgument("token out of range");
+      for (size_t i = 0; i < hid; ++i) h[t * hid + i] = wte[static_cast<size_t>(tokens[t]) * hid + i] + wpe[(t % seq) * hid + i];
+    }
+    if (save) tokens_[mb].assign(tokens, tokens + n);
+    return Status::Ok();
+  }
+  if (layer < layers() - 1) {
+    Saved* s = save ? &saved_[{mb, layer}] : nullptr;
+    const int block = (layer - 1) / 2;
+    return (layer - 1) % 2 == 0 ? Attention(block, seqs, h, s) : Mlp(block, seqs, h, s);
+  }
+  // The head: every position when training, the last one for inference.
+  const std::vector<float>& head = P(3).value;
+  std::vector<float> x;
+  if (targets) {
+    x = h;
+  } else {
+    x.resize(static_cast<size_t>(seqs) * hid);
+    for (size_t s = 0; s < static_cast<size_t>(seqs); ++s) {
+      std::memcpy(&x[s * hid], &h[(s * seq + seq - 1) * hid], hid * sizeof(float));
+    }
+  }
+  const size_t rows = x.size() / hid;
+  const std::vector<float> xn = LayerNorm(x, hid);
+  std::vector<float> out(rows * vocab);
+  MatMulNT(xn.data(), rows, hid, head.data(), vocab, out.data());
+  if (!targets) {
+    if (logits) *logits = std::move(out);
+    return Status::Ok();
+  }
+  // Softmax cross entropy per token; probabilities kept for the backward.
+  double sum_loss = 0;
+  for (size_t t = 0; t < rows; ++t) {
+    float* l = &out[t * vocab];
+    float max = l[0];
+    for (size_t v = 1; v < vocab; ++v) max = std::max(max, l[v]);
+    float sum = 0;
+    for (size_t v = 0; v < vocab; ++v) sum += std::exp(l[v] - max);
+    const float lse = max + std::log(sum);
+    sum_loss += static_cast<double>(lse - l[targets[t]]);
+    for (size_t v = 0; v < vocab; ++v) l[v] = std::exp(l[v] - lse);
+  }
+  if (loss) *loss = sum_loss;
+  if (save) {
+    Saved& s = saved_[{mb, layer}];
+    s.x = std::move(x);
+    s.p = std::move(out);
+    targets_[mb].assign(targets, targets + rows);
+  }
+  return Status::Ok();
 }
 
-Status TransformerLayers::Attention(const BlockWeights& w, std::vector<float>& h, int seqs) {
-  const size_t hid = config_.hidden, seq = config_.seq, tokens = static_cast<size_t>(seqs) * seq;
-  const size_t cols = w.bq.size(), dh = hid / config_.heads, local_heads = cols / dh;
-  const std::vector<float> a = LayerNorm(h, hid);
-  GL_ASSIGN_OR_RETURN(std::vector<float> q, rt::ColumnParallel(*tp_, a, tokens, hid, w.wq, cols, false));
-  GL_ASSIGN_OR_RETURN(std::vector<float> k, rt::ColumnParallel(*tp_, a, tokens, hid, w.wk, cols, false));
-  GL_ASSIGN_OR_RETURN(std::vector<float> v, rt::ColumnParallel(*tp_, a, tokens, hid, w.wv, cols, false));
-  AddBias(q, w.bq);
-  AddBias(k, w.bk);
-  AddBias(v, w.bv);
-  std::vector<float> o(tokens * cols, 0.0f), p(seq);
+Status TransformerLayers::Attention(int block, int seqs, std::vector<float>& h, Saved* saved) {
+  const uint64_t base = 1000 * static_cast<uint64_t>(block + 1);
+  const size_t hid = config_.hidden, seq = config_.seq, n = static_cast<size_t>(seqs) * seq;
+  const ParamShard &wq = P(base + 1), &wk = P(base + 2), &wv = P(base + 3), &wo = P(base + 7);
+  const size_t cols = wq.col_count, dh = hid / config_.heads, local_heads = cols / dh;
+  std::vector<float> a = LayerNorm(h, hid);
+  GL_ASSIGN_OR_RETURN(std::vector<float> q, rt::ColumnParallel(*tp_, a, n, hid, wq.value, cols, false));
+  GL_ASSIGN_OR_RETURN(std::vector<float> k, rt::ColumnParallel(*tp_, a, n, hid, wk.value, cols, false));
+  GL_ASSIGN_OR_RETURN(std::vector<float> v, rt::ColumnParallel(*tp_, a, n, hid, wv.value, cols, false));
+  AddBias(q, P(base + 4).value);
+  AddBias(k, P(base + 5).value);
+  AddBias(v, P(base + 6).value);
+  std::vector<float> o(n * cols, 0.0f), probs(static_cast<size_t>(seqs) * local_heads * seq * seq, 0.0f);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   for (size_t s = 0; s < static_cast<size_t>(seqs); ++s) {
     for (size_t head = 0; head < local_heads; ++head) {
+      float* P_ = &probs[(s * local_heads + head) * seq * seq];
       for (size_t i = 0; i < seq; ++i) {
         const float* qi = &q[(s * seq + i) * cols + head * dh];
         float max = -INFINITY;
@@ -163,53 +274,188 @@ Status TransformerLayers::Attention(const BlockWeights& w, std::vector<float>& h
           const float* kj = &k[(s * seq + j) * cols + head * dh];
           float dot = 0;
           for (size_t d = 0; d < dh; ++d) dot += qi[d] * kj[d];
-          p[j] = dot * scale;
-          max = std::max(max, p[j]);
+          P_[i * seq + j] = dot * scale;
+          max = std::max(max, P_[i * seq + j]);
         }
         float sum = 0;
-        for (size_t j = 0; j <= i; ++j) sum += p[j] = std::exp(p[j] - max);
+        for (size_t j = 0; j <= i; ++j) sum += P_[i * seq + j] = std::exp(P_[i * seq + j] - max);
         float* oi = &o[(s * seq + i) * cols + head * dh];
         for (size_t j = 0; j <= i; ++j) {
-          const float weight = p[j] / sum;
+          P_[i * seq + j] /= sum;
           const float* vj = &v[(s * seq + j) * cols + head * dh];
-          for (size_t d = 0; d < dh; ++d) oi[d] += weight * vj[d];
+          for (size_t d = 0; d < dh; ++d) oi[d] += P_[i * seq + j] * vj[d];
         }
       }
     }
   }
-  GL_ASSIGN_OR_RETURN(std::vector<float> y, rt::RowParallel(*reducer_, *tp_, o, tokens, cols, w.wo, hid));
-  for (size_t i = 0; i < h.size(); ++i) h[i] += y[i] + w.bo[i % hid];
+  GL_ASSIGN_OR_RETURN(std::vector<float> y, rt::RowParallel(*reducer_, *tp_, o, n, cols, wo.value, hid));
+  if (saved) *saved = Saved{h, std::move(a), std::move(q), std::move(k), std::move(v), std::move(probs), std::move(o), {}};
+  const std::vector<float>& bo = P(base + 8).value;
+  for (size_t i = 0; i < h.size(); ++i) h[i] += y[i] + bo[i % hid];
   return Status::Ok();
 }
 
-Status TransformerLayers::Mlp(const BlockWeights& w, std::vector<float>& h, int seqs) {
-  const size_t hid = config_.hidden, tokens = static_cast<size_t>(seqs) * config_.seq, ff = w.b1.size();
-  const std::vector<float> m = LayerNorm(h, hid);
-  GL_ASSIGN_OR_RETURN(std::vector<float> u, rt::ColumnParallel(*tp_, m, tokens, hid, w.w1, ff, false));
-  AddBias(u, w.b1);
-  for (float& x : u) x = Gelu(x);
-  GL_ASSIGN_OR_RETURN(std::vector<float> y, rt::RowParallel(*reducer_, *tp_, u, tokens, ff, w.w2, hid));
-  for (size_t i = 0; i < h.size(); ++i) h[i] += y[i] + w.b2[i % hid];
+Status TransformerLayers::Mlp(int block, int seqs, std::vector<float>& h, Saved* saved) {
+  const uint64_t base = 1000 * static_cast<uint64_t>(block + 1);
+  const size_t hid = config_.hidden, n = static_cast<size_t>(seqs) * config_.seq;
+  const ParamShard &w1 = P(base + 9), &w2 = P(base + 11);
+  const size_t ff = w1.col_count;
+  std::vector<float> a = LayerNorm(h, hid);
+  GL_ASSIGN_OR_RETURN(std::vector<float> u, rt::ColumnParallel(*tp_, a, n, hid, w1.value, ff, false));
+  AddBias(u, P(base + 10).value);
+  std::vector<float> g(u.size());
+  for (size_t i = 0; i < u.size(); ++i) g[i] = Gelu(u[i]);
+  GL_ASSIGN_OR_RETURN(std::vector<float> y, rt::RowParallel(*reducer_, *tp_, g, n, ff, w2.value, hid));
+  if (saved) *saved = Saved{h, std::move(a), {}, {}, {}, {}, std::move(g), std::move(u)};
+  const std::vector<float>& b2 = P(base + 12).value;
+  for (size_t i = 0; i < h.size(); ++i) h[i] += y[i] + b2[i % hid];
   return Status::Ok();
 }
 
-std::vector<float> TransformerLayers::Head(const std::vector<float>& h, int seqs) {
-  const size_t hid = config_.hidden, seq = config_.seq, vocab = config_.vocab;
-  std::vector<float> last(static_cast<size_t>(seqs) * hid);
-  for (size_t s = 0; s < static_cast<size_t>(seqs); ++s) {
-    std::memcpy(&last[s * hid], &h[(s * seq + seq - 1) * hid], hid * sizeof(float));
+Status TransformerLayers::Backward(int layer, int mb, int seqs, float loss_scale, std::vector<float>& dh) {
+  const size_t hid = config_.hidden, seq = config_.seq, vocab = config_.vocab, n = static_cast<size_t>(seqs) * seq;
+  if (layer == 0) {
+    ParamShard &wte = P(1), &wpe = P(2);
+    std::fill(wte.grad.begin(), wte.grad.end(), 0.0f);
+    std::fill(wpe.grad.begin(), wpe.grad.end(), 0.0f);
+    const std::vector<int32_t>& tokens = tokens_[mb];
+    for (size_t t = 0; t < n; ++t) {
+      for (size_t i = 0; i < hid; ++i) {
+        wte.grad[static_cast<size_t>(tokens[t]) * hid + i] += dh[t * hid + i];
+        wpe.grad[(t % seq) * hid + i] += dh[t * hid + i];
+      }
+    }
+    tokens_.erase(mb);
+    dh.clear();
+    return Status::Ok();
   }
-  const std::vector<float> x = LayerNorm(last, hid);
-  const std::vector<float>& wte = Wte();
-  std::vector<float> logits(static_cast<size_t>(seqs) * vocab);
-  for (size_t s = 0; s < static_cast<size_t>(seqs); ++s) {
-    for (size_t t = 0; t < vocab; ++t) {
-      float dot = 0;
-      for (size_t i = 0; i < hid; ++i) dot += x[s * hid + i] * wte[t * hid + i];
-      logits[s * vocab + t] = dot;
+  auto it = saved_.find({mb, layer});
+  if (it == saved_.end()) return Internal("backward of layer " + std::to_string(layer) + " before its forward");
+  const Saved s = std::move(it->second);
+  saved_.erase(it);
+  if (layer < layers() - 1) {
+    const int block = (layer - 1) / 2;
+    return (layer - 1) % 2 == 0 ? AttentionBackward(block, seqs, s, dh) : MlpBackward(block, seqs, s, dh);
+  }
+  // Head: dlogits = (p - onehot(target)) * loss_scale.
+  ParamShard& head = P(3);
+  std::vector<float> dl = s.p;
+  const std::vector<int32_t>& targets = targets_[mb];
+  for (size_t t = 0; t < n; ++t) {
+    dl[t * vocab + static_cast<size_t>(targets[t])] -= 1.0f;
+    for (size_t v = 0; v < vocab; ++v) dl[t * vocab + v] *= loss_scale;
+  }
+  targets_.erase(mb);
+  const std::vector<float> xn = LayerNorm(s.x, hid);
+  MatMulTN(dl.data(), n, vocab, xn.data(), hid, head.grad.data());
+  std::vector<float> dxn(n * hid);
+  rt::MatMul(dl.data(), n, vocab, head.value.data(), hid, hid, dxn.data());
+  dh = LayerNormBackward(s.x, dxn, hid);
+  return Status::Ok();
+}
+
+Status TransformerLayers::AttentionBackward(int block, int seqs, const Saved& s, std::vector<float>& dh) {
+  const uint64_t base = 1000 * static_cast<uint64_t>(block + 1);
+  const size_t hid = config_.hidden, seq = config_.seq, n = static_cast<size_t>(seqs) * seq;
+  ParamShard &wq = P(base + 1), &wk = P(base + 2), &wv = P(base + 3), &wo = P(base + 7);
+  const size_t cols = wq.col_count, dh_ = hid / config_.heads, local_heads = cols / dh_;
+  ColumnSums(dh, hid, P(base + 8).grad);
+  MatMulTN(s.o.data(), n, cols, dh.data(), hid, wo.grad.data());
+  std::vector<float> d_o(n * cols);
+  MatMulNT(dh.data(), n, hid, wo.value.data(), cols, d_o.data());
+  std::vector<float> dq(n * cols, 0.0f), dk(n * cols, 0.0f), dv(n * cols, 0.0f), dp(seq);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh_));
+  for (size_t sq = 0; sq < static_cast<size_t>(seqs); ++sq) {
+    for (size_t head = 0; head < local_heads; ++head) {
+      const float* P_ = &s.p[(sq * local_heads + head) * seq * seq];
+      for (size_t i = 0; i < seq; ++i) {
+        const float* doi = &d_o[(sq * seq + i) * cols + head * dh_];
+        float row = 0;
+        for (size_t j = 0; j <= i; ++j) {
+          const float* vj = &s.v[(sq * seq + j) * cols + head * dh_];
+          float* dvj = &dv[(sq * seq + j) * cols + head * dh_];
+          float dot = 0;
+          for (size_t d = 0; d < dh_; ++d) {
+            dot += doi[d] * vj[d];
+            dvj[d] += P_[i * seq + j] * doi[d];
+          }
+          dp[j] = dot;
+          row += P_[i * seq + j] * dot;
+        }
+        const float* qi = &s.q[(sq * seq + i) * cols + head * dh_];
+        float* dqi = &dq[(sq * seq + i) * cols + head * dh_];
+        for (size_t j = 0; j <= i; ++j) {
+          const float ds = P_[i * seq + j] * (dp[j] - row) * scale;
+          const float* kj = &s.k[(sq * seq + j) * cols + head * dh_];
+          float* dkj = &dk[(sq * seq + j) * cols + head * dh_];
+          for (size_t d = 0; d < dh_; ++d) {
+            dqi[d] += ds * kj[d];
+            dkj[d] += ds * qi[d];
+          }
+        }
+      }
     }
   }
-  return logits;
+  ColumnSums(dq, cols, P(base + 4).grad);
+  ColumnSums(dk, cols, P(base + 5).grad);
+  ColumnSums(dv, cols, P(base + 6).grad);
+  MatMulTN(s.a.data(), n, hid, dq.data(), cols, wq.grad.data());
+  MatMulTN(s.a.data(), n, hid, dk.data(), cols, wk.grad.data());
+  MatMulTN(s.a.data(), n, hid, dv.data(), cols, wv.grad.data());
+  // da = dq Wq^T + dk Wk^T + dv Wv^T, one leaf per head, reduced over tp.
+  auto sum = rt::LeafSum<float>::ForRank(n * hid, config_.heads, tp_->rank(), tp_->size());
+  std::vector<float> partial(n * hid);
+  for (size_t head = 0; head < local_heads; ++head) {
+    for (size_t t = 0; t < n; ++t) {
+      for (size_t i = 0; i < hid; ++i) {
+        float acc = 0;
+        for (size_t c = head * dh_; c < (head + 1) * dh_; ++c) {
+          acc += dq[t * cols + c] * wq.value[i * cols + c] + dk[t * cols + c] * wk.value[i * cols + c] +
+                 dv[t * cols + c] * wv.value[i * cols + c];
+        }
+        partial[t * hid + i] = acc;
+      }
+    }
+    GL_RETURN_IF_ERROR(sum.AddLeaf(partial.data()));
+  }
+  std::vector<float> da(n * hid);
+  GL_RETURN_IF_ERROR(reducer_->Allreduce(sum, da.data()));
+  const std::vector<float> dx = LayerNormBackward(s.x, da, hid);
+  for (size_t i = 0; i < dh.size(); ++i) dh[i] += dx[i];
+  return Status::Ok();
+}
+
+Status TransformerLayers::MlpBackward(int block, int seqs, const Saved& s, std::vector<float>& dh) {
+  const uint64_t base = 1000 * static_cast<uint64_t>(block + 1);
+  const size_t hid = config_.hidden, n = static_cast<size_t>(seqs) * config_.seq;
+  ParamShard &w1 = P(base + 9), &w2 = P(base + 11);
+  const size_t ff = w1.col_count;
+  ColumnSums(dh, hid, P(base + 12).grad);
+  MatMulTN(s.o.data(), n, ff, dh.data(), hid, w2.grad.data());
+  std::vector<float> du(n * ff);
+  MatMulNT(dh.data(), n, hid, w2.value.data(), ff, du.data());
+  for (size_t i = 0; i < du.size(); ++i) du[i] *= GeluGrad(s.u[i]);
+  ColumnSums(du, ff, P(base + 10).grad);
+  MatMulTN(s.a.data(), n, hid, du.data(), ff, w1.grad.data());
+  // da = du W1^T over leaves of 4h / heads columns, reduced over tp.
+  const size_t leaf = 4 * hid / config_.heads, local_leaves = ff / leaf;
+  auto sum = rt::LeafSum<float>::ForRank(n * hid, config_.heads, tp_->rank(), tp_->size());
+  std::vector<float> partial(n * hid);
+  for (size_t l = 0; l < local_leaves; ++l) {
+    for (size_t t = 0; t < n; ++t) {
+      for (size_t i = 0; i < hid; ++i) {
+        float acc = 0;
+        for (size_t c = l * leaf; c < (l + 1) * leaf; ++c) acc += du[t * ff + c] * w1.value[i * ff + c];
+        partial[t * hid + i] = acc;
+      }
+    }
+    GL_RETURN_IF_ERROR(sum.AddLeaf(partial.data()));
+  }
+  std::vector<float> da(n * hid);
+  GL_RETURN_IF_ERROR(reducer_->Allreduce(sum, da.data()));
+  const std::vector<float> dx = LayerNormBackward(s.x, da, hid);
+  for (size_t i = 0; i < dh.size(); ++i) dh[i] += dx[i];
+  return Status::Ok();
 }
 
 }  // namespace gpulaunch::examples

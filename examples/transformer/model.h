@@ -1,19 +1,22 @@
-// A GPT-2-style decoder (embedding, pre-norm attention and MLP blocks, tied
-// head) in float32 on the CPU, written so that its results have the same
-// bits under any data / tensor / pipeline parallel layout:
-//   - every parameter is a pure function of (seed, tensor, index), so any
-//     rank generates exactly its shard;
-//   - every per-token operation (layer norm, softmax, GELU) runs in a fixed
-//     order on whole rows, and sequences never mix;
+// A GPT-2-style decoder (embedding, pre-norm attention and MLP blocks, a
+// head) in float32 on the CPU, forward and backward, written so that its
+// results have the same bits under any data / tensor / pipeline layout:
+//   - every initial parameter is a pure function of (seed, tensor, index),
+//     so any rank generates exactly its shard;
+//   - every per-token operation (layer norm, softmax, GELU, loss) runs in a
+//     fixed order on whole rows, and sequences never mix;
 //   - the QKV and first MLP projections are column-parallel (whole dot
 //     products per output), the attention output and second MLP projections
 //     row-parallel over `heads` leaves through the deterministic reducer
-//     (runtime/tensor_parallel.h).
+//     (runtime/tensor_parallel.h); their input gradients reduce the same way;
+//   - parameter gradients sum over tokens in order within a micro-batch; the
+//     trainer sums micro-batches with the deterministic reducer.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -40,34 +43,54 @@ Status ValidateModel(const ModelConfig& config, int tp);
 // The model as the partitioner sees it, for micro-batches of `seqs` sequences.
 TaskGraph ModelTaskGraph(const ModelConfig& config, int seqs);
 
-// Layer l of the chain (as ModelTaskGraph numbers it: 0 embedding, then
+// This rank's part of one parameter tensor (rows x cols in full).
+struct ParamShard {
+  uint64_t id = 0;
+  size_t rows = 0, cols = 0;
+  size_t row_first = 0, row_count = 0, col_first = 0, col_count = 0;
+  std::vector<float> value, grad;
+};
+
+// The layers of the chain (as ModelTaskGraph numbers them: 0 embedding, then
 // attention and MLP per block, last the head) on one tensor-parallel rank.
 class TransformerLayers {
  public:
   TransformerLayers(const ModelConfig& config, rt::Communicator& tp, rt::DeterministicReducer& reducer);
   int layers() const { return 2 + 2 * config_.blocks; }
+  const ModelConfig& config() const { return config_; }
 
-  // Hidden states (seqs * seq rows of `hidden`) of token ids.
-  StatusOr<std::vector<float>> Embed(const std::vector<int32_t>& tokens, int seqs);
-  // Applies attention or MLP layer `layer` (1 .. layers() - 2) in place.
-  Status Block(int layer, std::vector<float>& h, int seqs);
-  // Logits (seqs x vocab) of each sequence's last position.
-  std::vector<float> Head(const std::vector<float>& h, int seqs);
+  // This rank's shards of the parameters of layers [first, end), by id.
+  std::vector<ParamShard*> Params(int first, int end);
+
+  // Layer `layer` forward for micro-batch `mb` of `seqs` sequences. The
+  // embedding reads `tokens` and writes h; blocks update h in place; the head
+  // writes the logits of the last position of each sequence to `logits`
+  // (inference) or, given `targets`, returns the sum of the token losses
+  // (next-token cross entropy) in `loss`. `save` keeps what Backward needs.
+  Status Forward(int layer, int mb, int seqs, const int32_t* tokens, const int32_t* targets, std::vector<float>& h,
+                 bool save, std::vector<float>* logits, double* loss);
+  // Layer `layer` backward for `mb`: dh holds the gradient of its output
+  // (ignored at the head, which starts from the loss scaled by `loss_scale`)
+  // and becomes the gradient of its input. Parameter gradients of this
+  // micro-batch are written (not added) to the shards' grad.
+  Status Backward(int layer, int mb, int seqs, float loss_scale, std::vector<float>& dh);
 
  private:
-  struct BlockWeights {
-    std::vector<float> wq, wk, wv, bq, bk, bv, wo, bo, w1, b1, w2, b2;
+  struct Saved {
+    std::vector<float> x, a, q, k, v, p, o, u;  // what the layer's backward reads
   };
-  const BlockWeights& WeightsOf(int block);
-  const std::vector<float>& Wte();
-  Status Attention(const BlockWeights& w, std::vector<float>& h, int seqs);
-  Status Mlp(const BlockWeights& w, std::vector<float>& h, int seqs);
+  ParamShard& P(uint64_t id);
+  Status Attention(int block, int seqs, std::vector<float>& h, Saved* saved);
+  Status Mlp(int block, int seqs, std::vector<float>& h, Saved* saved);
+  Status AttentionBackward(int block, int seqs, const Saved& s, std::vector<float>& dh);
+  Status MlpBackward(int block, int seqs, const Saved& s, std::vector<float>& dh);
 
   ModelConfig config_;
   rt::Communicator* tp_;
   rt::DeterministicReducer* reducer_;
-  std::map<int, BlockWeights> blocks_;
-  std::vector<float> wte_;
+  std::map<uint64_t, ParamShard> params_;
+  std::map<std::pair<int, int>, Saved> saved_;  // (mb, layer)
+  std::map<int, std::vector<int32_t>> tokens_, targets_;  // by mb, for the embedding and head backward
 };
 
 }  // namespace gpulaunch::examples

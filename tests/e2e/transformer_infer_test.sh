@@ -15,7 +15,7 @@ for s in $(seq 1 8); do seq $((s * 7)) $((s * 7 + 15)) | tr '\n' ' '; echo; done
 infer() {  # N OUTPUT ARGS...: gpulaunch -n N transformer_infer on the token file
   local n=$1 out=$2; shift 2
   timeout 120 "$BIN/gpulaunch" -n "$n" --oversubscribe "$BIN/transformer_infer" --input "$WORK/tokens.txt" \
-    --output "$out" --microbatches 2 "$@"
+    --output "$out" --microbatches 4 "$@"
 }
 infer 1 "$WORK/one.bin" > "$WORK/one.log" 2>&1
 check "one process: exit 0" "$?" 0

@@ -1,0 +1,77 @@
+#include "examples/transformer/options.h"
+
+#include <cstdlib>
+#include <map>
+#include <utility>
+
+#include "common/strings.h"
+
+namespace gpulaunch::examples {
+
+StatusOr<JobOptions> ParseJobOptions(int argc, char** argv, bool training, const std::string& usage) {
+  JobOptions o;
+  std::map<std::string, std::string> kv;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") return InvalidArgument(usage);
+    if (flag.rfind("--", 0) != 0 || i + 1 >= argc) return InvalidArgument("unexpected '" + flag + "'\n" + usage);
+    kv[flag.substr(2)] = argv[++i];
+  }
+  if (kv.count("model")) {
+    GL_ASSIGN_OR_RETURN(o.model, ModelPreset(kv["model"]));
+    kv.erase("model");
+  }
+  int seed = 1;
+  std::vector<std::pair<const char*, int*>> ints = {
+      {"batch", &o.batch}, {"stages", &o.stages}, {"gpus-per-stage", &o.gpus_per_stage},
+      {"microbatches", &o.microbatches}, {"vocab", &o.model.vocab}, {"hidden", &o.model.hidden},
+      {"heads", &o.model.heads}, {"blocks", &o.model.blocks}, {"seq", &o.model.seq}, {"seed", &seed}};
+  std::vector<std::pair<const char*, std::string*>> texts = {{"parallel", &o.parallel}, {"layout", &o.layout}};
+  if (training) {
+    ints.insert(ints.end(), {{"steps", &o.steps}, {"chunks", &o.chunks}});
+    texts.insert(texts.end(), {{"optimizer", &o.optimizer}, {"schedule", &o.schedule}, {"loss-log", &o.loss_log},
+                               {"weights-out", &o.weights_out}});
+  } else {
+    texts.insert(texts.end(), {{"input", &o.input}, {"output", &o.output}});
+  }
+  for (auto [name, field] : ints) {
+    auto it = kv.find(name);
+    if (it == kv.end()) continue;
+    const auto v = ParseInt(it->second);
+    if (!v || *v < 1 || *v > (1 << 30)) {
+      return InvalidArgument(std::string("--") + name + " '" + it->second + "': give a positive integer");
+    }
+    *field = static_cast<int>(*v);
+    kv.erase(it);
+  }
+  o.model.seed = static_cast<uint64_t>(seed);
+  for (auto [name, field] : texts) {
+    if (kv.count(name)) *field = kv[name], kv.erase(name);
+  }
+  if (training && kv.count("lr")) {
+    char* end = nullptr;
+    o.lr = std::strtod(kv["lr"].c_str(), &end);
+    if (*end != '\0' || !(o.lr > 0)) return InvalidArgument("--lr '" + kv["lr"] + "': give a positive number");
+    kv.erase("lr");
+  }
+  if (!kv.empty()) return InvalidArgument("unknown option --" + kv.begin()->first + "\n" + usage);
+  if (!training && o.output.empty()) return InvalidArgument("--output PATH is required\n" + usage);
+  if (training && o.optimizer != "sgd" && o.optimizer != "adam") {
+    return InvalidArgument("--optimizer '" + o.optimizer + "': use sgd or adam");
+  }
+  return o;
+}
+
+StatusOr<std::string> LayoutText(const JobOptions& o) {
+  const std::string stages = std::to_string(o.stages), k = std::to_string(o.gpus_per_stage);
+  if (!o.layout.empty()) return o.layout;
+  if (o.parallel == "pipeline") return "pp=" + stages;
+  if (o.parallel == "tensor") return "tp=" + k;
+  if (o.parallel == "hybrid") return "tp=" + k + ",pp=" + stages;
+  if (o.parallel == "data") return std::string("tp=1");
+  if (!o.parallel.empty()) return InvalidArgument("--parallel '" + o.parallel + "': use pipeline, tensor, data or hybrid");
+  const char* env = std::getenv("GPULAUNCH_LAYOUT");
+  return std::string(env && *env ? env : "tp=1");
+}
+
+}  // namespace gpulaunch::examples

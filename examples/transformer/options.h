@@ -1,0 +1,32 @@
+// Command-line options shared by transformer_infer and transformer_train,
+// and the layout they ask for.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "examples/transformer/model.h"
+
+namespace gpulaunch::examples {
+
+struct JobOptions {
+  std::string input, output, parallel, layout;
+  int batch = 8, stages = 1, gpus_per_stage = 1, microbatches = 4;  // micro-batches of the whole batch
+  ModelConfig model;
+  // Training only.
+  int steps = 3, chunks = 1;
+  std::string optimizer = "adam", schedule = "1f1b", loss_log, weights_out;
+  double lr = 1e-3;
+};
+
+// Parses "--flag value" pairs; training-only flags are refused by the
+// inference job and --input/--output by the trainer. The error text ends
+// with `usage`.
+StatusOr<JobOptions> ParseJobOptions(int argc, char** argv, bool training, const std::string& usage);
+
+// The layout text: --layout, else --parallel with --stages and
+// --gpus-per-stage, else gpulaunch's GPULAUNCH_LAYOUT, else one replica per rank.
+StatusOr<std::string> LayoutText(const JobOptions& options);
+
+}  // namespace gpulaunch::examples
