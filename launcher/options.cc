@@ -186,7 +186,13 @@ po::options_description DescribePlan() {
     ("np,n", po::value<int>(), "number of ranks (required)")
     ("gpus-per-rank", po::value<int>(), "GPUs per rank (default 1 where hosts have GPUs; 0: CPU-only ranks)")
     ("cores-per-rank", po::value<int>(), "cores per CPU-only rank (default: a host's cores split evenly)")
-    ("layout", po::value<std::string>(), "parallel layout, e.g. tp=8,pp=2,dp=2[,order=tp-pp-dp] (dp inferred)")
+    ("layout", po::value<std::string>(), "parallel layout, e.g. tp=8,pp=2,dp=2[,order=tp-pp-dp] (dp inferred), or auto")
+    ("model", po::value<std::string>(), "--layout auto: gpt2-small (default), gpt2-medium, gpt2-large, gpt2-xl or tiny")
+    ("microbatches", po::value<int>(), "--layout auto: micro-batches per step over all replicas (default 8)")
+    ("seqs-per-microbatch", po::value<int>(), "--layout auto: sequences per micro-batch (default 1)")
+    ("gpu-memory", po::value<double>(), "--layout auto: GiB per rank (default: the GPUs' memory when known, else 80)")
+    ("gpu-tflops", po::value<double>(), "--layout auto: sustained TFLOP/s per rank (default 100)")
+    ("inference", "--layout auto: cost a forward-only step (no gradients or optimizer state)")
     ("policy", po::value<std::string>(), "compact (default), spread, fault-domain, fragmented")
     ("comm", po::value<std::string>(), "allreduce (default), p2p, or compute (may use fragmented GPUs)")
     ("hosts,H", po::value<std::vector<std::string>>()->composing(), "hosts, as for launches")
@@ -233,6 +239,16 @@ StatusOr<PlanOptions> ParsePlanCommandLine(const std::vector<std::string>& args)
   if (vm.count("gpus-per-rank")) o.gpus_per_rank = vm["gpus-per-rank"].as<int>();
   if (vm.count("cores-per-rank")) o.cores_per_rank = vm["cores-per-rank"].as<int>();
   if (vm.count("layout")) o.layout = vm["layout"].as<std::string>();
+  if (vm.count("model")) o.model = vm["model"].as<std::string>();
+  if (vm.count("microbatches")) o.microbatches = vm["microbatches"].as<int>();
+  if (vm.count("seqs-per-microbatch")) o.seqs_per_microbatch = vm["seqs-per-microbatch"].as<int>();
+  if (vm.count("gpu-memory")) o.gpu_memory_gib = vm["gpu-memory"].as<double>();
+  if (vm.count("gpu-tflops")) o.gpu_tflops = vm["gpu-tflops"].as<double>();
+  o.inference = vm.count("inference") > 0;
+  if (o.microbatches < 1 || o.seqs_per_microbatch < 1 || (o.gpu_memory_gib && !(*o.gpu_memory_gib > 0)) ||
+      !(o.gpu_tflops > 0)) {
+    return InvalidArgument("--microbatches, --seqs-per-microbatch, --gpu-memory and --gpu-tflops must be positive");
+  }
   if (vm.count("policy")) o.policy = vm["policy"].as<std::string>();
   if (vm.count("comm")) o.comm = vm["comm"].as<std::string>();
   if (vm.count("hosts")) o.host_args = vm["hosts"].as<std::vector<std::string>>();

@@ -56,6 +56,13 @@ struct PlanOptions {
   int gpus_per_rank = -1;
   int cores_per_rank = 0;
   std::string layout;
+  // --layout auto: the model and how a step is costed (layout_auto.h).
+  std::string model = "gpt2-small";
+  int microbatches = 8;
+  int seqs_per_microbatch = 1;
+  std::optional<double> gpu_memory_gib;
+  double gpu_tflops = 100;
+  bool inference = false;
   std::string policy = "compact";
   std::string comm = "allreduce";
   std::vector<std::string> host_args;

@@ -15,6 +15,7 @@
 #include "launcher/exit_codes.h"
 #include "launcher/host_identity.h"
 #include "launcher/host_resolution.h"
+#include "launcher/layout_auto.h"
 #include "launcher/slurm_job.h"
 #include "launcher/options.h"
 #include "policies/placement_engine.h"
@@ -131,9 +132,15 @@ int RunPlanCommand(const std::vector<std::string>& args) {
     if (!names.ok()) return Fail(names.status());
     r.exclude_hosts.insert(r.exclude_hosts.end(), names->begin(), names->end());
   }
-  auto layout = ParseLayout(o.layout, o.ranks);
-  if (!layout.ok()) return Fail(layout.status());
-  r.layout = *layout;
+  if (o.layout == "auto") {
+    auto chosen = ChooseLayout(o, *cluster, r, o.format == "json" ? std::cerr : std::cout);
+    if (!chosen.ok()) return Fail(chosen.status());
+    r.layout = *chosen;
+  } else {
+    auto layout = ParseLayout(o.layout, o.ranks);
+    if (!layout.ok()) return Fail(layout.status());
+    r.layout = *layout;
+  }
   auto placement = Place(r, *cluster);
   if (!placement.ok()) return Fail(placement.status());
   const StepModel ours = ModelStep(*placement, *cluster, r);

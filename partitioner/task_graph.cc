@@ -40,4 +40,15 @@ TaskGraph TransformerTaskGraph(const TransformerShape& s) {
   return g;
 }
 
+StatusOr<TransformerShape> TransformerPreset(const std::string& name) {
+  TransformerShape s;
+  if (name == "gpt2-small") return s;
+  if (name == "gpt2-medium") s.hidden = 1024, s.heads = 16, s.blocks = 24;
+  else if (name == "gpt2-large") s.hidden = 1280, s.heads = 20, s.blocks = 36;
+  else if (name == "gpt2-xl") s.hidden = 1600, s.heads = 25, s.blocks = 48;
+  else if (name == "tiny") s.vocab = 257, s.hidden = 64, s.heads = 4, s.blocks = 4, s.seq = 16;
+  else return InvalidArgument("unknown model '" + name + "'; use gpt2-small, gpt2-medium, gpt2-large, gpt2-xl or tiny");
+  return s;
+}
+
 }  // namespace gpulaunch

@@ -41,5 +41,8 @@ struct TransformerShape {
   int bytes_per_value = 4;
 };
 TaskGraph TransformerTaskGraph(const TransformerShape& shape);
+// GPT-2 shapes: "gpt2-small" (124M), "gpt2-medium" (350M), "gpt2-large"
+// (774M), "gpt2-xl" (1.5B), and "tiny" (the examples' default).
+StatusOr<TransformerShape> TransformerPreset(const std::string& name);
 
 }  // namespace gpulaunch

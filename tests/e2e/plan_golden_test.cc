@@ -84,6 +84,28 @@ TEST(PlanCommand, JsonIsWellFormedAndComplete) {
   EXPECT_EQ(j["explain"].size(), 4u);
 }
 
+TEST(PlanCommand, LayoutAutoChoosesAndExplains) {
+  // GPT-2 small in 2 GiB per GPU on 2 hosts x 8 GPUs: tensor and pipeline
+  // parallelism are needed, and tp must divide the 12 heads.
+  const CapturedRun run = Plan({"-n", "16", "--layout", "auto", "--synthetic", "switch:2 node:2 gpu:8 nic:4",
+                                "--gpu-memory", "2"});
+  ASSERT_EQ(WEXITSTATUS(run.wait_status), 0) << run.err;
+  EXPECT_NE(run.out.find("layout auto: gpt2-small (124M parameters, 26 layers), training step of 8 micro-batches"),
+            std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("rejected: tp=8 does not divide the 12 attention heads"), std::string::npos);
+  EXPECT_NE(run.out.find("chosen: tp=4,pp=2,dp=2,order=tp-pp-dp, the fastest modelled step"), std::string::npos);
+  EXPECT_NE(run.out.find("plan: 16 ranks, layout tp=4,pp=2,dp=2,order=tp-pp-dp"), std::string::npos);
+  // With room and fast links inside one host, less tensor parallelism wins.
+  const CapturedRun roomy = Plan({"-n", "8", "--layout", "auto", "--synthetic", "node:1 gpu:8 nic:4", "--gpu-memory", "80"});
+  ASSERT_EQ(WEXITSTATUS(roomy.wait_status), 0) << roomy.err;
+  EXPECT_NE(roomy.out.find("chosen: tp=2,pp=1,dp=4"), std::string::npos) << roomy.out;
+  // Nothing fits: exit 2 with every candidate's reason.
+  const CapturedRun none = Plan({"-n", "2", "--layout", "auto", "--synthetic", "node:1 gpu:2", "--gpu-memory", "0.5",
+                                 "--model", "gpt2-xl"});
+  EXPECT_EQ(WEXITSTATUS(none.wait_status), 2);
+  EXPECT_NE(none.err.find("layer 0 (embedding) alone needs"), std::string::npos) << none.err;
+}
+
 TEST(PlanCommand, BadInputExitsTwoWithTheReason) {
   std::ofstream(::testing::TempDir() + "/bad.topology.conf") << "SwitchName=a Nodes=node[1-2]\nSwitchName=b Nodes=x y\n";
   std::ofstream(::testing::TempDir() + "/bad.xml") << "<?xml version=\"1.0\"?>\n<topology>\n <object type=\"Machine\">\n</topology>\n";
@@ -95,6 +117,7 @@ TEST(PlanCommand, BadInputExitsTwoWithTheReason) {
       {{"-n", "4", "--synthetic", "node:2 gpu:8", "--network", ::testing::TempDir() + "/bad.topology.conf"}, "bad.topology.conf:2: 'y' is not KEY=VALUE"},
       {{"-n", "4", "--topology-file", ::testing::TempDir() + "/bad.xml", "-H", "a"}, "bad.xml:4: </topology> closes <object> opened on line 3"},
       {{"--synthetic", "node:1"}, "needs -n N"},
+      {{"-n", "2", "--layout", "auto", "--synthetic", "node:1 gpu:2", "--model", "gpt9"}, "unknown model 'gpt9'"},
       {{"-n", "2", "-H", "a,b", "--topology-file", "c=" + kData + "/topologies/hwloc/mpibind/g4dnmetal.xml"},
        "host 'c' is not among the hosts"},
       {{"-n", "2", "-H", "a,b", "--topology-file", "a=" + kData + "/topologies/hwloc/mpibind/g4dnmetal.xml"},
