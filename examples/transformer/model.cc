@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "runtime/leaf_sum.h"
 #include "runtime/tensor_parallel.h"
@@ -402,25 +403,31 @@ Status TransformerLayers::AttentionBackward(int block, int seqs, const Saved& s,
   MatMulTN(s.a.data(), n, hid, dq.data(), cols, wq.grad.data());
   MatMulTN(s.a.data(), n, hid, dk.data(), cols, wk.grad.data());
   MatMulTN(s.a.data(), n, hid, dv.data(), cols, wv.grad.data());
-  // da = dq Wq^T + dk Wk^T + dv Wv^T, one leaf per head, reduced over tp.
+  // da = dq Wq^T + dk Wk^T + dv Wv^T, one leaf per head.
+  return AddInputGradient(n, local_heads, s.x, dh, [&](size_t head, size_t t, size_t i) {
+    float acc = 0;
+    for (size_t c = head * dh_; c < (head + 1) * dh_; ++c) {
+      acc += dq[t * cols + c] * wq.value[i * cols + c] + dk[t * cols + c] * wk.value[i * cols + c] +
+             dv[t * cols + c] * wv.value[i * cols + c];
+    }
+    return acc;
+  });
+}
+
+Status TransformerLayers::AddInputGradient(size_t n, size_t local_leaves, const std::vector<float>& x,
+                                           std::vector<float>& dh,
+                                           const std::function<float(size_t, size_t, size_t)>& leaf_element) {
+  const size_t hid = config_.hidden;
   auto sum = rt::LeafSum<float>::ForRank(n * hid, config_.heads, tp_->rank(), tp_->size());
   std::vector<float> partial(n * hid);
-  for (size_t head = 0; head < local_heads; ++head) {
-    for (size_t t = 0; t < n; ++t) {
-      for (size_t i = 0; i < hid; ++i) {
-        float acc = 0;
-        for (size_t c = head * dh_; c < (head + 1) * dh_; ++c) {
-          acc += dq[t * cols + c] * wq.value[i * cols + c] + dk[t * cols + c] * wk.value[i * cols + c] +
-                 dv[t * cols + c] * wv.value[i * cols + c];
-        }
-        partial[t * hid + i] = acc;
-      }
-    }
+  for (size_t l = 0; l < local_leaves; ++l) {
+    for (size_t t = 0; t < n; ++t)
+      for (size_t i = 0; i < hid; ++i) partial[t * hid + i] = leaf_element(l, t, i);
     GL_RETURN_IF_ERROR(sum.AddLeaf(partial.data()));
   }
   std::vector<float> da(n * hid);
   GL_RETURN_IF_ERROR(reducer_->Allreduce(sum, da.data()));
-  const std::vector<float> dx = LayerNormBackward(s.x, da, hid);
+  const std::vector<float> dx = LayerNormBackward(x, da, hid);
   for (size_t i = 0; i < dh.size(); ++i) dh[i] += dx[i];
   return Status::Ok();
 }
@@ -437,25 +444,13 @@ Status TransformerLayers::MlpBackward(int block, int seqs, const Saved& s, std::
   for (size_t i = 0; i < du.size(); ++i) du[i] *= GeluGrad(s.u[i]);
   ColumnSums(du, ff, P(base + 10).grad);
   MatMulTN(s.a.data(), n, hid, du.data(), ff, w1.grad.data());
-  // da = du W1^T over leaves of 4h / heads columns, reduced over tp.
-  const size_t leaf = 4 * hid / config_.heads, local_leaves = ff / leaf;
-  auto sum = rt::LeafSum<float>::ForRank(n * hid, config_.heads, tp_->rank(), tp_->size());
-  std::vector<float> partial(n * hid);
-  for (size_t l = 0; l < local_leaves; ++l) {
-    for (size_t t = 0; t < n; ++t) {
-      for (size_t i = 0; i < hid; ++i) {
-        float acc = 0;
-        for (size_t c = l * leaf; c < (l + 1) * leaf; ++c) acc += du[t * ff + c] * w1.value[i * ff + c];
-        partial[t * hid + i] = acc;
-      }
-    }
-    GL_RETURN_IF_ERROR(sum.AddLeaf(partial.data()));
-  }
-  std::vector<float> da(n * hid);
-  GL_RETURN_IF_ERROR(reducer_->Allreduce(sum, da.data()));
-  const std::vector<float> dx = LayerNormBackward(s.x, da, hid);
-  for (size_t i = 0; i < dh.size(); ++i) dh[i] += dx[i];
-  return Status::Ok();
+  // da = du W1^T over leaves of 4h / heads columns.
+  const size_t leaf = 4 * hid / config_.heads;
+  return AddInputGradient(n, ff / leaf, s.x, dh, [&](size_t l, size_t t, size_t i) {
+    float acc = 0;
+    for (size_t c = l * leaf; c < (l + 1) * leaf; ++c) acc += du[t * ff + c] * w1.value[i * ff + c];
+    return acc;
+  });
 }
 
 }  // namespace gpulaunch::examples

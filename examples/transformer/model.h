@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -84,6 +85,12 @@ class TransformerLayers {
   Status Mlp(int block, int seqs, std::vector<float>& h, Saved* saved);
   Status AttentionBackward(int block, int seqs, const Saved& s, std::vector<float>& dh);
   Status MlpBackward(int block, int seqs, const Saved& s, std::vector<float>& dh);
+  // The gradient of a block's layer-norm input from its column-parallel
+  // projections: leaf_element(leaf, token, i) for each of this rank's leaves,
+  // summed over tp by the reducer's fixed tree, through the layer norm at x,
+  // added to dh (the residual path).
+  Status AddInputGradient(size_t tokens, size_t local_leaves, const std::vector<float>& x, std::vector<float>& dh,
+                          const std::function<float(size_t, size_t, size_t)>& leaf_element);
 
   ModelConfig config_;
   rt::Communicator* tp_;
