@@ -265,7 +265,7 @@ Status CheckSchedule(const PipelineSchedule& s) {
   return Status::Ok();
 }
 
-ScheduleTiming SimulateSchedule(const PipelineSchedule& s, double forward_time, double backward_time) {
+ScheduleTiming SimulateSchedule(const PipelineSchedule& s, double forward_time, double backward_time, double latency) {
   std::vector<double> clock(s.ranks, 0), busy(s.ranks, 0);
   std::map<MessageId, double> sent_at;
   Execute(s, [&](int r, const PipeAction& a) {
@@ -275,7 +275,7 @@ ScheduleTiming SimulateSchedule(const PipelineSchedule& s, double forward_time, 
     if (IsRecv(a.op)) clock[r] = std::max(clock[r], sent_at[MessageOf(a)]);
     clock[r] += duration;
     busy[r] += duration;
-    if (IsSend(a.op)) sent_at[MessageOf(a)] = clock[r];
+    if (IsSend(a.op)) sent_at[MessageOf(a)] = clock[r] + latency;
   });
   ScheduleTiming t;
   t.makespan = *std::max_element(clock.begin(), clock.end());

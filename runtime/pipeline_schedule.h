@@ -69,8 +69,10 @@ struct ScheduleTiming {
   double bubble_fraction = 0; // 1 - busy / makespan
 };
 // Times a checked schedule with every stage's forward taking forward_time /
-// chunks and backward backward_time / chunks, communication free.
-ScheduleTiming SimulateSchedule(const PipelineSchedule& schedule, double forward_time, double backward_time);
+// chunks and backward backward_time / chunks, each message arriving
+// `latency` after it was sent (0: communication free).
+ScheduleTiming SimulateSchedule(const PipelineSchedule& schedule, double forward_time, double backward_time,
+                                double latency = 0);
 
 // The textbook bubble fractions: (p - 1) / (m + p - 1) for GPipe and 1F1B,
 // (p - 1) / (v m + p - 1) for interleaved 1F1B with v chunks.

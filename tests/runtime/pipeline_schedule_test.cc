@@ -88,6 +88,14 @@ TEST(PipelineSchedule, BubblesAsTheFormulasSay) {
   }
 }
 
+TEST(PipelineSchedule, LatencyLengthensTheCriticalPath) {
+  // 1F1B's steady state has no slack: each hop's latency adds to the step.
+  const double ideal = SimulateSchedule(*Make1F1B(4, 8), 1, 2).makespan;
+  const double slow = SimulateSchedule(*Make1F1B(4, 8), 1, 2, 0.1).makespan;
+  EXPECT_EQ(ideal, 33);
+  EXPECT_GT(slow, ideal + 0.1 * 2 * 3);  // at least the first forward and last backward chains
+}
+
 TEST(PipelineSchedule, OneFOneBBoundsActivationsInFlight) {
   auto f = Make1F1B(4, 16);
   auto g = MakeGPipe(4, 16, true);
