@@ -7,6 +7,7 @@
 //
 // Input: one sequence per line, token ids separated by spaces, each line the
 // model's sequence length (or --batch N sequences generated from --seed).
+// Weights: from --seed, or --weights FILE as transformer_train writes them.
 // Output: the last position's logits of every sequence, float32
 // little-endian, batch x vocab, written by rank 0 (to a temporary name first,
 // so a failed run leaves no partial file).
@@ -40,7 +41,8 @@ using namespace gpulaunch::examples;
 constexpr int kExitUsage = 2;
 
 const char kUsage[] =
-    "usage: transformer_infer --output PATH [--input PATH | --batch N] [--parallel pipeline|tensor|data|hybrid]\n"
+    "usage: transformer_infer --output PATH [--input PATH | --batch N] [--weights FILE]\n"
+    "         [--parallel pipeline|tensor|data|hybrid]\n"
     "         [--stages N] [--gpus-per-stage K] [--layout tp=..,pp=..,dp=..] [--microbatches M]\n"
     "         [--model tiny|gpt2-small] [--vocab V] [--hidden H] [--heads A] [--blocks B] [--seq S] [--seed X]\n";
 
@@ -169,6 +171,9 @@ int Run(int argc, char** argv) {
   const std::vector<int32_t> mine(tokens->begin() + static_cast<long>(coords[rt::kDp] * per_replica),
                                   tokens->begin() + static_cast<long>((coords[rt::kDp] + 1) * per_replica));
   TransformerLayers layers(args->model, tp_comm, *reducer);
+  if (!args->weights.empty()) {
+    if (Status s = layers.LoadWeights(args->weights); !s.ok()) return usage(s);
+  }
   Stages stages(layers, split->first_layer, mine, seqs_per_mb, args->model);
   auto schedule = rt::MakeGPipe(pp, m, false);
   if (!schedule.ok()) return usage(schedule.status());

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <functional>
 
 #include "runtime/leaf_sum.h"
@@ -167,11 +169,51 @@ ParamShard& TransformerLayers::P(uint64_t id) {
     }
   }
   s.value.resize(s.row_count * s.col_count);
-  for (size_t i = 0; i < s.row_count; ++i)
-    for (size_t j = 0; j < s.col_count; ++j)
-      s.value[i * s.col_count + j] = Param(config_.seed, id, (s.row_first + i) * s.cols + s.col_first + j, scale);
+  const auto loaded = file_offset_.find(id);
+  for (size_t i = 0; i < s.row_count; ++i) {
+    for (size_t j = 0; j < s.col_count; ++j) {
+      const size_t index = (s.row_first + i) * s.cols + s.col_first + j;
+      float& v = s.value[i * s.col_count + j];
+      if (loaded != file_offset_.end()) {
+        std::memcpy(&v, weights_file_.data() + loaded->second + index * sizeof(float), sizeof(float));
+      } else {
+        v = Param(config_.seed, id, index, scale);
+      }
+    }
+  }
   s.grad.assign(s.value.size(), 0.0f);
   return params_.emplace(id, std::move(s)).first->second;
+}
+
+Status TransformerLayers::LoadWeights(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot open the weights file " + path);
+  weights_file_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  // Every tensor in id order, whole, float32: what transformer_train writes.
+  const size_t h = config_.hidden;
+  std::vector<std::pair<uint64_t, size_t>> sizes = {{1, config_.vocab * h}, {2, config_.seq * h}, {3, config_.vocab * h}};
+  for (int b = 0; b < config_.blocks; ++b) {
+    const uint64_t base = 1000 * static_cast<uint64_t>(b + 1);
+    for (auto [j, n] : std::vector<std::pair<uint64_t, size_t>>{{1, h * h}, {2, h * h}, {3, h * h}, {4, h}, {5, h},
+                                                                 {6, h}, {7, h * h}, {8, h}, {9, 4 * h * h},
+                                                                 {10, 4 * h}, {11, 4 * h * h}, {12, h}}) {
+      sizes.push_back({base + j, n});
+    }
+  }
+  size_t offset = 0;
+  for (const auto& [id, n] : sizes) {
+    file_offset_[id] = offset;
+    offset += n * sizeof(float);
+  }
+  if (offset != weights_file_.size()) {
+    file_offset_.clear();
+    return InvalidArgument(path + ": " + std::to_string(weights_file_.size()) + " bytes, but this model (vocab " +
+                           std::to_string(config_.vocab) + ", hidden " + std::to_string(h) + ", blocks " +
+                           std::to_string(config_.blocks) + ", seq " + std::to_string(config_.seq) + ") has " +
+                           std::to_string(offset) + "; pass the model options the weights were trained with");
+  }
+  params_.clear();
+  return Status::Ok();
 }
 
 std::vector<ParamShard*> TransformerLayers::Params(int first, int end) {

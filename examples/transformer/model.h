@@ -60,6 +60,12 @@ class TransformerLayers {
   int layers() const { return 2 + 2 * config_.blocks; }
   const ModelConfig& config() const { return config_; }
 
+  // Takes the parameters from a file that transformer_train wrote (every
+  // tensor whole, in id order, float32) instead of the seed; this rank reads
+  // only its shards. Fails, naming both sizes, when the file does not match
+  // the model's shape.
+  Status LoadWeights(const std::string& path);
+
   // This rank's shards of the parameters of layers [first, end), by id.
   std::vector<ParamShard*> Params(int first, int end);
 
@@ -98,6 +104,8 @@ class TransformerLayers {
   std::map<uint64_t, ParamShard> params_;
   std::map<std::pair<int, int>, Saved> saved_;  // (mb, layer)
   std::map<int, std::vector<int32_t>> tokens_, targets_;  // by mb, for the embedding and head backward
+  std::string weights_file_;                   // LoadWeights: the file's bytes
+  std::map<uint64_t, size_t> file_offset_;     // tensor id -> its offset in weights_file_
 };
 
 }  // namespace gpulaunch::examples

@@ -32,7 +32,7 @@ StatusOr<JobOptions> ParseJobOptions(int argc, char** argv, bool training, const
     texts.insert(texts.end(), {{"optimizer", &o.optimizer}, {"schedule", &o.schedule}, {"loss-log", &o.loss_log},
                                {"weights-out", &o.weights_out}});
   } else {
-    texts.insert(texts.end(), {{"input", &o.input}, {"output", &o.output}});
+    texts.insert(texts.end(), {{"input", &o.input}, {"output", &o.output}, {"weights", &o.weights}});
   }
   for (auto [name, field] : ints) {
     auto it = kv.find(name);

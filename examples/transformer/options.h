@@ -11,7 +11,7 @@
 namespace gpulaunch::examples {
 
 struct JobOptions {
-  std::string input, output, parallel, layout;
+  std::string input, output, parallel, layout, weights;
   int batch = 8, stages = 1, gpus_per_stage = 1, microbatches = 4;  // micro-batches of the whole batch
   ModelConfig model;
   // Training only.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The transformer inference example under gpulaunch (real mpirun ranks): the
 # output file is byte-identical for one process and for pipeline, tensor,
-# data and hybrid layouts; bad input exits 2 and leaves no output behind.
+# data and hybrid layouts, with seeded or trained weights; bad input exits 2
+# and leaves no output behind.
 # Usage: BIN_DIR
 set -uo pipefail
 BIN=$(cd "${1:?usage: transformer_infer_test.sh BIN_DIR}" && pwd)
@@ -32,6 +33,18 @@ done
 # Embedding and head are cheaper than a block here, so the ends take more layers.
 check "4 pipeline stages from the balanced splitter" \
   "$(grep -c 'stages \[0,3) \[3,5) \[5,7) \[7,10)' "$WORK/run-4---parallel_pipeline_--stages_4.log")" 1
+
+# Weights from a file (what transformer_train writes): the same bytes under
+# any layout, and not the seed's.
+timeout 120 "$BIN/gpulaunch" -n 1 "$BIN/transformer_train" --steps 2 --weights-out "$WORK/trained.bin" > /dev/null 2>&1
+infer 1 "$WORK/w1.bin" --weights "$WORK/trained.bin" > /dev/null 2>&1
+infer 4 "$WORK/w4.bin" --weights "$WORK/trained.bin" --parallel hybrid --stages 2 --gpus-per-stage 2 > /dev/null 2>&1
+check "trained weights: -n 4 hybrid gives the same bytes as -n 1" "$(cmp -s "$WORK/w1.bin" "$WORK/w4.bin" && echo same)" same
+check "trained weights change the output" "$(cmp -s "$WORK/w1.bin" "$WORK/one.bin" || echo changed)" changed
+head -c 1000 "$WORK/trained.bin" > "$WORK/short-weights.bin"
+infer 1 "$WORK/bad.bin" --weights "$WORK/short-weights.bin" > "$WORK/bad.log" 2>&1
+check "a weights file of the wrong size: exit 2" "$?" 2
+check "... naming both sizes" "$(grep -c 'short-weights.bin: 1000 bytes, but this model (vocab 257, hidden 64, blocks 4, seq 16) has 931328' "$WORK/bad.log")" 1
 
 # Bad input: a short line, a tp that does not divide the heads. Exit 2, no file.
 printf '1 2 3\n' > "$WORK/short.txt"
