@@ -32,6 +32,7 @@
 #include "runtime/gpurt.h"
 #include "runtime/pipeline_executor.h"
 #include "runtime/process_groups.h"
+#include "runtime/tensor_parallel.h"
 
 namespace {
 
@@ -44,7 +45,7 @@ const char kUsage[] =
     "usage: transformer_infer --output PATH [--input PATH | --batch N] [--weights FILE]\n"
     "         [--parallel pipeline|tensor|data|hybrid]\n"
     "         [--stages N] [--gpus-per-stage K] [--layout tp=..,pp=..,dp=..] [--microbatches M]\n"
-    "         [--model tiny|gpt2-small] [--vocab V] [--hidden H] [--heads A] [--blocks B] [--seq S] [--seed X]\n";
+    "         [--device cpu|cuda] [--model tiny|gpt2-small] [--vocab V] [--hidden H] [--heads A] [--blocks B] [--seq S] [--seed X]\n";
 
 using Args = JobOptions;
 
@@ -170,6 +171,9 @@ int Run(int argc, char** argv) {
   const size_t per_replica = static_cast<size_t>(batch / dp) * args->model.seq;
   const std::vector<int32_t> mine(tokens->begin() + static_cast<long>(coords[rt::kDp] * per_replica),
                                   tokens->begin() + static_cast<long>((coords[rt::kDp] + 1) * per_replica));
+  if (args->device == "cuda") {
+    if (Status s = rt::SetMatMulDevice(rt::MatMulDevice::kCuda); !s.ok()) return usage(s);
+  }
   TransformerLayers layers(args->model, tp_comm, *reducer);
   if (!args->weights.empty()) {
     if (Status s = layers.LoadWeights(args->weights); !s.ok()) return usage(s);

@@ -34,6 +34,7 @@
 #include "runtime/leaf_sum.h"
 #include "runtime/pipeline_executor.h"
 #include "runtime/process_groups.h"
+#include "runtime/tensor_parallel.h"
 #include "runtime/superaccumulator.h"
 
 namespace {
@@ -46,7 +47,7 @@ const char kUsage[] =
     "usage: transformer_train [--steps N] [--optimizer sgd|adam] [--lr X] [--batch N] [--microbatches M]\n"
     "         [--schedule 1f1b|gpipe|interleaved] [--chunks V] [--parallel pipeline|tensor|data|hybrid]\n"
     "         [--stages N] [--gpus-per-stage K] [--layout tp=..,pp=..,dp=..] [--loss-log PATH] [--weights-out PATH]\n"
-    "         [--model tiny|gpt2-small] [--vocab V] [--hidden H] [--heads A] [--blocks B] [--seq S] [--seed X]\n";
+    "         [--device cpu|cuda] [--model tiny|gpt2-small] [--vocab V] [--hidden H] [--heads A] [--blocks B] [--seq S] [--seed X]\n";
 
 uint64_t Mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -231,6 +232,9 @@ int Run(int argc, char** argv) {
   if (!tp_reducer.ok()) return fail(tp_reducer.status());
   if (!dp_reducer.ok()) return fail(dp_reducer.status());
 
+  if (opt->device == "cuda") {
+    if (Status s = rt::SetMatMulDevice(rt::MatMulDevice::kCuda); !s.ok()) return usage(s);
+  }
   TransformerLayers layers(opt->model, tp_comm, *tp_reducer);
   const float loss_scale = 1.0f / static_cast<float>(batch * opt->model.seq);
   TrainStages stages(layers, split->first_layer, seqs_per_mb, loss_scale);

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "runtime/cuda_matmul.h"
+#include "runtime/gpurt.h"
 #include "runtime/leaf_sum.h"
 #include "runtime/reduction_tree.h"
 
@@ -20,6 +22,28 @@ void MatMul(const float* x, size_t rows, size_t k, const float* w, size_t w_stri
   }
 }
 
+namespace {
+
+MatMulDevice g_device = MatMulDevice::kCpu;
+
+Status Multiply(const float* x, size_t rows, size_t k, const float* w, size_t w_stride, size_t n, float* y) {
+  if (g_device == MatMulDevice::kCuda) return CudaMatMul(x, rows, k, w, w_stride, n, y);
+  MatMul(x, rows, k, w, w_stride, n, y);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status SetMatMulDevice(MatMulDevice device) {
+  if (device == MatMulDevice::kCuda && !CudaMatMulAvailable()) {
+    return FailedPrecondition(BuiltWithCuda() ? "no CUDA GPU is usable by this rank (cudaGetDeviceCount found none); "
+                                                "run on a GPU host or use the CPU"
+                                              : "gpurt was built without nvcc, so it has no CUDA kernels");
+  }
+  g_device = device;
+  return Status::Ok();
+}
+
 StatusOr<Slice> EvenSlice(size_t total, int part, int parts, const char* what) {
   if (parts < 1 || total % static_cast<size_t>(parts) != 0) {
     return InvalidArgument(std::string(what) + " (" + std::to_string(total) + ") does not split evenly over " +
@@ -33,7 +57,7 @@ StatusOr<std::vector<float>> ColumnParallel(Communicator& tp, const std::vector<
                                             const std::vector<float>& w_local, size_t n_local, bool gather) {
   if (x.size() != rows * k || w_local.size() != k * n_local) return InvalidArgument("ColumnParallel: shape mismatch");
   std::vector<float> local(rows * n_local);
-  MatMul(x.data(), rows, k, w_local.data(), n_local, n_local, local.data());
+  GL_RETURN_IF_ERROR(Multiply(x.data(), rows, k, w_local.data(), n_local, n_local, local.data()));
   if (!gather || tp.size() == 1) return local;
   const size_t t = static_cast<size_t>(tp.size());
   std::vector<float> blocks(t * rows * n_local);
@@ -62,7 +86,7 @@ StatusOr<std::vector<float>> RowParallel(DeterministicReducer& reducer, Communic
   std::vector<float> xb(rows * block), partial(rows * n);
   for (size_t l = 0; l < mine; ++l) {
     for (size_t i = 0; i < rows; ++i) std::memcpy(&xb[i * block], &x_local[i * k_local + l * block], block * sizeof(float));
-    MatMul(xb.data(), rows, block, &w_local[l * block * n], n, n, partial.data());
+    GL_RETURN_IF_ERROR(Multiply(xb.data(), rows, block, &w_local[l * block * n], n, n, partial.data()));
     GL_RETURN_IF_ERROR(sum.AddLeaf(partial.data()));
   }
   std::vector<float> out(rows * n);

@@ -23,6 +23,12 @@ namespace gpulaunch::rt {
 // y is overwritten. Sums run over k in ascending order.
 void MatMul(const float* x, size_t rows, size_t k, const float* w, size_t w_stride, size_t n, float* y);
 
+// Where ColumnParallel and RowParallel multiply: the CPU (default) or a CUDA
+// GPU (runtime/cuda_matmul.h), with the same bits either way. Choosing CUDA
+// fails when gpurt has no kernels or the rank has no GPU.
+enum class MatMulDevice { kCpu, kCuda };
+Status SetMatMulDevice(MatMulDevice device);
+
 // The columns [first, first + count) of a split into `parts` equal parts.
 struct Slice {
   size_t first = 0;

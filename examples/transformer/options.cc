@@ -26,7 +26,8 @@ StatusOr<JobOptions> ParseJobOptions(int argc, char** argv, bool training, const
       {"batch", &o.batch}, {"stages", &o.stages}, {"gpus-per-stage", &o.gpus_per_stage},
       {"microbatches", &o.microbatches}, {"vocab", &o.model.vocab}, {"hidden", &o.model.hidden},
       {"heads", &o.model.heads}, {"blocks", &o.model.blocks}, {"seq", &o.model.seq}, {"seed", &seed}};
-  std::vector<std::pair<const char*, std::string*>> texts = {{"parallel", &o.parallel}, {"layout", &o.layout}};
+  std::vector<std::pair<const char*, std::string*>> texts = {
+      {"parallel", &o.parallel}, {"layout", &o.layout}, {"device", &o.device}};
   if (training) {
     ints.insert(ints.end(), {{"steps", &o.steps}, {"chunks", &o.chunks}});
     texts.insert(texts.end(), {{"optimizer", &o.optimizer}, {"schedule", &o.schedule}, {"loss-log", &o.loss_log},
@@ -55,6 +56,7 @@ StatusOr<JobOptions> ParseJobOptions(int argc, char** argv, bool training, const
     kv.erase("lr");
   }
   if (!kv.empty()) return InvalidArgument("unknown option --" + kv.begin()->first + "\n" + usage);
+  if (o.device != "cpu" && o.device != "cuda") return InvalidArgument("--device '" + o.device + "': use cpu or cuda");
   if (!training && o.output.empty()) return InvalidArgument("--output PATH is required\n" + usage);
   if (training && o.optimizer != "sgd" && o.optimizer != "adam") {
     return InvalidArgument("--optimizer '" + o.optimizer + "': use sgd or adam");

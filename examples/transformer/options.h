@@ -12,6 +12,7 @@ namespace gpulaunch::examples {
 
 struct JobOptions {
   std::string input, output, parallel, layout, weights;
+  std::string device = "cpu";  // cpu | cuda: where the tensor-parallel products run
   int batch = 8, stages = 1, gpus_per_stage = 1, microbatches = 4;  // micro-batches of the whole batch
   ModelConfig model;
   // Training only.

@@ -46,6 +46,16 @@ infer 1 "$WORK/bad.bin" --weights "$WORK/short-weights.bin" > "$WORK/bad.log" 2>
 check "a weights file of the wrong size: exit 2" "$?" 2
 check "... naming both sizes" "$(grep -c 'short-weights.bin: 1000 bytes, but this model (vocab 257, hidden 64, blocks 4, seq 16) has 931328' "$WORK/bad.log")" 1
 
+# The CUDA kernels: the same bytes on a GPU; a clear refusal without one.
+infer 2 "$WORK/cuda.bin" --parallel tensor --gpus-per-stage 2 --device cuda > "$WORK/cuda.log" 2>&1
+cuda_rc=$?
+if nvidia-smi -L > /dev/null 2>&1; then
+  check "--device cuda: same bytes as the CPU" "$(cmp -s "$WORK/one.bin" "$WORK/cuda.bin" && echo same)" same
+else
+  check "--device cuda without a GPU: exit 2" "$cuda_rc" 2
+  check "... saying so" "$(grep -cE 'no CUDA GPU is usable|built without nvcc' "$WORK/cuda.log")" 1
+fi
+
 # Bad input: a short line, a tp that does not divide the heads. Exit 2, no file.
 printf '1 2 3\n' > "$WORK/short.txt"
 timeout 60 "$BIN/gpulaunch" -n 1 "$BIN/transformer_infer" --input "$WORK/short.txt" --output "$WORK/bad.bin" \
