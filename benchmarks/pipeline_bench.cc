@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <tuple>
 #include <thread>
 
 #include "runtime/pipeline_executor.h"
@@ -30,21 +32,25 @@ class SleepingStages : public PipelineStages {
  public:
   explicit SleepingStages(int chunks) : chunks_(chunks) {}
   size_t ActivationFloats(int) const override { return 256; }
-  gpulaunch::StatusOr<std::vector<float>> Forward(int, int stage, const std::vector<float>&) override {
-    Busy(stage, kForwardMs / chunks_);
+  gpulaunch::StatusOr<std::vector<float>> Forward(int mb, int stage, const std::vector<float>&) override {
+    Busy(mb, stage, false, kForwardMs / chunks_);
     return std::vector<float>(256, 1.0f);
   }
-  gpulaunch::StatusOr<std::vector<float>> Backward(int, int stage, const std::vector<float>&) override {
-    Busy(stage, kBackwardMs / chunks_);
+  gpulaunch::StatusOr<std::vector<float>> Backward(int mb, int stage, const std::vector<float>&) override {
+    Busy(mb, stage, true, kBackwardMs / chunks_);
     return std::vector<float>(256, 1.0f);
   }
   double busy_ms[kRanks] = {};  // each written by its rank's thread only
+  // Each compute's measured duration, by (backward, micro-batch, stage).
+  std::map<std::tuple<bool, int, int>, double> took_ms[kRanks];
 
  private:
-  void Busy(int stage, double ms) {
+  void Busy(int mb, int stage, bool backward, double ms) {
     const auto start = std::chrono::steady_clock::now();
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
-    busy_ms[stage % kRanks] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const double took = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    busy_ms[stage % kRanks] += took;
+    took_ms[stage % kRanks][{backward, mb, stage}] = took;
   }
   int chunks_;
 };
@@ -78,7 +84,7 @@ double WakeupLatencyMs() {
 void BM_Bubble(benchmark::State& state, bool interleaved) {
   const int m = static_cast<int>(state.range(0)), chunks = interleaved ? 2 : 1;
   auto schedule = interleaved ? MakeInterleaved1F1B(kRanks, m, chunks) : Make1F1B(kRanks, m);
-  std::vector<double> bubbles;
+  std::vector<double> bubbles, overheads;
   for (auto _ : state) {
     SleepingStages stages(chunks);
     std::chrono::steady_clock::time_point begin[kRanks], end[kRanks];
@@ -95,9 +101,16 @@ void BM_Bubble(benchmark::State& state, bool interleaved) {
     double busy = 0;
     for (double b : stages.busy_ms) busy += b / kRanks;
     bubbles.push_back(1 - busy / wall);
+    // Replay: the step the table takes with these very stage times.
+    const double replayed = SimulateSchedule(*schedule, [&](int r, const PipeAction& a) {
+      return stages.took_ms[r].at({a.op == PipeOp::kBackward, a.microbatch, a.stage});
+    }, WakeupLatencyMs()).makespan;
+    overheads.push_back(wall / replayed);
   }
   std::sort(bubbles.begin(), bubbles.end());
+  std::sort(overheads.begin(), overheads.end());
   const double measured = bubbles[bubbles.size() / 2];  // the median
+  state.counters["wall_vs_replay"] = overheads[overheads.size() / 2];
   const double formula = TheoreticalBubble(*schedule);
   state.counters["bubble"] = measured;
   state.counters["formula"] = formula;

@@ -266,20 +266,30 @@ Status CheckSchedule(const PipelineSchedule& s) {
 }
 
 ScheduleTiming SimulateSchedule(const PipelineSchedule& s, double forward_time, double backward_time, double latency) {
+  return SimulateSchedule(
+      s,
+      [&](int, const PipeAction& a) {
+        return a.op == PipeOp::kForward ? forward_time / s.chunks : a.op == PipeOp::kBackward ? backward_time / s.chunks : 0;
+      },
+      latency);
+}
+
+ScheduleTiming SimulateSchedule(const PipelineSchedule& s, const std::function<double(int, const PipeAction&)>& duration,
+                                double latency) {
   std::vector<double> clock(s.ranks, 0), busy(s.ranks, 0);
   std::map<MessageId, double> sent_at;
   Execute(s, [&](int r, const PipeAction& a) {
-    double duration = 0;
-    if (a.op == PipeOp::kForward) duration = forward_time / s.chunks;
-    if (a.op == PipeOp::kBackward) duration = backward_time / s.chunks;
+    const double d = a.op == PipeOp::kForward || a.op == PipeOp::kBackward ? duration(r, a) : 0;
     if (IsRecv(a.op)) clock[r] = std::max(clock[r], sent_at[MessageOf(a)]);
-    clock[r] += duration;
-    busy[r] += duration;
+    clock[r] += d;
+    busy[r] += d;
     if (IsSend(a.op)) sent_at[MessageOf(a)] = clock[r] + latency;
   });
   ScheduleTiming t;
   t.makespan = *std::max_element(clock.begin(), clock.end());
-  t.busy_per_rank = busy.front();
+  double total = 0;
+  for (double b : busy) total += b;
+  t.busy_per_rank = total / s.ranks;
   t.bubble_fraction = t.makespan > 0 ? 1 - t.busy_per_rank / t.makespan : 0;
   return t;
 }

@@ -12,6 +12,7 @@
 // until its message has been sent.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,12 @@ struct ScheduleTiming {
 // `latency` after it was sent (0: communication free).
 ScheduleTiming SimulateSchedule(const PipelineSchedule& schedule, double forward_time, double backward_time,
                                 double latency = 0);
+// The same with each compute action's own duration (e.g. measured), to
+// replay a real run: what its step would take with nothing but the stages'
+// times and the message latency.
+ScheduleTiming SimulateSchedule(const PipelineSchedule& schedule,
+                                const std::function<double(int rank, const PipeAction& action)>& duration,
+                                double latency);
 
 // The textbook bubble fractions: (p - 1) / (m + p - 1) for GPipe and 1F1B,
 // (p - 1) / (v m + p - 1) for interleaved 1F1B with v chunks.
