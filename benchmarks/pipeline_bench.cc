@@ -1,7 +1,9 @@
 // Pipeline bubble: the real executor (runtime/pipeline_executor.h) over the
 // in-process thread communicator, p = 4 ranks, on synthetic stages whose
-// forward sleeps 5 ms and backward 10 ms (a fixed busy time that needs no
-// CPU, so 4 ranks on a 2-core machine still overlap as on 4 GPUs).
+// forward sleeps 50 ms and backward 100 ms (a fixed busy time that needs no
+// CPU, so 4 ranks on a 2-core machine still overlap as on 4 GPUs; long
+// enough that the sleeps' jitter, which 1F1B's slack-free steady state turns
+// into bubble, stays small). About a minute in all.
 //   build/bin/pipeline_bench
 //
 // Measured bubble = 1 - (mean busy time of a rank) / (wall time of the step); the
@@ -9,6 +11,7 @@
 // and (p - 1) / (v m + p - 1) for interleaved 1F1B with v = 2 chunks.
 // Reported per m in {4, 8, 16, 32}: measured, formula, measured / formula.
 #include <benchmark/benchmark.h>
+#include <sys/prctl.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,7 +27,7 @@ using namespace gpulaunch::rt;
 namespace {
 
 constexpr int kRanks = 4;
-constexpr double kForwardMs = 5, kBackwardMs = 10;
+constexpr double kForwardMs = 50, kBackwardMs = 100;
 
 // Sleeps overshoot by tens of microseconds, so the busy time each rank
 // really spent in its stages is measured rather than assumed.
@@ -46,6 +49,7 @@ class SleepingStages : public PipelineStages {
 
  private:
   void Busy(int mb, int stage, bool backward, double ms) {
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // wake on time: the default 50 us slack varies per sleep
     const auto start = std::chrono::steady_clock::now();
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
     const double took = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -123,8 +127,8 @@ void BM_Bubble(benchmark::State& state, bool interleaved) {
 
 }  // namespace
 
-BENCHMARK_CAPTURE(BM_Bubble, one_f_one_b, false)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Iterations(5)->UseManualTime()
+BENCHMARK_CAPTURE(BM_Bubble, one_f_one_b, false)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Iterations(3)->UseManualTime()
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Bubble, interleaved_v2, true)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Iterations(5)->UseManualTime()
+BENCHMARK_CAPTURE(BM_Bubble, interleaved_v2, true)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Iterations(3)->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();
