@@ -61,6 +61,21 @@ verify_against_plan "--hostfile" "$WORK/plan-file" "$WORK/out-file"
 on_node1 "$BIN/gpulaunch" --allow-run-as-root --hostfile "$WORK/hosts" "$BIN/rank_report" > "$WORK/mpi" 2>&1
 check "MPI allreduce across 4 hosts" "$(grep -c 'rank_report: 16 ranks, allreduce ok, 0 problem' "$WORK/mpi")" 1
 
+# 3b. A model cut into two pipeline stages on two machines gives the one-machine
+#     output exactly; so does training over 4 hosts (dp=2, pp=2).
+on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:1 "$BIN/transformer_infer" --output "$WORK/infer1.bin" \
+  > /dev/null 2>&1
+on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:1,node2:1 "$BIN/transformer_infer" --parallel pipeline \
+  --stages 2 --output "$WORK/infer2.bin" > "$WORK/infer2.log" 2>&1
+check "inference, pp=2 on node1 + node2: same bytes as one process" \
+  "$(cmp -s "$WORK/infer1.bin" "$WORK/infer2.bin" && echo same)" same
+on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:1 "$BIN/transformer_train" --steps 2 \
+  --loss-log "$WORK/train1.loss" --weights-out "$WORK/train1.w" > /dev/null 2>&1
+on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:1,node2:1,node3:1,node4:1 "$BIN/transformer_train" --steps 2 \
+  --layout dp=2,pp=2 --loss-log "$WORK/train4.loss" --weights-out "$WORK/train4.w" > /dev/null 2>&1
+check "training, dp=2 pp=2 on 4 hosts: same loss log and weights as one process" \
+  "$(cmp -s "$WORK/train1.loss" "$WORK/train4.loss" && cmp -s "$WORK/train1.w" "$WORK/train4.w" && echo same)" same
+
 # 4. A remote rank's exit code is the job's.
 on_node1 "$BIN/gpulaunch" --allow-run-as-root --hostfile "$WORK/hosts" "$BIN/rank_report" --quiet \
   --exit-rank 9 --exit-code 5 > /dev/null 2>&1
