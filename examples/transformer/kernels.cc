@@ -2,20 +2,29 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 namespace gpulaunch::examples {
+namespace {
+
+// A row's mean and 1 / sqrt(variance + eps), sums in ascending order.
+std::pair<float, float> RowStats(const float* in, size_t width) {
+  float mean = 0, var = 0;
+  for (size_t i = 0; i < width; ++i) mean += in[i];
+  mean /= static_cast<float>(width);
+  for (size_t i = 0; i < width; ++i) var += (in[i] - mean) * (in[i] - mean);
+  var /= static_cast<float>(width);
+  return {mean, 1.0f / std::sqrt(var + 1e-5f)};
+}
+
+}  // namespace
 
 // Row-wise layer norm without gain and bias; sums in ascending order.
 std::vector<float> LayerNorm(const std::vector<float>& x, size_t width) {
   std::vector<float> y(x.size());
   for (size_t row = 0; row < x.size() / width; ++row) {
     const float* in = &x[row * width];
-    float mean = 0, var = 0;
-    for (size_t i = 0; i < width; ++i) mean += in[i];
-    mean /= static_cast<float>(width);
-    for (size_t i = 0; i < width; ++i) var += (in[i] - mean) * (in[i] - mean);
-    var /= static_cast<float>(width);
-    const float inv = 1.0f / std::sqrt(var + 1e-5f);
+    const auto [mean, inv] = RowStats(in, width);
     for (size_t i = 0; i < width; ++i) y[row * width + i] = (in[i] - mean) * inv;
   }
   return y;
@@ -27,12 +36,7 @@ std::vector<float> LayerNormBackward(const std::vector<float>& x, const std::vec
   std::vector<float> dx(x.size());
   for (size_t row = 0; row < x.size() / width; ++row) {
     const float* in = &x[row * width];
-    float mean = 0, var = 0;
-    for (size_t i = 0; i < width; ++i) mean += in[i];
-    mean /= static_cast<float>(width);
-    for (size_t i = 0; i < width; ++i) var += (in[i] - mean) * (in[i] - mean);
-    var /= static_cast<float>(width);
-    const float inv = 1.0f / std::sqrt(var + 1e-5f);
+    const auto [mean, inv] = RowStats(in, width);
     float mdy = 0, mdyy = 0;
     for (size_t i = 0; i < width; ++i) {
       mdy += dy[row * width + i];
