@@ -7,7 +7,6 @@
 //   options: --exit-rank R --exit-code C   rank R exits with C after the checks
 //            --quiet                       only rank 0 prints the summary
 #include <mpi.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -17,18 +16,11 @@
 #include <vector>
 
 #include "common/strings.h"
+#include "runtime/rank_env.h"
 
 namespace {
 
-std::string Affinity() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  sched_getaffinity(0, sizeof set, &set);
-  std::vector<int> cpus;
-  for (int i = 0; i < CPU_SETSIZE; ++i)
-    if (CPU_ISSET(i, &set)) cpus.push_back(i);
-  return gpulaunch::FormatIdList(cpus);
-}
+std::string Affinity() { return gpulaunch::FormatIdList(gpulaunch::rt::BoundCpus()); }
 
 const char* Env(const char* name) {
   const char* v = std::getenv(name);

@@ -1,5 +1,7 @@
 #include "runtime/rank_env.h"
 
+#include <sched.h>
+
 #include <optional>
 
 #include "common/strings.h"
@@ -60,6 +62,16 @@ StatusOr<RankEnv> ReadRankEnv(const EnvLookup& env) {
   if (const char* h = env("GPULAUNCH_PLAN_HASH")) e.plan_hash = h;
   if (const char* j = env("GPULAUNCH_JOB_ID")) e.job_id = j;
   return e;
+}
+
+std::vector<int> BoundCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int i = 0; i < CPU_SETSIZE; ++i)
+    if (CPU_ISSET(i, &set)) cpus.push_back(i);
+  return cpus;
 }
 
 }  // namespace gpulaunch::rt

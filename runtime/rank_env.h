@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/env.h"
 #include "common/status.h"
@@ -25,5 +26,9 @@ struct RankEnv {
 
 // Fails when the variables contradict each other (e.g. RANK != OMPI_COMM_WORLD_RANK).
 StatusOr<RankEnv> ReadRankEnv(const EnvLookup& env);
+
+// The CPUs this process may run on (sched_getaffinity), ascending: what a
+// rank compares with GPULAUNCH_CPUSET.
+std::vector<int> BoundCpus();
 
 }  // namespace gpulaunch::rt

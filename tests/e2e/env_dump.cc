@@ -10,7 +10,6 @@
 //   --marker TEXT       ignored; lets a test find its ranks in /proc
 //   --stubborn          ignore SIGINT and SIGTERM (a rank that will not stop)
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "common/strings.h"
+#include "runtime/rank_env.h"
 
 namespace {
 
@@ -29,15 +29,7 @@ const char* Env(const char* n) {
   return v ? v : "";
 }
 
-std::string Affinity() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  sched_getaffinity(0, sizeof set, &set);
-  std::vector<int> cpus;
-  for (int i = 0; i < CPU_SETSIZE; ++i)
-    if (CPU_ISSET(i, &set)) cpus.push_back(i);
-  return gpulaunch::FormatIdList(cpus);
-}
+std::string Affinity() { return gpulaunch::FormatIdList(gpulaunch::rt::BoundCpus()); }
 
 std::string g_wait_dir;
 volatile sig_atomic_t g_signal = 0;
