@@ -9,6 +9,8 @@
 # Writes $RIG/slurmc/slurm.conf and $RIG/slurmc/gpunode.xml. Clients run as:
 #   ip netns exec ${NSP}n1 env SLURM_CONF=$RIG/slurmc/slurm.conf sbatch ...
 set -euo pipefail
+# shellcheck source=slurm-common.sh
+. "$(dirname "$0")/slurm-common.sh"
 : "${RIG:?set RIG to the scratch directory of netns-up.sh}"
 N=${N:-4}; NSP=${NSP:-glr}; NET=${NET:-10.200.0}
 S=$RIG/slurmc
@@ -25,33 +27,15 @@ echo "pid $(cat "$S/munge/munged.pid")" >> "$RIG/pids"
 # This machine's core layout, as slurmd -C reports it, for every fake node.
 layout=$(slurmd -C | head -1 | grep -o 'SocketsPerBoard=[0-9]* CoresPerSocket=[0-9]* ThreadsPerCore=[0-9]*' |
          sed 's/SocketsPerBoard/Sockets/')
-cat > "$S/slurm.conf" <<CFG
+{
+  slurm_common_conf "$S" "$S/munge/munge.sock"
+  cat <<CFG
 ClusterName=glcluster
 SlurmctldHost=node1($NET.1)
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$S/munge/munge.sock
-MailProg=/bin/true
-StateSaveLocation=$S/state
-SlurmdSpoolDir=$S/spool/%n
 TmpFS=$S/tmp/%n
-SlurmctldPidFile=$S/slurmctld.pid
 SlurmdPidFile=$S/slurmd.%n.pid
-SlurmctldLogFile=$S/log/slurmctld.log
 SlurmdLogFile=$S/log/slurmd.%n.log
-ProctrackType=proctrack/linuxproc
 TaskPlugin=task/affinity
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-MpiDefault=pmix
-ReturnToService=2
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-JobAcctGatherType=jobacct_gather/none
-KillWait=5
-MinJobAge=300
 GresTypes=gpu
 SlurmdParameters=config_overrides
 TopologyPlugin=topology/tree
@@ -61,6 +45,7 @@ PreemptMode=CANCEL
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE PriorityTier=1
 PartitionName=urgent Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=2 PreemptMode=OFF
 CFG
+} > "$S/slurm.conf"
 echo "Name=gpu File=$S/dev/nvidia[0-3]" > "$S/gres.conf"
 # A GPU node for discovery: this machine's real cores plus 4 fake NVIDIA
 # GPUs (one per gres device file, in the same order) on a host bridge of

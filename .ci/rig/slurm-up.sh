@@ -5,6 +5,8 @@
 # $RIG/pids (rig-down.sh / slurm-down.sh stop them). Writes $RIG/slurm/env
 # to source: SLURM_CONF.
 set -euo pipefail
+# shellcheck source=slurm-common.sh
+. "$(dirname "$0")/slurm-common.sh"
 : "${RIG:?set RIG to a scratch directory}"
 S=$RIG/slurm
 mkdir -p "$RIG/munge" "$S"/{state,log,spool,tmp}
@@ -18,38 +20,21 @@ echo "pid $(cat "$RIG/munge/munged.pid")" >> "$RIG/pids"
 
 host=$(hostname)
 node_line=$(slurmd -C | head -1)   # NodeName=<host> CPUs=.. Boards=.. SocketsPerBoard=.. CoresPerSocket=.. ...
-cat > "$S/slurm.conf" <<CFG
+{
+  slurm_common_conf "$S" "$RIG/munge/munge.sock"
+  cat <<CFG
 ClusterName=glrig
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=16817
 SlurmdPort=16818
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$RIG/munge/munge.sock
-MailProg=/bin/true
-StateSaveLocation=$S/state
-SlurmdSpoolDir=$S/spool/%n
 TmpFS=$S/tmp
-SlurmctldPidFile=$S/slurmctld.pid
 SlurmdPidFile=$S/slurmd.pid
-SlurmctldLogFile=$S/log/slurmctld.log
 SlurmdLogFile=$S/log/slurmd.log
-ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-MpiDefault=pmix
-ReturnToService=2
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-JobAcctGatherType=jobacct_gather/none
-KillWait=5
-MinJobAge=300
 $node_line NodeAddr=127.0.0.1 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
 CFG
+} > "$S/slurm.conf"
 mkdir -p "$S/spool/$host"
 export SLURM_CONF=$S/slurm.conf
 echo "export SLURM_CONF=$SLURM_CONF" > "$S/env"
