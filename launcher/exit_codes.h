@@ -8,6 +8,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitUsage = 2;
 // The launcher or the engine failed (mpirun could not start any rank, a rank's
 // exec shim refused its slot): the job itself never ran or was not trusted.
+inline constexpr int kExitTimeout = 124;  // --timeout expired (as timeout(1))
 inline constexpr int kExitLaunchFailure = 125;
 // A rank's program could not be executed (permission) / was not found.
 inline constexpr int kExitCannotExecute = 126;

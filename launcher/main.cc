@@ -257,7 +257,10 @@ int main(int argc, char** argv) {
     // delivers the signal itself to every task of the step the ranks reported.
     run.signal_all_ranks = [&](int sig) { return SignalSlurmSteps(control.SlurmSteps(), sig); };
     run.kill_grace_ms = o.kill_grace_s.value_or(kDefaultKillGraceS) * 1000;
+  } else {
+    run.kill_grace_ms = o.kill_grace_s.value_or(1) * 1000;  // Open MPI's odls_base_sigkill_timeout default
   }
+  run.timeout_ms = o.timeout_s.value_or(0) * 1000;
   const JobRunResult result = RunJob(run);
   // No rank outlives gpulaunch, even when the engine died before its ranks
   // (e.g. a crashed mpirun): give them a moment, then SIGKILL.
@@ -278,6 +281,11 @@ int main(int argc, char** argv) {
   }
   if (code == kExitLaunchFailure && checked_in == 0 && !result.user_signal) {
     std::cerr << "gpulaunch: mpirun failed before any rank started (see its messages above); exit " << code << "\n";
+  }
+  if (result.timed_out) {
+    std::cerr << "gpulaunch: the job ran past --timeout " << *o.timeout_s << " s and was stopped; exit "
+              << kExitTimeout << "\n";
+    return kExitTimeout;
   }
   if (result.user_signal && code != 0) code = 128 + result.user_signal;
   return code;

@@ -29,6 +29,7 @@ po::options_description Describe() {
     ("allow-run-as-root", "allow running as root (as mpirun requires)")
     ("launcher", po::value<std::string>(), "engine: auto (srun inside a Slurm allocation, else mpirun), mpirun, srun")
     ("layout", po::value<std::string>(), "parallel layout, e.g. tp=4,pp=2 (dp inferred): TP groups stay on a host")
+    ("timeout", po::value<int>(), "wall-clock limit in seconds: then the job is stopped (SIGTERM, then SIGKILL) and gpulaunch exits 124")
     ("kill-grace", po::value<int>(), "seconds from the stop signal to SIGKILL when ranks are stopped: Open MPI's wait before SIGTERM and again before SIGKILL (its default: 1); under srun, gpulaunch's (default: 10)")
     ("help,h", "show this help")
     ("version,V", "show the version");
@@ -133,6 +134,13 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
   o.tag = vm.count("tag") || vm.count("tag-output");
   o.dry_run = vm.count("dry-run") > 0;
   o.allow_run_as_root = vm.count("allow-run-as-root") > 0;
+  if (vm.count("timeout")) {
+    const int limit = vm["timeout"].as<int>();
+    if (limit < 1 || limit > 30 * 86400) {
+      return InvalidArgument("--timeout " + std::to_string(limit) + ": give seconds from 1 to 2592000 (30 days)");
+    }
+    o.timeout_s = limit;
+  }
   if (vm.count("kill-grace")) {
     const int grace = vm["kill-grace"].as<int>();
     if (grace < 0 || grace > 3600) {

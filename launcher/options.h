@@ -28,6 +28,7 @@ struct LaunchOptions {
   bool tag = false;                       // --tag / --tag-output
   bool dry_run = false;
   bool allow_run_as_root = false;
+  std::optional<int> timeout_s;           // --timeout: the job's wall-clock limit
   std::optional<int> kill_grace_s;        // engine's SIGTERM -> SIGKILL delay; unset: its default
   std::string launcher = "auto";          // auto (srun inside a Slurm allocation), mpirun, srun
   std::string layout;                     // "tp=2,pp=2[,dp=..][,order=...]"; empty: data parallel

@@ -154,40 +154,53 @@ JobRunResult RunJob(const JobRunOptions& o) {
   int stop_requests = 0;
   std::chrono::steady_clock::time_point hard_kill_at{};
   std::chrono::steady_clock::time_point grace_ends_at{};  // after signal_all_ranks
+  // A stop or forwarded signal, from the user or (SIGTERM) from --timeout.
+  auto handle = [&](int sig, bool from_terminal) {
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+      if (!result.user_signal) result.user_signal = sig;
+      ++stop_requests;
+      if (stop_requests >= 2) {
+        if (o.force_kill) o.force_kill();
+        hard_kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+      }
+    }
+    // The engine first, so that it is already stopping the job when the
+    // local ranks die: Open MPI 4.1's mpirun can crash when a stop signal
+    // arrives while it aborts for a failed rank.
+    const bool stop = sig == SIGINT || sig == SIGTERM || sig == SIGHUP;
+    bool delivered = false;
+    if (!exited && stop && stop_requests == 1 && o.signal_all_ranks && o.signal_all_ranks(sig)) {
+      delivered = true;
+      grace_ends_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.kill_grace_ms);
+    }
+    if (!exited && !delivered && (!from_terminal || stop_requests >= 2)) kill(pid, sig);
+    if (!exited && stop && !from_terminal && o.signal_local_ranks) o.signal_local_ranks(sig);
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.timeout_ms);
   while (!exited || (fds[1].fd >= 0 || fds[2].fd >= 0)) {
     int timeout = -1;
     if ((hard_kill_at != std::chrono::steady_clock::time_point{} ||
          grace_ends_at != std::chrono::steady_clock::time_point{}) && !exited) {
       timeout = 200;
     }
+    if (o.timeout_ms > 0 && !exited && !result.timed_out) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      timeout = static_cast<int>(std::clamp<int64_t>(left.count(), 0, timeout < 0 ? INT32_MAX : timeout));
+    }
     if (exited) timeout = 2000;  // drain what the engine left in the pipes
     const int ready = poll(fds, 3, timeout);
+    if (o.timeout_ms > 0 && !exited && !result.timed_out && std::chrono::steady_clock::now() >= deadline) {
+      result.timed_out = true;
+      handle(SIGTERM, false);
+      // Whatever still runs after the engine's own stop sequence is killed.
+      hard_kill_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.kill_grace_ms) * 2 +
+                     std::chrono::seconds(3);
+    }
     if (ready == 0 && exited) break;
     if (fds[0].revents & POLLIN) {
       unsigned char msg[2];
       while (read(g_signal_pipe[0], msg, sizeof msg) == sizeof msg) {
-        const int sig = msg[0];
-        const bool from_terminal = msg[1] == 1;
-        if (sig == SIGCHLD) continue;
-        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
-          if (!result.user_signal) result.user_signal = sig;
-          ++stop_requests;
-          if (stop_requests >= 2) {
-            if (o.force_kill) o.force_kill();
-            hard_kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-          }
-        }
-        // The engine first, so that it is already stopping the job when the
-        // local ranks die: Open MPI 4.1's mpirun can crash when a stop signal
-        // arrives while it aborts for a failed rank.
-        const bool stop = sig == SIGINT || sig == SIGTERM || sig == SIGHUP;
-        bool delivered = false;
-        if (!exited && stop && stop_requests == 1 && o.signal_all_ranks && o.signal_all_ranks(sig)) {
-          delivered = true;
-          grace_ends_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.kill_grace_ms);
-        }
-        if (!exited && !delivered && (!from_terminal || stop_requests >= 2)) kill(pid, sig);
-        if (!exited && stop && !from_terminal && o.signal_local_ranks) o.signal_local_ranks(sig);
+        if (msg[0] != SIGCHLD) handle(msg[0], msg[1] == 1);
       }
     }
     for (int i = 1; i <= 2; ++i) {

@@ -44,11 +44,15 @@ struct JobRunOptions {
   // `kill_grace_ms` later get SIGKILL through it, then the engine too.
   std::function<bool(int sig)> signal_all_ranks;
   int kill_grace_ms = 10000;
+  // --timeout: after this long the job is stopped as if by SIGTERM (0: never);
+  // what still runs 2 x kill_grace_ms + 3 s later is killed.
+  int timeout_ms = 0;
 };
 
 struct JobRunResult {
   int wait_status = 0;
   int user_signal = 0;  // first SIGINT/SIGTERM/SIGHUP received, 0 if none
+  bool timed_out = false;  // stopped by timeout_ms
 };
 
 // Runs the engine in the foreground. SIGINT/SIGTERM/SIGHUP sent to gpulaunch

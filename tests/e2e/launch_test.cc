@@ -241,6 +241,23 @@ TEST(Launch, SecondInterruptKillsRanksThatIgnoreSignals) {
   EXPECT_TRUE(ProcessesWith(marker).empty()) << "stubborn ranks left behind";
 }
 
+TEST(Launch, TimeoutStopsTheJobWith124AndNothingIsLeft) {
+  for (const char* stubborn : {"", "--stubborn"}) {
+    const std::string marker = "gl-e2e-timeout-" + std::to_string(getpid()) + stubborn;
+    std::vector<std::string> args = {"--timeout", "2", "-n", "2", "--oversubscribe", "--allow-run-as-root",
+                                     kBin + "/env_dump", "--sleep", "60", "--marker", marker};
+    if (*stubborn) args.push_back(stubborn);  // ignores SIGTERM: only SIGKILL ends it
+    const auto start = std::chrono::steady_clock::now();
+    const CapturedRun run = Launch(args);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(ExitCode(run), 124) << run.err;
+    EXPECT_NE(run.err.find("ran past --timeout 2 s and was stopped"), std::string::npos) << run.err;
+    EXPECT_LT(seconds, 20) << "the job was not stopped soon after its limit";
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_TRUE(ProcessesWith(marker).empty()) << "ranks left behind" << stubborn;
+  }
+}
+
 TEST(Launch, TagPrefixesWholeLines) {
   const CapturedRun run = Launch({"-n", "4", "--oversubscribe", "--allow-run-as-root", "--tag", kBin + "/env_dump",
                                   "--lines", "200"});
