@@ -14,15 +14,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include <unistd.h>
 
 #include "common/sha256.h"
 #include "common/strings.h"
@@ -211,17 +208,10 @@ int Run(int argc, char** argv) {
     }
   }
   const std::string bytes(reinterpret_cast<const char*>(all.data()), all.size() * sizeof(float));
-  const std::string tmp = args->output + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) {
-      std::remove(tmp.c_str());
-      std::cerr << "transformer_infer: cannot write " << args->output << "\n";
-      return 1;
-    }
+  if (Status s = WriteFileAtomically(args->output, bytes); !s.ok()) {
+    std::cerr << "transformer_infer: " << s.message() << "\n";
+    return 1;
   }
-  std::filesystem::rename(tmp, args->output);
   std::printf("transformer_infer: %d sequences x %d tokens, layout %s, stages %s, %d micro-batches; %.3f s, %.1f "
               "tokens/s; wrote %s (%zu bytes) sha256 %s\n",
               batch, args->model.seq, layout->ToString().c_str(), RangesText(split->first_layer).c_str(), m, seconds,

@@ -17,14 +17,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <string>
 #include <vector>
 
-#include <unistd.h>
 
 #include "common/sha256.h"
 #include "examples/transformer/model.h"
@@ -113,22 +110,6 @@ class TrainStages : public rt::PipelineStages {
 struct AdamState {
   std::vector<float> m, v;
 };
-
-Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) {
-      std::remove(tmp.c_str());
-      return Unavailable("cannot write " + path);
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Unavailable("cannot rename " + tmp + " to " + path + ": " + ec.message());
-  return Status::Ok();
-}
 
 // Rank 0 assembles every tensor from the dp = 0 ranks' shards; returns the
 // file bytes on rank 0 (tensors in id order, float32), empty elsewhere.
