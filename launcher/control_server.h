@@ -1,21 +1,46 @@
-// Where ranks check in. Each rank's exec shim connects once, just before it
-// execs the job, and sends one line:
-//   checkin <rank> <pid> <host> <plan hash> [<slurm job>.<step> | -]
+// Where ranks check in and report (protocol: control_protocol.h). Each rank's
+// exec shim keeps one connection for the rank's lifetime: it checks in just
+// before the job process execs, sends progress heartbeats, the last lines of
+// its stderr and how the process ended, and answers stack requests.
 // gpulaunch uses this to tell an engine failure (no rank ever started) from a
-// job failure, to know local rank pids for a forced kill, and to know the
-// Slurm step its ranks run in (scancel signals every rank of it).
+// job failure, to know local rank pids for a forced kill and the Slurm step
+// its ranks run in, to watch start-up and progress, and to write the summary.
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/status.h"
 
 namespace gpulaunch {
+
+using ControlClock = std::chrono::steady_clock;
+
+// What gpulaunch knows about one rank; times are gpulaunch's own clock.
+struct RankRecord {
+  int rank = -1;
+  int pid = -1;
+  int world = 0;
+  std::string host;
+  std::string plan_hash;
+  std::string refusal;                 // why the shim refused to start it, if it did
+  ControlClock::time_point checked_in{};
+  ControlClock::time_point last_beat{};  // {} until the first heartbeat
+  bool ended = false;                  // an exit report arrived
+  ControlClock::time_point ended_at{};   // the report, or when the connection was lost
+  bool signaled = false;
+  int exit_value = 0;                  // exit code, or signal number when signaled
+  bool lost = false;                   // the connection closed without an exit report
+  std::vector<std::string> stderr_tail;
+  std::string stacks;
+};
 
 class ControlServer {
  public:
@@ -29,31 +54,50 @@ class ControlServer {
   void Stop();
   int port() const { return port_; }
 
-  int CheckedIn() const;
-  // Pids reported by ranks whose host is this machine. Check-ins already
-  // waiting on the socket are taken in first: a rank that runs has checked in,
-  // even if the serving thread has not caught up.
+  // Every query first takes in what already waits on the sockets (Sync): a
+  // rank that runs has checked in, even if the serving thread lags behind.
+  int CheckedIn();
+  // Pids reported by ranks whose host is this machine and that still run.
   std::set<int> LocalPids();
   // The Slurm job steps ("JOB.STEP") ranks reported running in.
   std::set<std::string> SlurmSteps();
   // Ranks that reported a plan hash different from ours.
-  std::set<int> HashMismatches() const;
+  std::set<int> HashMismatches();
+  // A copy of every rank's record, by rank.
+  std::map<int, RankRecord> Records();
+
+  // Asks the shims of `ranks` for their job process's stacks and waits up to
+  // `timeout_ms` for the answers (they land in the records).
+  void CollectStacks(const std::set<int>& ranks, int timeout_ms);
 
  private:
+  struct Peer {
+    int fd = -1;
+    int rank = -1;          // known after its check-in or refusal
+    std::string buffer;     // bytes not yet parsed
+    size_t payload_left = 0;  // raw stack bytes still to read
+    bool exit_seen = false;
+  };
   void Serve();
-  void Handle(int fd);
-  void AcceptPending(int timeout_ms);  // under accept_mu_
+  void PollOnce(int timeout_ms);  // accept and read what is ready; serving thread only
+  bool ReadPeer(Peer& peer);      // false: the peer is gone
+  void HandleLine(Peer& peer, const std::string& line);
+  void Sync();
 
   int listen_fd_ = -1;
-  int wake_[2] = {-1, -1};  // Stop() writes here so Serve() leaves poll at once
+  int wake_[2] = {-1, -1};  // Stop() and Sync() write here so Serve() leaves poll at once
   int port_ = 0;
   std::string expected_hash_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
+  std::vector<Peer> peers_;  // serving thread only
+
   mutable std::mutex mu_;
-  std::mutex accept_mu_;
-  std::map<int, std::pair<int, std::string>> ranks_;  // rank -> (pid, host)
-  std::set<int> mismatched_;
+  std::condition_variable changed_;
+  uint64_t sync_requested_ = 0, sync_done_ = 0;
+  std::map<int, RankRecord> records_;
+  std::map<int, int> rank_fd_;  // for stack requests
+  std::set<int> stacks_pending_;  // asked for stacks, answer not complete
   std::set<std::string> slurm_steps_;
 };
 

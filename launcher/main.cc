@@ -1,31 +1,24 @@
-// gpulaunch: parse, discover, place, plan, launch through mpirun, report.
-#include <netinet/in.h>
+// gpulaunch: parse, discover, place, plan, launch through mpirun or srun
+// (job_launch.h), report; launch again without failed hosts (--on-failure).
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <random>
 #include <set>
 
-#include "common/sha256.h"
 #include "common/strings.h"
-#include "launcher/control_server.h"
 #include "launcher/exit_codes.h"
 #include "launcher/health_check.h"
 #include "launcher/host_identity.h"
 #include "launcher/host_resolution.h"
+#include "launcher/job_launch.h"
 #include "launcher/slurm_job.h"
 #include "launcher/options.h"
 #include "launcher/plan.h"
 #include "launcher/plan_command.h"
 #include "launcher/submit_command.h"
-#include "launcher/process.h"
-#include "launcher/slot_table.h"
 #include "policies/placement_engine.h"
 #include "policies/slot_placement.h"
 
@@ -68,31 +61,6 @@ Status CheckProgram(const std::string& program) {
   }
   return NotFound("program '" + program + "' not found in PATH; give its path, e.g. ./" + program);
 }
-
-std::string NewJobId() {
-  std::random_device rd;
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%08x", rd());
-  return std::string("gl-") + buf;
-}
-
-int FreePort(const char* addr_text) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(std::string(addr_text) == "127.0.0.1" ? INADDR_LOOPBACK : INADDR_ANY);
-  socklen_t len = sizeof addr;
-  int port = 0;
-  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  if (fd >= 0) close(fd);
-  return port;
-}
-
-// Under srun, seconds from the stop signal scancel delivers to SIGKILL.
-constexpr int kDefaultKillGraceS = 10;
 
 fs::path SelfDir() { return fs::read_symlink("/proc/self/exe").parent_path(); }
 
@@ -144,149 +112,76 @@ int main(int argc, char** argv) {
   const ResolveSettings resolve{(bin / "gpulaunch-probe").string(), root_allowed, use_srun};
   auto resolved = ResolveHosts(o, resolve);
   if (!resolved.ok()) return Fail(resolved.status());
-  // The placement engine decides (the same as `gpulaunch plan`); only what it
-  // cannot bind (more ranks than GPUs or cores: --oversubscribe, or slots
-  // granted beyond the hardware) goes to the even, unbound slot filler.
-  ClusterTopology cluster;
-  int slots = 0;
-  for (const HostResources& h : resolved->hosts) {
-    cluster.hosts.push_back(ClusterHost{h.name, h.topology, true, h.gpu_busy, h.slots});
-    slots += EffectiveSlots(h);
-  }
-  if (auto tree = SlurmNetworkTree()) cluster.network = std::move(*tree);
-  JobRequest request = SlotJob(o.ranks > 0 ? o.ranks : slots, o.oversubscribe);
-  auto layout = ParseLayout(o.layout, request.ranks);
-  if (!layout.ok()) return Fail(layout.status());
-  request.layout = *layout;
-  auto placement = Place(request, cluster);
-  if (!placement.ok() && placement.status().code() == StatusCode::kInfeasible) {
-    placement = PlaceBySlot(SlotJob(o.ranks, o.oversubscribe), resolved->hosts);
-  }
-  if (!placement.ok() && in_allocation && placement.status().code() == StatusCode::kInfeasible) {
-    return Fail(Infeasible(placement.status().message() + "; inside Slurm allocation " +
-                           std::getenv("SLURM_JOB_ID") + " the slots are its tasks: ask sbatch/salloc for more "
-                           "(-n, --ntasks-per-node) or launch fewer ranks"));
-  }
-  if (!placement.ok()) return Fail(placement.status());
-  const LaunchPlan plan = MakeLaunchPlan(std::move(placement).value(), o, resolved->all_local);
-
-  EngineSettings engine;
-  engine.shim = (bin / "gpulaunch-shim").string();
-  engine.tag = o.tag;
-  engine.allow_run_as_root = root_allowed;
-  engine.loopback_only = plan.all_local;
-  engine.kill_grace_s = o.kill_grace_s;
-  if (o.dry_run) {
-    engine.rankfile = "{job_dir}/rankfile";
-    std::cout << RenderPlanTable(plan);
-    if (use_srun) {
-      std::cout << "hostfile:\n" << RenderSlurmHostfile(plan.placement) << "command:\n  SLURM_HOSTFILE={job_dir}/hostfile";
-    } else {
-      std::cout << "rankfile:\n" << RenderRankfile(plan.placement) << "command:\n ";
+  // Hosts that failed in an earlier launch of this job (--on-failure=restart:N).
+  std::set<std::string> excluded;
+  for (int restart = 0;; ++restart) {
+    // The placement engine decides (the same as `gpulaunch plan`); only what it
+    // cannot bind (more ranks than GPUs or cores: --oversubscribe, or slots
+    // granted beyond the hardware) goes to the even, unbound slot filler.
+    ClusterTopology cluster;
+    std::vector<HostResources> usable;
+    int slots = 0;
+    for (const HostResources& h : resolved->hosts) {
+      if (excluded.count(h.name)) continue;
+      usable.push_back(h);
+      cluster.hosts.push_back(ClusterHost{h.name, h.topology, true, h.gpu_busy, h.slots});
+      slots += EffectiveSlots(h);
     }
-    for (const std::string& a : use_srun ? BuildSrunArgv(plan, engine) : BuildMpirunArgv(plan, engine)) {
-      std::cout << " " << ShellQuote(a);
+    if (auto tree = SlurmNetworkTree()) cluster.network = std::move(*tree);
+    JobRequest request = SlotJob(o.ranks > 0 ? o.ranks : slots, o.oversubscribe);
+    auto layout = ParseLayout(o.layout, request.ranks);
+    if (!layout.ok()) return Fail(layout.status());
+    request.layout = *layout;
+    auto placement = Place(request, cluster);
+    if (!placement.ok() && placement.status().code() == StatusCode::kInfeasible) {
+      placement = PlaceBySlot(SlotJob(o.ranks, o.oversubscribe), usable);
     }
-    std::cout << "\n";
-    return kExitOk;
-  }
+    if (!placement.ok() && in_allocation && placement.status().code() == StatusCode::kInfeasible) {
+      return Fail(Infeasible(placement.status().message() + "; inside Slurm allocation " +
+                             std::getenv("SLURM_JOB_ID") + " the slots are its tasks: ask sbatch/salloc for more "
+                             "(-n, --ntasks-per-node) or launch fewer ranks"));
+    }
+    if (!placement.ok()) return Fail(placement.status());
+    LaunchPlan plan = MakeLaunchPlan(std::move(placement).value(), o, resolved->all_local);
 
-  // Per-job state lives in a private directory removed on every exit path.
-  std::string dir_template = (fs::temp_directory_path() / "gpulaunch.XXXXXX").string();
-  if (!mkdtemp(dir_template.data())) return Fail(Internal("cannot create a job directory under /tmp"));
-  const fs::path job_dir = dir_template;
-  struct DirGuard {
-    fs::path p;
-    ~DirGuard() { std::error_code ec; fs::remove_all(p, ec); }
-  } guard{job_dir};
-  engine.rankfile = (job_dir / "rankfile").string();
-  const std::string slurm_hostfile = (job_dir / "hostfile").string();
-  if (use_srun) {
-    std::ofstream(slurm_hostfile) << RenderSlurmHostfile(plan.placement);
-  } else {
-    std::ofstream(engine.rankfile) << RenderRankfile(plan.placement);
+    EngineSettings engine;
+    engine.shim = (bin / "gpulaunch-shim").string();
+    engine.tag = o.tag;
+    engine.allow_run_as_root = root_allowed;
+    engine.loopback_only = plan.all_local;
+    engine.kill_grace_s = o.kill_grace_s;
+    if (o.dry_run) {
+      engine.rankfile = "{job_dir}/rankfile";
+      std::cout << RenderPlanTable(plan);
+      if (use_srun) {
+        std::cout << "hostfile:\n" << RenderSlurmHostfile(plan.placement) << "command:\n  SLURM_HOSTFILE={job_dir}/hostfile";
+      } else {
+        std::cout << "rankfile:\n" << RenderRankfile(plan.placement) << "command:\n ";
+      }
+      for (const std::string& a : use_srun ? BuildSrunArgv(plan, engine) : BuildMpirunArgv(plan, engine)) {
+        std::cout << " " << ShellQuote(a);
+      }
+      std::cout << "\n";
+      return kExitOk;
+    }
+    // Outside the plan hash: a relaunch is the same plan, told it is one.
+    plan.env.push_back({"GPULAUNCH_RESTART_COUNT", std::to_string(restart)});
+    const LaunchOutcome outcome =
+        LaunchPlannedJob(plan, engine, LaunchContext{&o, use_srun, request.layout.ToString(), restart});
+    if (outcome.exit_code == 0 || !outcome.restartable || restart >= o.max_restarts) return outcome.exit_code;
+    // Leave the failed hosts out when the others still hold the job.
+    int spare = 0;
+    for (const HostResources& h : usable)
+      if (!outcome.failed_hosts.count(h.name)) spare += EffectiveSlots(h);
+    std::string without;
+    if (!outcome.failed_hosts.empty() && spare >= request.ranks && !in_allocation) {
+      excluded.insert(outcome.failed_hosts.begin(), outcome.failed_hosts.end());
+      without = " without " + Join({outcome.failed_hosts.begin(), outcome.failed_hosts.end()}, ", ");
+    } else if (!outcome.failed_hosts.empty()) {
+      without = " on the same hosts (no spare slots for " + std::to_string(request.ranks) + " ranks without " +
+                Join({outcome.failed_hosts.begin(), outcome.failed_hosts.end()}, ", ") + ")";
+    }
+    std::cerr << "gpulaunch: restart " << restart + 1 << " of " << o.max_restarts << ": launching the job again"
+              << without << " (GPULAUNCH_RESTART_COUNT=" << restart + 1 << ")\n";
   }
-
-  const std::string first_remote = plan.all_local ? "" : [&] {
-    for (const auto& h : plan.placement.hosts)
-      if (!IsLocalHost(h)) return h;
-    return std::string();
-  }();
-  const std::string advertise = plan.all_local ? "127.0.0.1" : LocalAddressTowards(first_remote);
-  ControlServer control;
-  if (Status s = control.Start(plan.all_local ? "127.0.0.1" : "0.0.0.0", plan.plan_hash); !s.ok()) return Fail(s);
-
-  SlotTable table;
-  table.job_id = NewJobId();
-  table.plan_hash = plan.plan_hash;
-  table.control = advertise.empty() ? "" : advertise + ":" + std::to_string(control.port());
-  const RankSlot& rank0 = plan.placement.ranks.front();
-  const bool rank0_local = plan.all_local || IsLocalHost(rank0.host);
-  table.master_addr = plan.all_local ? "127.0.0.1" : (rank0_local && !advertise.empty() ? advertise : rank0.host);
-  table.master_port = rank0_local ? FreePort(plan.all_local ? "127.0.0.1" : "0.0.0.0")
-                                  : 29500 + static_cast<int>(std::stoul(Sha256Hex(table.job_id).substr(0, 4), nullptr, 16) % 1000);
-  table.ranks = plan.placement.ranks;
-  table.layout = request.layout.ToString();
-  const std::string encoded = EncodeSlotTable(table);
-  if (encoded.size() > kMaxSlotTableBytes) {
-    return Fail(Internal("the plan for " + std::to_string(table.ranks.size()) + " ranks takes " +
-                         std::to_string(encoded.size()) + " bytes, over the " + std::to_string(kMaxSlotTableBytes) +
-                         "-byte environment limit; launch fewer ranks per job"));
-  }
-  std::map<std::string, std::string> engine_env = {{kSlotTableEnv, encoded}};
-  for (const EnvAssignment& e : plan.env)
-    if (e.value) engine_env[e.name] = *e.value;
-
-  if (use_srun) engine_env["SLURM_HOSTFILE"] = slurm_hostfile;
-
-  JobRunOptions run;
-  run.argv = use_srun ? BuildSrunArgv(plan, engine) : BuildMpirunArgv(plan, engine);
-  run.env = EnvironmentWith(engine_env);
-  run.tag = o.tag && !use_srun;  // srun labels lines itself (--label)
-  run.host_of_rank = [&](int r) {
-    return r >= 0 && r < static_cast<int>(plan.placement.ranks.size()) ? plan.placement.ranks[r].host : "?";
-  };
-  run.force_kill = [&] {
-    for (int pid : control.LocalPids()) kill(pid, SIGKILL);
-  };
-  run.signal_local_ranks = [&](int sig) {
-    for (int pid : control.LocalPids()) kill(pid, sig);
-  };
-  if (use_srun) {
-    // srun would end the step with SIGKILL on SIGTERM or SIGHUP; scancel
-    // delivers the signal itself to every task of the step the ranks reported.
-    run.signal_all_ranks = [&](int sig) { return SignalSlurmSteps(control.SlurmSteps(), sig); };
-    run.kill_grace_ms = o.kill_grace_s.value_or(kDefaultKillGraceS) * 1000;
-  } else {
-    run.kill_grace_ms = o.kill_grace_s.value_or(1) * 1000;  // Open MPI's odls_base_sigkill_timeout default
-  }
-  run.timeout_ms = o.timeout_s.value_or(0) * 1000;
-  const JobRunResult result = RunJob(run);
-  // No rank outlives gpulaunch, even when the engine died before its ranks
-  // (e.g. a crashed mpirun): give them a moment, then SIGKILL.
-  std::set<int> alive = control.LocalPids();
-  for (int waited_ms = 0; !alive.empty() && waited_ms <= 3000; waited_ms += 50) {
-    std::erase_if(alive, [](int pid) { return kill(pid, 0) != 0; });
-    if (!alive.empty()) usleep(50 * 1000);
-  }
-  for (int pid : alive) {
-    std::cerr << "gpulaunch: rank process " << pid << " outlived the engine; killing it\n";
-    kill(pid, SIGKILL);
-  }
-  control.Stop();
-  const int checked_in = control.CheckedIn();
-  int code = JobExitCode(result.wait_status, checked_in > 0);
-  if (!control.HashMismatches().empty()) {
-    std::cerr << "gpulaunch: warning: " << control.HashMismatches().size() << " rank(s) reported a different plan hash\n";
-  }
-  if (code == kExitLaunchFailure && checked_in == 0 && !result.user_signal) {
-    std::cerr << "gpulaunch: mpirun failed before any rank started (see its messages above); exit " << code << "\n";
-  }
-  if (result.timed_out) {
-    std::cerr << "gpulaunch: the job ran past --timeout " << *o.timeout_s << " s and was stopped; exit "
-              << kExitTimeout << "\n";
-    return kExitTimeout;
-  }
-  if (result.user_signal && code != 0) code = 128 + result.user_signal;
-  return code;
 }

@@ -31,6 +31,11 @@ po::options_description Describe() {
     ("layout", po::value<std::string>(), "parallel layout, e.g. tp=4,pp=2 (dp inferred): TP groups stay on a host")
     ("timeout", po::value<int>(), "wall-clock limit in seconds: then the job is stopped (SIGTERM, then SIGKILL) and gpulaunch exits 124")
     ("kill-grace", po::value<int>(), "seconds from the stop signal to SIGKILL when ranks are stopped: Open MPI's wait before SIGTERM and again before SIGKILL (its default: 1); under srun, gpulaunch's (default: 10)")
+    ("startup-timeout", po::value<int>(), "seconds for every rank to check in; then the job is stopped, the missing ranks are named and gpulaunch exits 125")
+    ("stall-timeout", po::value<int>(), "seconds a rank may go without a progress heartbeat (libgpurt sends them); then its stacks are collected into the summary, the job is stopped and gpulaunch exits 124")
+    ("on-failure", po::value<std::string>(), "abort (default), or restart:N: relaunch a failed job up to N times, without the hosts that failed when spare slots exist (GPULAUNCH_RESTART_COUNT tells the job)")
+    ("summary", po::value<std::string>(), "where to write the per-rank summary (default: gpulaunch-summary.json)")
+    ("no-summary", "write no summary file")
     ("help,h", "show this help")
     ("version,V", "show the version");
   // clang-format on
@@ -148,6 +153,34 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
     }
     o.kill_grace_s = grace;
   }
+  for (const char* name : {"startup-timeout", "stall-timeout"}) {
+    if (!vm.count(name)) continue;
+    const int limit = vm[name].as<int>();
+    if (limit < 1 || limit > 30 * 86400) {
+      return InvalidArgument("--" + std::string(name) + " " + std::to_string(limit) +
+                             ": give seconds from 1 to 2592000 (30 days)");
+    }
+    (std::string(name) == "startup-timeout" ? o.startup_timeout_s : o.stall_timeout_s) = limit;
+  }
+  if (vm.count("on-failure")) {
+    const std::string v = vm["on-failure"].as<std::string>();
+    int n = -1;
+    if (v == "abort") {
+      n = 0;
+    } else if (StartsWith(v, "restart:") && v.size() > 8 && v.size() <= 11 &&
+               v.find_first_not_of("0123456789", 8) == std::string::npos) {
+      n = std::stoi(v.substr(8));
+    }
+    if (n < 0 || n > 100) {
+      return InvalidArgument("--on-failure " + v + ": give abort or restart:N with N from 0 to 100");
+    }
+    o.max_restarts = n;
+  }
+  if (vm.count("summary") && vm.count("no-summary")) {
+    return InvalidArgument("--summary and --no-summary contradict each other; give one");
+  }
+  if (vm.count("summary")) o.summary_path = vm["summary"].as<std::string>();
+  if (vm.count("no-summary") || o.summary_path.empty()) o.summary_path.clear();
   if (vm.count("topology-file")) o.topology_files = vm["topology-file"].as<std::vector<std::string>>();
   if (vm.count("layout")) o.layout = vm["layout"].as<std::string>();
   if (vm.count("launcher")) {

@@ -30,6 +30,10 @@ struct LaunchOptions {
   bool allow_run_as_root = false;
   std::optional<int> timeout_s;           // --timeout: the job's wall-clock limit
   std::optional<int> kill_grace_s;        // engine's SIGTERM -> SIGKILL delay; unset: its default
+  int startup_timeout_s = 0;              // --startup-timeout; 0: not watched
+  int stall_timeout_s = 0;                // --stall-timeout; 0: not watched
+  int max_restarts = 0;                   // --on-failure=restart:N; 0: abort
+  std::string summary_path = "gpulaunch-summary.json";  // empty: --no-summary
   std::string launcher = "auto";          // auto (srun inside a Slurm allocation), mpirun, srun
   std::string layout;                     // "tp=2,pp=2[,dp=..][,order=...]"; empty: data parallel
   // --topology-file, repeatable: "FILE" for every host, or "HOST=FILE".

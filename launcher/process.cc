@@ -183,18 +183,27 @@ JobRunResult RunJob(const JobRunOptions& o) {
          grace_ends_at != std::chrono::steady_clock::time_point{}) && !exited) {
       timeout = 200;
     }
-    if (o.timeout_ms > 0 && !exited && !result.timed_out) {
+    const bool stopping = result.timed_out || result.stopped_by_watchdog;
+    if (o.timeout_ms > 0 && !exited && !stopping) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       timeout = static_cast<int>(std::clamp<int64_t>(left.count(), 0, timeout < 0 ? INT32_MAX : timeout));
     }
+    if (o.watchdog && !exited && !stopping) timeout = timeout < 0 ? 200 : std::min(timeout, 200);
     if (exited) timeout = 2000;  // drain what the engine left in the pipes
     const int ready = poll(fds, 3, timeout);
-    if (o.timeout_ms > 0 && !exited && !result.timed_out && std::chrono::steady_clock::now() >= deadline) {
-      result.timed_out = true;
+    // Stops the job as SIGTERM would; whatever still runs after the engine's
+    // own stop sequence is killed.
+    auto stop_job = [&] {
       handle(SIGTERM, false);
-      // Whatever still runs after the engine's own stop sequence is killed.
       hard_kill_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.kill_grace_ms) * 2 +
                      std::chrono::seconds(3);
+    };
+    if (o.timeout_ms > 0 && !exited && !stopping && std::chrono::steady_clock::now() >= deadline) {
+      result.timed_out = true;
+      stop_job();
+    } else if (o.watchdog && !exited && !stopping && o.watchdog()) {
+      result.stopped_by_watchdog = true;
+      stop_job();
     }
     if (ready == 0 && exited) break;
     if (fds[0].revents & POLLIN) {

@@ -47,12 +47,16 @@ struct JobRunOptions {
   // --timeout: after this long the job is stopped as if by SIGTERM (0: never);
   // what still runs 2 x kill_grace_ms + 3 s later is killed.
   int timeout_ms = 0;
+  // Called about every 200 ms while the engine runs; returning true stops
+  // the job the way timeout_ms does (--startup-timeout, --stall-timeout).
+  std::function<bool()> watchdog;
 };
 
 struct JobRunResult {
   int wait_status = 0;
   int user_signal = 0;  // first SIGINT/SIGTERM/SIGHUP received, 0 if none
   bool timed_out = false;  // stopped by timeout_ms
+  bool stopped_by_watchdog = false;
 };
 
 // Runs the engine in the foreground. SIGINT/SIGTERM/SIGHUP sent to gpulaunch

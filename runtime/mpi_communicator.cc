@@ -4,13 +4,19 @@
 #include <climits>
 #include <vector>
 
+#include "runtime/heartbeat.h"
+
 namespace gpulaunch::rt {
 namespace {
 
 constexpr size_t kPiece = size_t{1} << 30;
 
+// Every MPI call goes through here: a completed one is progress.
 Status Check(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return Status::Ok();
+  if (rc == MPI_SUCCESS) {
+    ReportProgress();
+    return Status::Ok();
+  }
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(rc, text, &len);

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <thread>
 
+#include "runtime/heartbeat.h"
+
 namespace gpulaunch::rt {
 namespace {
 
@@ -89,6 +91,7 @@ Status RunPipeline(const PipelineSchedule& s, Communicator& comm, PipelineStages
   std::deque<std::vector<char>> in_flight;
   const std::vector<float> none;
   for (size_t i = 0; i < table.size(); ++i) {
+    ReportProgress();  // the previous action completed
     const PipeAction& a = table[i];
     const auto key = std::make_pair(a.microbatch, a.stage);
     const std::string what = "pipeline rank " + std::to_string(rank) + ", " + DescribeAction(s, a);

@@ -73,7 +73,7 @@ check "node2 (nothing else there): GPU 0 or 1" "$(echo "$shared" | grep 'host=no
 
 # 3. A real MPI job across the nodes, and a failing rank's exit code.
 on1 timeout 120 sbatch --wait -N4 -n8 -o "$WORK/mpi" "$TEMPLATE" "$BIN/rank_report" > /dev/null 2>&1
-check "MPI allreduce over 4 nodes in one srun step" "$(grep -c 'rank_report: 8 ranks, allreduce ok, 0 problem' "$WORK/mpi")" 1
+check "MPI allreduce over 4 nodes in one srun step" "$(grep -c 'rank_report: 8 ranks, allreduce ok, 0 problem' "$WORK/mpi")" 1 || tail -n 30 "$WORK/mpi"
 on1 timeout 120 sbatch --wait -N4 -n8 -o /dev/null "$TEMPLATE" "$BIN/rank_report" --quiet --exit-rank 5 --exit-code 6 \
   > /dev/null 2>&1
 check "rank 5 exits 6 -> the batch job exits 6" "$?" 6

@@ -44,7 +44,9 @@ check "trained weights change the output" "$(cmp -s "$WORK/w1.bin" "$WORK/one.bi
 head -c 1000 "$WORK/trained.bin" > "$WORK/short-weights.bin"
 infer 1 "$WORK/bad.bin" --weights "$WORK/short-weights.bin" > "$WORK/bad.log" 2>&1
 check "a weights file of the wrong size: exit 2" "$?" 2
-check "... naming both sizes" "$(grep -c 'short-weights.bin: 1000 bytes, but this model (vocab 257, hidden 64, blocks 4, seq 16) has 931328' "$WORK/bad.log")" 1
+check "... naming both sizes" "$(grep -v '^gpulaunch: ' "$WORK/bad.log" | grep -c 'short-weights.bin: 1000 bytes, but this model (vocab 257, hidden 64, blocks 4, seq 16) has 931328')" 1
+check "... and gpulaunch's root cause repeats it under the rank that failed" \
+  "$(sed -n '/root cause/,$p' "$WORK/bad.log" | grep -c -e 'rank 0 on .* exited with code 2' -e '|  .*short-weights.bin: 1000 bytes')" 2
 
 # The CUDA kernels: the same bytes on a GPU; a clear refusal without one.
 infer 2 "$WORK/cuda.bin" --parallel tensor --gpus-per-stage 2 --device cuda > "$WORK/cuda.log" 2>&1
@@ -53,7 +55,7 @@ if nvidia-smi -L > /dev/null 2>&1; then
   check "--device cuda: same bytes as the CPU" "$(cmp -s "$WORK/one.bin" "$WORK/cuda.bin" && echo same)" same
 else
   check "--device cuda without a GPU: exit 2" "$cuda_rc" 2
-  check "... saying so" "$(grep -cE 'no CUDA GPU is usable|built without nvcc' "$WORK/cuda.log")" 1
+  check "... saying so" "$(grep -v '^gpulaunch: ' "$WORK/cuda.log" | grep -cE 'no CUDA GPU is usable|built without nvcc')" 1
 fi
 
 # Bad input: a short line, a tp that does not divide the heads. Exit 2, no file.
@@ -61,10 +63,10 @@ printf '1 2 3\n' > "$WORK/short.txt"
 timeout 60 "$BIN/gpulaunch" -n 1 "$BIN/transformer_infer" --input "$WORK/short.txt" --output "$WORK/bad.bin" \
   > "$WORK/bad.log" 2>&1
 check "a short input line: exit 2" "$?" 2
-check "... naming file:line and the fix" "$(grep -c 'short.txt:1: 3 tokens, but the model.s sequence length is 16 (--seq)' "$WORK/bad.log")" 1
+check "... naming file:line and the fix" "$(grep -v '^gpulaunch: ' "$WORK/bad.log" | grep -c 'short.txt:1: 3 tokens, but the model.s sequence length is 16 (--seq)')" 1
 infer 3 "$WORK/bad.bin" --parallel tensor --gpus-per-stage 3 > "$WORK/bad.log" 2>&1
 check "tp=3 with 4 heads: exit 2" "$?" 2
-check "... saying tp must divide the heads" "$(grep -c 'tp=3 does not divide 4 heads' "$WORK/bad.log")" 1
+check "... saying tp must divide the heads" "$(grep -v '^gpulaunch: ' "$WORK/bad.log" | grep -c 'tp=3 does not divide 4 heads')" 1
 check "no output file left behind" "$(ls "$WORK" | grep -c bad.bin)" 0
 echo "transformer_infer: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

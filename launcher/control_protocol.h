@@ -1,0 +1,51 @@
+// The line protocol between each rank's exec shim and gpulaunch. One TCP
+// connection per rank, opened by the shim before the job starts and kept for
+// the rank's lifetime. Every message is one line of space-separated fields;
+// free text is the last field and never holds a newline.
+//
+// shim -> gpulaunch
+//   checkin <rank> <pid> <world> <host> <plan hash> <slurm JOB.STEP | ->
+//       the job process <pid> is about to exec; <world> is the world size the
+//       engine told this rank (a mismatch with the plan means the engine did
+//       not start the job it was asked to, e.g. N singletons under srun
+//       without PMIx)
+//   refuse <rank> <host> <reason>      the shim would not start the rank
+//   beat <rank>                        the job made progress (rate-limited)
+//   tail <rank> <line>                 one of the last lines of its stderr
+//   exit <rank> code|signal <value>    the job process ended
+//   stacks <rank> <bytes>\n<bytes>     answer to a `stacks` request
+// gpulaunch -> shim
+//   stacks                             dump the job process's stacks
+//
+// gpulaunch stamps every message with its own clock when it arrives, so the
+// summary's times never mix the clocks of different hosts.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace gpulaunch {
+
+struct ControlMessage {
+  enum class Kind { kCheckin, kRefuse, kBeat, kTail, kExit, kStacks };
+  Kind kind = Kind::kBeat;
+  int rank = -1;
+  int pid = -1;
+  int world = 0;
+  std::string host;
+  std::string plan_hash;
+  std::string slurm_step;   // "JOB.STEP", or empty
+  bool signaled = false;    // exit: `value` is a signal number, else an exit code
+  int value = 0;
+  std::string text;         // refuse: reason; tail: the line
+  size_t payload_bytes = 0; // stacks: how many raw bytes follow the line
+};
+
+// Parses one line (without its newline); nullopt when it is not a message.
+std::optional<ControlMessage> ParseControlLine(const std::string& line);
+
+// The line for a message, newline included. Free text is made safe: control
+// characters become '?', and it is cut at 1,000 bytes.
+std::string FormatControlLine(const ControlMessage& m);
+
+}  // namespace gpulaunch

@@ -1,0 +1,229 @@
+#include "launcher/job_launch.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <random>
+
+#include "common/sha256.h"
+#include "launcher/control_server.h"
+#include "launcher/exit_codes.h"
+#include "launcher/host_identity.h"
+#include "launcher/job_monitor.h"
+#include "launcher/process.h"
+#include "launcher/slot_table.h"
+#include "launcher/slurm_job.h"
+
+namespace fs = std::filesystem;
+
+namespace gpulaunch {
+namespace {
+
+// Under srun, seconds from the stop signal scancel delivers to SIGKILL.
+constexpr int kDefaultKillGraceS = 10;
+// How long the shims of stalled ranks get to send their stacks.
+constexpr int kStackWaitMs = 20000;
+
+std::string NewJobId() {
+  std::random_device rd;
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", rd());
+  return std::string("gl-") + buf;
+}
+
+int FreePort(const char* addr_text) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(std::string(addr_text) == "127.0.0.1" ? INADDR_LOOPBACK : INADDR_ANY);
+  socklen_t len = sizeof addr;
+  int port = 0;
+  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  if (fd >= 0) close(fd);
+  return port;
+}
+
+LaunchOutcome Failed(const Status& s) {
+  std::cerr << "gpulaunch: " << s.message() << "\n";
+  LaunchOutcome out;
+  out.exit_code = kExitLaunchFailure;
+  return out;
+}
+
+// Writes through a temporary next to `path`, so a reader never sees half a file.
+bool WriteFileAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!(f << text) || !f.flush()) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      return false;
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) fs::remove(tmp, ec);
+  return !ec;
+}
+
+}  // namespace
+
+LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, EngineSettings engine, const LaunchContext& ctx) {
+  const LaunchOptions& o = *ctx.options;
+  // Per-job state lives in a private directory removed on every exit path.
+  std::string dir_template = (fs::temp_directory_path() / "gpulaunch.XXXXXX").string();
+  if (!mkdtemp(dir_template.data())) return Failed(Internal("cannot create a job directory under /tmp"));
+  const fs::path job_dir = dir_template;
+  struct DirGuard {
+    fs::path p;
+    ~DirGuard() { std::error_code ec; fs::remove_all(p, ec); }
+  } guard{job_dir};
+  engine.rankfile = (job_dir / "rankfile").string();
+  const std::string slurm_hostfile = (job_dir / "hostfile").string();
+  if (ctx.use_srun) {
+    std::ofstream(slurm_hostfile) << RenderSlurmHostfile(plan.placement);
+  } else {
+    std::ofstream(engine.rankfile) << RenderRankfile(plan.placement);
+  }
+
+  const std::string first_remote = plan.all_local ? "" : [&] {
+    for (const auto& h : plan.placement.hosts)
+      if (!IsLocalHost(h)) return h;
+    return std::string();
+  }();
+  const std::string advertise = plan.all_local ? "127.0.0.1" : LocalAddressTowards(first_remote);
+  ControlServer control;
+  if (Status s = control.Start(plan.all_local ? "127.0.0.1" : "0.0.0.0", plan.plan_hash); !s.ok()) return Failed(s);
+
+  SlotTable table;
+  table.job_id = NewJobId();
+  table.plan_hash = plan.plan_hash;
+  table.control = advertise.empty() ? "" : advertise + ":" + std::to_string(control.port());
+  const RankSlot& rank0 = plan.placement.ranks.front();
+  const bool rank0_local = plan.all_local || IsLocalHost(rank0.host);
+  table.master_addr = plan.all_local ? "127.0.0.1" : (rank0_local && !advertise.empty() ? advertise : rank0.host);
+  table.master_port = rank0_local ? FreePort(plan.all_local ? "127.0.0.1" : "0.0.0.0")
+                                  : 29500 + static_cast<int>(std::stoul(Sha256Hex(table.job_id).substr(0, 4), nullptr, 16) % 1000);
+  table.ranks = plan.placement.ranks;
+  table.layout = ctx.layout;
+  const std::string encoded = EncodeSlotTable(table);
+  if (encoded.size() > kMaxSlotTableBytes) {
+    return Failed(Internal("the plan for " + std::to_string(table.ranks.size()) + " ranks takes " +
+                           std::to_string(encoded.size()) + " bytes, over the " + std::to_string(kMaxSlotTableBytes) +
+                           "-byte environment limit; launch fewer ranks per job"));
+  }
+  std::map<std::string, std::string> engine_env = {{kSlotTableEnv, encoded}};
+  for (const EnvAssignment& e : plan.env)
+    if (e.value) engine_env[e.name] = *e.value;
+  if (ctx.use_srun) engine_env["SLURM_HOSTFILE"] = slurm_hostfile;
+
+  JobRunOptions run;
+  run.argv = ctx.use_srun ? BuildSrunArgv(plan, engine) : BuildMpirunArgv(plan, engine);
+  run.env = EnvironmentWith(engine_env);
+  run.tag = o.tag && !ctx.use_srun;  // srun labels lines itself (--label)
+  run.host_of_rank = [&](int r) {
+    return r >= 0 && r < static_cast<int>(plan.placement.ranks.size()) ? plan.placement.ranks[r].host : "?";
+  };
+  run.force_kill = [&] {
+    for (int pid : control.LocalPids()) kill(pid, SIGKILL);
+  };
+  run.signal_local_ranks = [&](int sig) {
+    for (int pid : control.LocalPids()) kill(pid, sig);
+  };
+  if (ctx.use_srun) {
+    // srun would end the step with SIGKILL on SIGTERM or SIGHUP; scancel
+    // delivers the signal itself to every task of the step the ranks reported.
+    run.signal_all_ranks = [&](int sig) { return SignalSlurmSteps(control.SlurmSteps(), sig); };
+    run.kill_grace_ms = o.kill_grace_s.value_or(kDefaultKillGraceS) * 1000;
+  } else {
+    run.kill_grace_ms = o.kill_grace_s.value_or(1) * 1000;  // Open MPI's odls_base_sigkill_timeout default
+  }
+  run.timeout_ms = o.timeout_s.value_or(0) * 1000;
+
+  JobOutcome job;
+  job.job_id = table.job_id;
+  job.plan_hash = plan.plan_hash;
+  job.program = plan.program;
+  job.restart = ctx.restart;
+  for (const RankSlot& r : plan.placement.ranks) job.planned_hosts.push_back(r.host);
+  const MonitorSettings monitor{static_cast<int>(plan.placement.ranks.size()), o.startup_timeout_s, o.stall_timeout_s};
+  MonitorVerdict verdict;
+  run.watchdog = [&] {
+    verdict = WatchJob(monitor, control.Records(), job.started, ControlClock::now());
+    if (verdict.stop == StopReason::kStall) control.CollectStacks(verdict.stalled, kStackWaitMs);
+    return verdict.stop != StopReason::kNone;
+  };
+  job.started = ControlClock::now();
+  job.started_wall = std::chrono::system_clock::now();
+  const JobRunResult result = RunJob(run);
+
+  // No rank outlives gpulaunch, even when the engine died before its ranks
+  // (e.g. a crashed mpirun): give them a moment, then SIGKILL.
+  std::set<int> alive = control.LocalPids();
+  for (int waited_ms = 0; !alive.empty() && waited_ms <= 3000; waited_ms += 50) {
+    std::erase_if(alive, [](int pid) { return kill(pid, 0) != 0; });
+    if (!alive.empty()) usleep(50 * 1000);
+  }
+  for (int pid : alive) {
+    std::cerr << "gpulaunch: rank process " << pid << " outlived the engine; killing it\n";
+    kill(pid, SIGKILL);
+  }
+  const std::set<int> mismatched = control.HashMismatches();
+  const int checked_in = control.CheckedIn();
+  control.Stop();
+  const std::map<int, RankRecord> records = control.Records();
+  job.ended = ControlClock::now();
+
+  LaunchOutcome out;
+  out.exit_code = JobExitCode(result.wait_status, checked_in > 0);
+  if (!mismatched.empty()) {
+    std::cerr << "gpulaunch: warning: " << mismatched.size() << " rank(s) reported a different plan hash\n";
+  }
+  if (result.timed_out) {
+    out.stop = StopReason::kTimeout;
+    job.limit_s = *o.timeout_s;
+    out.exit_code = kExitTimeout;
+  } else if (result.stopped_by_watchdog) {
+    out.stop = verdict.stop;
+    job.stalled = verdict.stalled;
+    job.limit_s = verdict.stop == StopReason::kStall ? o.stall_timeout_s : o.startup_timeout_s;
+    out.exit_code = verdict.stop == StopReason::kStall ? kExitTimeout : kExitLaunchFailure;
+  } else if (result.user_signal) {
+    out.stop = StopReason::kUserSignal;
+    job.user_signal = result.user_signal;
+    if (out.exit_code != 0) out.exit_code = 128 + result.user_signal;
+  } else if (out.exit_code == kExitLaunchFailure && checked_in == 0) {
+    std::cerr << "gpulaunch: the engine failed before any rank started (see its messages above); exit "
+              << out.exit_code << "\n";
+  }
+  job.stop = out.stop;
+  job.exit_code = out.exit_code;
+  out.cause = FindRootCause(job, records);
+
+  bool refused = false;
+  for (const auto& [rank, r] : records) {
+    refused = refused || !r.refusal.empty();
+    if (r.lost) out.failed_hosts.insert(r.host);
+  }
+  if (out.cause && out.cause->rank >= 0) out.failed_hosts.insert(job.planned_hosts[out.cause->rank]);
+  out.restartable = out.exit_code != 0 && checked_in > 0 && !refused &&
+                    (out.stop == StopReason::kNone || out.stop == StopReason::kStall);
+
+  const std::string summary = o.summary_path;
+  if (!summary.empty() && !WriteFileAtomically(summary, SummaryJson(job, records, out.cause))) {
+    std::cerr << "gpulaunch: warning: cannot write the summary " << summary << "\n";
+  }
+  if (out.cause) std::cerr << RenderRootCause(*out.cause, summary.empty() ? "" : fs::absolute(summary).string());
+  return out;
+}
+
+}  // namespace gpulaunch

@@ -1,0 +1,87 @@
+#include "launcher/shim/control_client.h"
+
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace gpulaunch {
+namespace {
+
+constexpr int kConnectTimeoutMs = 3000;
+constexpr int kSendTimeoutMs = 5000;
+
+}  // namespace
+
+ControlClient::~ControlClient() { Close(); }
+
+void ControlClient::Close() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+}
+
+bool ControlClient::Connect(const std::string& address) {
+  Close();
+  const auto colon = address.rfind(':');
+  if (address.empty() || colon == std::string::npos) return false;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(address.substr(0, colon).c_str(), address.substr(colon + 1).c_str(), &hints, &res) != 0) return false;
+  const int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  bool ok = false;
+  if (fd >= 0 && (connect(fd, res->ai_addr, res->ai_addrlen) == 0 || errno == EINPROGRESS)) {
+    pollfd p{fd, POLLOUT, 0};
+    int err = 0;
+    socklen_t len = sizeof err;
+    ok = poll(&p, 1, kConnectTimeoutMs) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+  }
+  freeaddrinfo(res);
+  if (!ok) {
+    if (fd >= 0) close(fd);
+    return false;
+  }
+  fd_ = fd;
+  return true;
+}
+
+bool ControlClient::WriteAll(const std::string& bytes) {
+  size_t off = 0;
+  while (fd_ >= 0 && off < bytes.size()) {
+    const ssize_t n = send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n > 0) {
+      off += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    pollfd p{fd_, POLLOUT, 0};
+    if (n < 0 && errno == EAGAIN && poll(&p, 1, kSendTimeoutMs) == 1) continue;
+    Close();
+  }
+  return fd_ >= 0;
+}
+
+bool ControlClient::Send(const ControlMessage& m, const std::string& payload) {
+  return fd_ >= 0 && WriteAll(FormatControlLine(m) + payload);
+}
+
+std::vector<std::string> ControlClient::ReadRequests() {
+  std::vector<std::string> lines;
+  char buf[512];
+  const ssize_t n = fd_ >= 0 ? read(fd_, buf, sizeof buf) : 0;
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+    Close();
+    return lines;
+  }
+  if (n > 0) buffer_.append(buf, static_cast<size_t>(n));
+  for (size_t nl; (nl = buffer_.find('\n')) != std::string::npos;) {
+    lines.push_back(buffer_.substr(0, nl));
+    buffer_.erase(0, nl + 1);
+  }
+  if (buffer_.size() > 4096) buffer_.clear();
+  return lines;
+}
+
+}  // namespace gpulaunch

@@ -1,0 +1,39 @@
+// The shim's end of the control connection (control_protocol.h): connects to
+// gpulaunch once, sends lines, and reads gpulaunch's requests. Every failure
+// only costs gpulaunch its bookkeeping, never the rank: a send that cannot
+// complete within a few seconds is dropped and the connection closed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/control_protocol.h"
+
+namespace gpulaunch {
+
+class ControlClient {
+ public:
+  ControlClient() = default;
+  ~ControlClient();
+  ControlClient(const ControlClient&) = delete;
+  ControlClient& operator=(const ControlClient&) = delete;
+
+  // `address` is "HOST:PORT" from the slot table; false (and a closed client)
+  // when it cannot be reached within 3 s.
+  bool Connect(const std::string& address);
+  bool connected() const { return fd_ >= 0; }
+  int fd() const { return fd_; }  // poll it for requests
+
+  bool Send(const ControlMessage& m, const std::string& payload = "");
+  // Reads what gpulaunch sent and returns the complete lines; closes the
+  // client when gpulaunch went away.
+  std::vector<std::string> ReadRequests();
+  void Close();
+
+ private:
+  bool WriteAll(const std::string& bytes);
+  int fd_ = -1;
+  std::string buffer_;
+};
+
+}  // namespace gpulaunch

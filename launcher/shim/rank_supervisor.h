@@ -1,0 +1,41 @@
+// The shim runs the job as its child and stays beside it until it ends, so
+// that gpulaunch learns how every rank ended (exit code or signal), the last
+// lines of its stderr, its progress heartbeats and, on request, its stacks.
+//
+// Contracts:
+// - The child dies with the shim (PR_SET_PDEATHSIG): an engine that kills
+//   the shim with SIGKILL kills the rank too, so nothing is orphaned.
+// - The job execs only after `on_started(pid)` returned (the check-in), so
+//   a rank that runs has checked in.
+// - SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGCONT sent to the
+//   shim are passed to the child as the same signal when `forward_signals`
+//   (mpirun's daemons signal only the process they started); under srun,
+//   slurmstepd signals every process of the step itself, so the shim only
+//   survives them and the child is not signalled twice.
+// - The child's stderr passes through a pipe, unchanged, as it arrives.
+// - GPULAUNCH_HEARTBEAT_FD in the child's environment is a non-blocking pipe:
+//   each byte written there is progress (runtime/heartbeat.h); the shim
+//   passes it on at most once per second.
+#pragma once
+
+#include <functional>
+
+#include "launcher/shim/control_client.h"
+
+namespace gpulaunch {
+
+struct SuperviseOptions {
+  int rank = 0;
+  bool forward_signals = true;
+  ControlClient* control = nullptr;        // may be unconnected
+  std::function<void(int pid)> on_started;  // before the child execs
+};
+
+// Runs argv[0] with argv (null-terminated) and returns its wait status.
+int SuperviseRank(char** argv, const SuperviseOptions& options);
+
+// Ends this process the way `wait_status` says the child ended: the same
+// exit code, or death by the same signal (without a second core dump).
+[[noreturn]] void ExitLike(int wait_status);
+
+}  // namespace gpulaunch

@@ -1,0 +1,77 @@
+#include "launcher/control_protocol.h"
+
+#include <gtest/gtest.h>
+
+namespace gpulaunch {
+namespace {
+
+using Kind = ControlMessage::Kind;
+
+TEST(ControlProtocol, EveryMessageReadsBackAsWritten) {
+  ControlMessage checkin;
+  checkin.kind = Kind::kCheckin;
+  checkin.rank = 3;
+  checkin.pid = 4242;
+  checkin.world = 16;
+  checkin.host = "node2";
+  checkin.plan_hash = "abc123";
+  checkin.slurm_step = "60.1";
+  std::string line = FormatControlLine(checkin);
+  ASSERT_EQ(line, "checkin 3 4242 16 node2 abc123 60.1\n");
+  auto back = ParseControlLine(line.substr(0, line.size() - 1));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->kind, Kind::kCheckin);
+  EXPECT_EQ(back->pid, 4242);
+  EXPECT_EQ(back->world, 16);
+  EXPECT_EQ(back->host, "node2");
+  EXPECT_EQ(back->slurm_step, "60.1");
+
+  ControlMessage exit_msg;
+  exit_msg.kind = Kind::kExit;
+  exit_msg.rank = 5;
+  exit_msg.signaled = true;
+  exit_msg.value = 9;
+  line = FormatControlLine(exit_msg);
+  back = ParseControlLine(line.substr(0, line.size() - 1));
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(back->signaled);
+  EXPECT_EQ(back->value, 9);
+
+  ControlMessage stacks;
+  stacks.kind = Kind::kStacks;
+  stacks.rank = 1;
+  stacks.payload_bytes = 77;
+  back = ParseControlLine("stacks 1 77");
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->payload_bytes, 77u);
+  EXPECT_EQ(FormatControlLine(stacks), "stacks 1 77\n");
+}
+
+TEST(ControlProtocol, FreeTextKeepsSpacesAndLosesControlCharacters) {
+  ControlMessage tail;
+  tail.kind = Kind::kTail;
+  tail.rank = 0;
+  tail.text = "error:  two  spaces\tand a tab\r";
+  const std::string line = FormatControlLine(tail);
+  EXPECT_EQ(line, "tail 0 error:  two  spaces?and a tab?\n");
+  auto back = ParseControlLine(line.substr(0, line.size() - 1));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->text, "error:  two  spaces?and a tab?");
+  tail.text = std::string(5000, 'x');
+  EXPECT_EQ(FormatControlLine(tail).size(), std::string("tail 0 ").size() + 1000 + 1);
+}
+
+TEST(ControlProtocol, MalformedLinesAreNotMessages) {
+  for (const char* bad : {"", "checkin", "checkin x 1 1 h hash -", "checkin 1 0 4 h hash -", "checkin 1 5 0 h hash -",
+                          "checkin -1 5 4 h hash -", "exit 1 maybe 3", "exit 1 code", "stacks 1 -4",
+                          "stacks 1 99999999999", "hello 1", "refuse 2"}) {
+    EXPECT_FALSE(ParseControlLine(bad)) << bad;
+  }
+  // A step that is not JOB.STEP is dropped, the check-in kept.
+  auto m = ParseControlLine("checkin 1 5 4 h hash -");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->slurm_step, "");
+}
+
+}  // namespace
+}  // namespace gpulaunch

@@ -1,0 +1,106 @@
+// The control server and the shim's client over real loopback sockets.
+#include "launcher/control_server.h"
+
+#include <poll.h>
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "launcher/shim/control_client.h"
+
+namespace gpulaunch {
+namespace {
+
+using Kind = ControlMessage::Kind;
+
+ControlMessage Checkin(int rank, int pid, const std::string& hash) {
+  ControlMessage m;
+  m.kind = Kind::kCheckin;
+  m.rank = rank;
+  m.pid = pid;
+  m.world = 2;
+  m.host = "localhost";
+  m.plan_hash = hash;
+  return m;
+}
+
+TEST(ControlServer, RecordsCheckInsTailsExitsAndLostRanks) {
+  ControlServer server;
+  ASSERT_TRUE(server.Start("127.0.0.1", "H").ok());
+  const std::string address = "127.0.0.1:" + std::to_string(server.port());
+  ControlClient a, b;
+  ASSERT_TRUE(a.Connect(address));
+  ASSERT_TRUE(b.Connect(address));
+  ASSERT_TRUE(a.Send(Checkin(0, 999991, "H")));
+  ASSERT_TRUE(b.Send(Checkin(1, 999992, "other")));
+  // What was sent before a query is in its answer: no sleeping here.
+  EXPECT_EQ(server.CheckedIn(), 2);
+  EXPECT_EQ(server.LocalPids(), (std::set<int>{999991, 999992}));
+  EXPECT_EQ(server.HashMismatches(), (std::set<int>{1}));
+
+  ControlMessage tail;
+  tail.kind = Kind::kTail;
+  tail.rank = 0;
+  tail.text = "Traceback: boom";
+  ASSERT_TRUE(a.Send(tail));
+  ControlMessage exit_msg;
+  exit_msg.kind = Kind::kExit;
+  exit_msg.rank = 0;
+  exit_msg.value = 3;
+  ASSERT_TRUE(a.Send(exit_msg));
+  // A message for another rank on this connection is ignored.
+  exit_msg.rank = 1;
+  ASSERT_TRUE(a.Send(exit_msg));
+  b.Close();  // rank 1 vanishes without a report
+
+  const auto records = server.Records();
+  ASSERT_EQ(records.size(), 2u);
+  const RankRecord& r0 = records.at(0);
+  EXPECT_TRUE(r0.ended);
+  EXPECT_FALSE(r0.signaled);
+  EXPECT_EQ(r0.exit_value, 3);
+  EXPECT_EQ(r0.stderr_tail, std::vector<std::string>{"Traceback: boom"});
+  EXPECT_FALSE(records.at(1).ended);
+  // The close may take a poll round to be seen.
+  bool lost = records.at(1).lost;
+  for (int i = 0; i < 100 && !lost; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    lost = server.Records().at(1).lost;
+  }
+  EXPECT_TRUE(lost);
+  // Rank 0 ended; rank 1 lost its connection but may still run, so a forced
+  // kill still targets it.
+  EXPECT_EQ(server.LocalPids(), std::set<int>{999992});
+  server.Stop();
+}
+
+TEST(ControlServer, StackRequestsReachTheShimAndTheAnswerIsRecorded) {
+  ControlServer server;
+  ASSERT_TRUE(server.Start("127.0.0.1", "H").ok());
+  ControlClient shim;
+  ASSERT_TRUE(shim.Connect("127.0.0.1:" + std::to_string(server.port())));
+  ASSERT_TRUE(shim.Send(Checkin(0, 999993, "H")));
+  ASSERT_EQ(server.CheckedIn(), 1);
+  const std::string stacks = "#0 StallHere ()\n#1 main ()\n";
+  std::thread answer([&] {
+    pollfd p{shim.fd(), POLLIN, 0};
+    while (poll(&p, 1, 5000) == 1) {
+      for (const std::string& request : shim.ReadRequests()) {
+        if (request != "stacks") continue;
+        ControlMessage m;
+        m.kind = Kind::kStacks;
+        m.rank = 0;
+        m.payload_bytes = stacks.size();
+        shim.Send(m, stacks);
+        return;
+      }
+    }
+  });
+  server.CollectStacks({0}, 5000);
+  answer.join();
+  EXPECT_EQ(server.Records().at(0).stacks, stacks);
+}
+
+}  // namespace
+}  // namespace gpulaunch

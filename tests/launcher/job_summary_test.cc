@@ -1,0 +1,134 @@
+#include "launcher/job_summary.h"
+
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include "common/json.h"
+
+namespace gpulaunch {
+namespace {
+
+using std::chrono::milliseconds;
+
+struct Fixture {
+  JobOutcome job;
+  std::map<int, RankRecord> ranks;
+  ControlClock::time_point t0 = ControlClock::time_point{} + std::chrono::seconds(100);
+
+  explicit Fixture(int world) {
+    job.started = t0;
+    job.ended = t0 + milliseconds(5000);
+    for (int r = 0; r < world; ++r) {
+      job.planned_hosts.push_back(r < world / 2 ? "node1" : "node2");
+      RankRecord rec;
+      rec.rank = r;
+      rec.pid = 1000 + r;
+      rec.host = job.planned_hosts.back();
+      rec.checked_in = t0 + milliseconds(10);
+      ranks[r] = rec;
+    }
+  }
+  void End(int rank, int ms, bool signaled, int value) {
+    ranks[rank].ended = true;
+    ranks[rank].ended_at = t0 + milliseconds(ms);
+    ranks[rank].signaled = signaled;
+    ranks[rank].exit_value = value;
+  }
+};
+
+TEST(JobSummary, NoRootCauseForASuccess) {
+  Fixture f(2);
+  f.End(0, 100, false, 0);
+  f.End(1, 100, false, 0);
+  EXPECT_FALSE(FindRootCause(f.job, f.ranks));
+}
+
+TEST(JobSummary, TheFirstFailureIsBlamedNotTheTeardown) {
+  Fixture f(4);
+  f.End(0, 900, true, SIGTERM);
+  f.End(1, 910, true, SIGKILL);
+  f.End(2, 500, true, SIGKILL);  // killed first: the cause
+  f.End(3, 950, false, 0);
+  f.ranks[2].stderr_tail = {"about to die"};
+  f.job.exit_code = 137;
+  auto cause = FindRootCause(f.job, f.ranks);
+  ASSERT_TRUE(cause);
+  EXPECT_EQ(cause->rank, 2);
+  EXPECT_NE(cause->headline.find("rank 2 on node2 (pid 1002) was killed by SIGKILL"), std::string::npos)
+      << cause->headline;
+  ASSERT_EQ(cause->notes.size(), 1u);
+  EXPECT_EQ(cause->notes[0], "of the other ranks, 1 ended normally, 2 were stopped (SIGTERM/SIGKILL) in the teardown");
+  const std::string block = RenderRootCause(*cause, "/tmp/s.json");
+  EXPECT_NE(block.find("gpulaunch: |  about to die\n"), std::string::npos) << block;
+  EXPECT_NE(block.find("gpulaunch: every rank: /tmp/s.json\n"), std::string::npos);
+}
+
+TEST(JobSummary, ALostRankIsACause) {
+  Fixture f(2);
+  f.ranks[1].lost = true;
+  f.ranks[1].ended_at = f.t0 + milliseconds(300);
+  f.End(0, 800, true, SIGTERM);
+  f.job.exit_code = 143;
+  auto cause = FindRootCause(f.job, f.ranks);
+  ASSERT_TRUE(cause);
+  EXPECT_EQ(cause->rank, 1);
+  EXPECT_NE(cause->headline.find("vanished without a report"), std::string::npos);
+}
+
+TEST(JobSummary, StopsByGpulaunchAreNamed) {
+  Fixture f(4);
+  f.job.exit_code = 125;
+  f.job.stop = StopReason::kStartupTimeout;
+  f.job.limit_s = 30;
+  f.ranks.erase(3);
+  f.ranks.erase(1);
+  auto cause = FindRootCause(f.job, f.ranks);
+  ASSERT_TRUE(cause);
+  EXPECT_EQ(cause->headline, "2 of 4 ranks did not check in within --startup-timeout 30 s: 1 on node1; 3 on node2");
+
+  Fixture g(2);
+  g.job.exit_code = 124;
+  g.job.stop = StopReason::kStall;
+  g.job.limit_s = 5;
+  g.job.stalled = {1};
+  g.ranks[1].stacks = "#0 StallHere\n#1 main\n";
+  cause = FindRootCause(g.job, g.ranks);
+  ASSERT_TRUE(cause);
+  EXPECT_EQ(cause->rank, 1);
+  EXPECT_NE(cause->headline.find("made no progress for 5 s"), std::string::npos);
+  EXPECT_NE(RenderRootCause(*cause, "").find("gpulaunch: |  #0 StallHere\n"), std::string::npos);
+
+  Fixture h(2);
+  h.ranks[0].refusal = "the engine started 1 ranks (OMPI_COMM_WORLD_SIZE) but the plan has 2";
+  h.job.exit_code = 125;
+  cause = FindRootCause(h.job, h.ranks);
+  ASSERT_TRUE(cause);
+  EXPECT_NE(cause->headline.find("refused to start: the engine started 1 ranks"), std::string::npos);
+}
+
+TEST(JobSummary, JsonHasEveryPlannedRank) {
+  Fixture f(3);
+  f.End(0, 100, false, 0);
+  f.End(1, 200, true, SIGSEGV);
+  f.ranks.erase(2);
+  f.job.exit_code = 139;
+  f.job.started_wall = std::chrono::system_clock::time_point{} + std::chrono::seconds(1'700'000'000);
+  const auto cause = FindRootCause(f.job, f.ranks);
+  auto json = ParseJson(SummaryJson(f.job, f.ranks, cause), "summary");
+  ASSERT_TRUE(json.ok()) << json.status().message();
+  EXPECT_EQ(json->Find("format")->AsString(), "gpulaunch-summary/v1");
+  EXPECT_EQ(json->Find("started_at")->AsString(), "2023-11-14T22:13:20.000Z");
+  EXPECT_EQ(json->Find("root_cause")->Find("rank")->AsNumber(), 1);
+  const auto& ranks = json->Find("ranks")->items();
+  ASSERT_EQ(ranks.size(), 3u);
+  EXPECT_EQ(ranks[0].Find("state")->AsString(), "exited");
+  EXPECT_EQ(ranks[0].Find("exit_code")->AsNumber(), 0);
+  EXPECT_EQ(ranks[1].Find("signal")->AsString(), "SIGSEGV");
+  EXPECT_EQ(ranks[1].Find("ended_at")->AsString(), "2023-11-14T22:13:20.200Z");
+  EXPECT_EQ(ranks[2].Find("state")->AsString(), "never-started");
+  EXPECT_EQ(ranks[2].Find("host")->AsString(), "node2");
+}
+
+}  // namespace
+}  // namespace gpulaunch
