@@ -1,6 +1,7 @@
 // env_dump: a non-MPI job for end-to-end tests. Each rank prints one line:
 //   rank=R world=W local=L/LS node=N host=H affinity=CPUS cpuset=C hash=X
 //   master=A:P foo=$FOO cvd=$CUDA_VISIBLE_DEVICES coords=$GPULAUNCH_COORDS
+//   restart=$GPULAUNCH_RESTART_COUNT
 // Options (any order, after the program name):
 //   --lines K           also print K numbered lines "rank=R line=I" (for --tag)
 //   --kill-self RANK    that rank sends itself SIGKILL after printing
@@ -9,6 +10,12 @@
 //   --sleep S           sleep S seconds before exiting
 //   --marker TEXT       ignored; lets a test find its ranks in /proc
 //   --stubborn          ignore SIGINT and SIGTERM (a rank that will not stop)
+//   --fail-rank R       that rank says so on stderr and exits 3 (with
+//                       GPULAUNCH_RESTART_COUNT unset or 0 only)
+//   --stall-rank R      every rank reports progress (libgpurt heartbeats) for
+//                       1.5 s; then that rank hangs in StallHere() for 60 s
+//                       and the others exit
+// With --wait-dir, SIGUSR2 is recorded (DIR/SIGUSR2.R) and the wait goes on.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -20,6 +27,7 @@
 #include <vector>
 
 #include "common/strings.h"
+#include "runtime/heartbeat.h"
 #include "runtime/rank_env.h"
 
 namespace {
@@ -33,15 +41,24 @@ std::string Affinity() { return gpulaunch::FormatIdList(gpulaunch::rt::BoundCpus
 
 std::string g_wait_dir;
 volatile sig_atomic_t g_signal = 0;
-char g_term_path[4096], g_int_path[4096], g_usr1_path[4096];
+volatile sig_atomic_t g_usr2 = 0;
+char g_term_path[4096], g_int_path[4096], g_usr1_path[4096], g_usr2_path[4096];
 
 // Records the signal at once (open() is async-signal-safe): the engine may
 // follow SIGTERM with SIGKILL before a polling loop would notice.
 void OnSignal(int sig) {
-  g_signal = sig;
-  const char* path = sig == SIGTERM ? g_term_path : sig == SIGINT ? g_int_path : g_usr1_path;
+  if (sig == SIGUSR2) g_usr2 = 1;
+  else g_signal = sig;
+  const char* path = sig == SIGTERM ? g_term_path : sig == SIGINT ? g_int_path : sig == SIGUSR1 ? g_usr1_path : g_usr2_path;
   const int fd = open(path, O_CREAT | O_WRONLY, 0644);
   if (fd >= 0) close(fd);
+}
+
+// Where a stalled rank hangs: its name must show in the stacks gpulaunch
+// collects.
+[[gnu::noinline]] void StallHere() {
+  for (int i = 0; i < 600; ++i) usleep(100000);
+  asm volatile("");
 }
 
 void Touch(const std::string& path) {
@@ -51,7 +68,7 @@ void Touch(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int lines = 0, kill_self = -1, sleep_s = 0;
+  int lines = 0, kill_self = -1, sleep_s = 0, fail_rank = -1, stall_rank = -1;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--stubborn")) {
       signal(SIGINT, SIG_IGN);
@@ -63,25 +80,40 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--kill-self")) kill_self = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--wait-dir")) g_wait_dir = argv[++i];
     else if (!std::strcmp(argv[i], "--sleep")) sleep_s = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--fail-rank")) fail_rank = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--stall-rank")) stall_rank = std::atoi(argv[++i]);
   }
   const int rank = std::atoi(Env("RANK"));
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   std::printf("rank=%s world=%s local=%s/%s node=%s host=%s affinity=%s cpuset=%s hash=%s master=%s:%s foo=%s cvd=%s "
-              "coords=%s\n",
+              "coords=%s restart=%s\n",
               Env("RANK"), Env("WORLD_SIZE"), Env("LOCAL_RANK"), Env("LOCAL_WORLD_SIZE"), Env("NODE_RANK"), host,
               Affinity().c_str(), Env("GPULAUNCH_CPUSET"), Env("GPULAUNCH_PLAN_HASH"), Env("MASTER_ADDR"),
               Env("MASTER_PORT"), Env("FOO"), std::getenv("CUDA_VISIBLE_DEVICES") ? Env("CUDA_VISIBLE_DEVICES") : "unset",
-              Env("GPULAUNCH_COORDS"));
+              Env("GPULAUNCH_COORDS"), Env("GPULAUNCH_RESTART_COUNT"));
   for (int i = 0; i < lines; ++i) std::printf("rank=%d line=%d %s\n", rank, i, std::string(60, 'x').c_str());
   std::fflush(stdout);
   if (rank == kill_self) raise(SIGKILL);
+  if (rank == fail_rank && std::atoi(Env("GPULAUNCH_RESTART_COUNT")) == 0) {
+    std::fprintf(stderr, "env_dump: rank %d fails on purpose\n", rank);
+    return 3;
+  }
+  if (stall_rank >= 0) {
+    for (int i = 0; i < 15; ++i) {
+      gpulaunch::rt::ReportProgress();
+      usleep(100000);
+    }
+    if (rank == stall_rank) StallHere();
+    return 0;
+  }
   if (!g_wait_dir.empty()) {
     const std::string r = std::to_string(rank);
     std::snprintf(g_term_path, sizeof g_term_path, "%s/SIGTERM.%s", g_wait_dir.c_str(), r.c_str());
     std::snprintf(g_int_path, sizeof g_int_path, "%s/SIGINT.%s", g_wait_dir.c_str(), r.c_str());
     std::snprintf(g_usr1_path, sizeof g_usr1_path, "%s/SIGUSR1.%s", g_wait_dir.c_str(), r.c_str());
-    for (int sig : {SIGTERM, SIGINT, SIGUSR1}) signal(sig, OnSignal);
+    std::snprintf(g_usr2_path, sizeof g_usr2_path, "%s/SIGUSR2.%s", g_wait_dir.c_str(), r.c_str());
+    for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2}) signal(sig, OnSignal);
     Touch(g_wait_dir + "/ready." + std::to_string(rank));
     for (int i = 0; i < 300 && !g_signal; ++i) usleep(100000);
     if (g_signal) return 128 + g_signal;

@@ -18,21 +18,13 @@
 
 #include "common/strings.h"
 #include "launcher/process.h"
+#include "tests/e2e/launch_helpers.h"
 
 namespace fs = std::filesystem;
 
 namespace gpulaunch {
 namespace {
 
-const std::string kBin = GL_BIN_DIR;
-const std::string kLaunch = kBin + "/gpulaunch";
-
-CapturedRun Launch(std::vector<std::string> args, int timeout_ms = 120000) {
-  args.insert(args.begin(), kLaunch);
-  return RunCaptured(args, EnvironmentWith({}), timeout_ms);
-}
-
-int ExitCode(const CapturedRun& r) { return WIFEXITED(r.wait_status) ? WEXITSTATUS(r.wait_status) : -1; }
 
 // Lines "key=value key=value ..." of env_dump, by rank.
 std::map<int, std::map<std::string, std::string>> RankLines(const std::string& out) {
@@ -72,21 +64,6 @@ std::string PlanHash(const std::string& dry_run) {
   return std::regex_search(dry_run, m, re) ? m[1].str() : "";
 }
 
-// Processes whose command line contains `marker` (left-behind ranks).
-std::vector<int> ProcessesWith(const std::string& marker) {
-  std::vector<int> pids;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos || std::stoi(name) == getpid()) continue;
-    std::ifstream f(entry.path() / "cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    for (char& c : cmd)
-      if (c == '\0') c = ' ';
-    if (cmd.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
-  }
-  return pids;
-}
-
 std::string AllCpus() {
   cpu_set_t set;
   sched_getaffinity(0, sizeof set, &set);
@@ -94,20 +71,6 @@ std::string AllCpus() {
   for (int i = 0; i < CPU_SETSIZE; ++i)
     if (CPU_ISSET(i, &set)) ids.push_back(i);
   return FormatIdList(ids);
-}
-
-// Starts argv (stdout to /dev/null) and returns its pid, for tests that signal it.
-pid_t StartInBackground(const std::vector<std::string>& argv) {
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen("/dev/null", "w", stdout)) _exit(126);
-    execv(cargv[0], cargv.data());
-    _exit(127);
-  }
-  return pid;
 }
 
 TEST(Launch, SixteenRanksOversubscribedGetTheirPlannedEnvironment) {

@@ -1,0 +1,68 @@
+#include "tests/e2e/launch_helpers.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+namespace fs = std::filesystem;
+
+namespace gpulaunch {
+
+CapturedRun Launch(std::vector<std::string> args, int timeout_ms) {
+  args.insert(args.begin(), kLaunch);
+  return RunCaptured(args, EnvironmentWith({}), timeout_ms);
+}
+
+int ExitCode(const CapturedRun& r) { return WIFEXITED(r.wait_status) ? WEXITSTATUS(r.wait_status) : -1; }
+
+// Processes whose command line contains `marker` (left-behind ranks).
+std::vector<int> ProcessesWith(const std::string& marker) {
+  std::vector<int> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos || std::stoi(name) == getpid()) continue;
+    std::ifstream f(entry.path() / "cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    for (char& c : cmd)
+      if (c == '\0') c = ' ';
+    if (cmd.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
+
+// Starts argv (stdout to /dev/null) and returns its pid, for tests that signal it.
+pid_t StartInBackground(const std::vector<std::string>& argv) {
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen("/dev/null", "w", stdout)) _exit(126);
+    execv(cargv[0], cargv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+
+int FilesPresent(const std::string& dir, const std::string& prefix, int n) {
+  int present = 0;
+  for (int r = 0; r < n; ++r) present += fs::exists(fs::path(dir) / (prefix + "." + std::to_string(r)));
+  return present;
+}
+
+int WaitForFiles(const std::string& dir, const std::string& prefix, int n, int timeout_ms) {
+  for (int waited = 0; waited < timeout_ms && FilesPresent(dir, prefix, n) < n; waited += 50) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return FilesPresent(dir, prefix, n);
+}
+
+}  // namespace gpulaunch

@@ -1,0 +1,33 @@
+// What the end-to-end tests share: running the real gpulaunch binary, and
+// finding what it left behind.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "launcher/process.h"
+
+namespace gpulaunch {
+
+inline const std::string kBin = GL_BIN_DIR;
+inline const std::string kLaunch = kBin + "/gpulaunch";
+
+// gpulaunch with `args`, to completion (killed after timeout_ms).
+CapturedRun Launch(std::vector<std::string> args, int timeout_ms = 120000);
+int ExitCode(const CapturedRun& r);  // -1 when it did not exit normally
+
+// Processes whose command line contains `marker` (left-behind ranks).
+std::vector<int> ProcessesWith(const std::string& marker);
+
+// Starts argv (stdout to /dev/null) and returns its pid, for tests that signal it.
+pid_t StartInBackground(const std::vector<std::string>& argv);
+
+// How many of DIR/PREFIX.0 .. DIR/PREFIX.(n-1) exist.
+int FilesPresent(const std::string& dir, const std::string& prefix, int n);
+
+// Waits up to `timeout_ms` until all n files exist; returns how many do.
+int WaitForFiles(const std::string& dir, const std::string& prefix, int n, int timeout_ms);
+
+}  // namespace gpulaunch
