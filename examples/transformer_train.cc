@@ -13,12 +13,15 @@
 // (leaf = global micro-batch), the loss an exact sum. Rank 0 writes the loss
 // log ("step N loss X", X also as a C99 hex float) and the weights (each
 // tensor in id order, float32), to temporary names first.
+#include <signal.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +30,7 @@
 #include "examples/transformer/model.h"
 #include "examples/transformer/options.h"
 #include "partitioner/stage_split.h"
+#include "runtime/checkpoint.h"
 #include "runtime/gpurt.h"
 #include "runtime/leaf_sum.h"
 #include "runtime/pipeline_executor.h"
@@ -44,7 +48,8 @@ const char kUsage[] =
     "usage: transformer_train [--steps N] [--optimizer sgd|adam] [--lr X] [--batch N] [--microbatches M]\n"
     "         [--schedule 1f1b|gpipe|interleaved] [--chunks V] [--parallel pipeline|tensor|data|hybrid]\n"
     "         [--stages N] [--gpus-per-stage K] [--layout tp=..,pp=..,dp=..] [--loss-log PATH] [--weights-out PATH]\n"
-    "         [--device cpu|cuda] [--model tiny|gpt2-small] [--vocab V] [--hidden H] [--heads A] [--blocks B] [--seq S] [--seed X]\n";
+    "         [--device cpu|cuda] [--model tiny|gpt2-small] [--vocab V] [--hidden H] [--heads A] [--blocks B] [--seq S] [--seed X]\n"
+    "         [--checkpoint-dir DIR] [--checkpoint-every K] [--crash-host HOST --crash-at-step N]\n";
 
 uint64_t Mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -110,6 +115,52 @@ class TrainStages : public rt::PipelineStages {
 struct AdamState {
   std::vector<float> m, v;
 };
+
+void PutFloats(std::string& out, const std::vector<float>& v) {
+  const uint64_t n = v.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  out.append(reinterpret_cast<const char*>(v.data()), n * sizeof(float));
+}
+
+bool GetFloats(const std::string& in, size_t& at, std::vector<float>& v) {
+  uint64_t n = 0;
+  if (at + sizeof n > in.size()) return false;
+  std::memcpy(&n, in.data() + at, sizeof n);
+  at += sizeof n;
+  if (n > (in.size() - at) / sizeof(float)) return false;
+  v.resize(n);
+  std::memcpy(v.data(), in.data() + at, n * sizeof(float));
+  at += n * sizeof(float);
+  return true;
+}
+
+// This rank's training state after a step: its parameters and their Adam
+// moments (in parameter order), and on rank 0 the loss log so far.
+std::string SaveState(const std::vector<ParamShard*>& params, std::map<uint64_t, AdamState>& adam,
+                      const std::string& loss_log) {
+  std::string out;
+  for (const ParamShard* p : params) {
+    PutFloats(out, p->value);
+    PutFloats(out, adam[p->id].m);
+    PutFloats(out, adam[p->id].v);
+  }
+  out += loss_log;
+  return out;
+}
+
+Status RestoreState(const std::string& state, const std::vector<ParamShard*>& params,
+                    std::map<uint64_t, AdamState>& adam, std::string& loss_log) {
+  size_t at = 0;
+  for (ParamShard* p : params) {
+    const size_t expected = p->value.size();
+    if (!GetFloats(state, at, p->value) || p->value.size() != expected || !GetFloats(state, at, adam[p->id].m) ||
+        !GetFloats(state, at, adam[p->id].v)) {
+      return FailedPrecondition("the checkpoint does not match this model (parameter " + std::to_string(p->id) + ")");
+    }
+  }
+  loss_log = state.substr(at);
+  return Status::Ok();
+}
 
 // Rank 0 assembles every tensor from the dp = 0 ranks' shards; returns the
 // file bytes on rank 0 (tensors in id order, float32), empty elsewhere.
@@ -228,9 +279,36 @@ int Run(int argc, char** argv) {
   for (int s : my_stages) params[s] = layers.Params(split->first_layer[s], split->first_layer[s + 1]);
   const bool last_stage_here = schedule->RankOfStage(schedule->stages() - 1) == coords[rt::kPp];
 
+  std::vector<ParamShard*> all;
+  for (auto& [s, list] : params) all.insert(all.end(), list.begin(), list.end());
   std::string loss_log;
+  int first_step = 0;
+  std::optional<rt::Checkpointer> checkpointer;
+  if (!opt->checkpoint_dir.empty()) {
+    // Whatever makes one run's state meaningless to another.
+    char fingerprint[512];
+    std::snprintf(fingerprint, sizeof fingerprint,
+                  "world=%d,layout=%s,schedule=%s/%d,optimizer=%s,lr=%a,batch=%d/%d,model=%d/%d/%d/%d/%d/%llu",
+                  world.size(), layout->ToString().c_str(), opt->schedule.c_str(), chunks, opt->optimizer.c_str(),
+                  opt->lr, batch, global_mbs, opt->model.vocab, opt->model.hidden, opt->model.heads,
+                  opt->model.blocks, opt->model.seq, static_cast<unsigned long long>(opt->model.seed));
+    checkpointer.emplace(world, opt->checkpoint_dir, fingerprint);
+    auto last = checkpointer->LoadLatest();
+    if (!last.ok()) return fail(last.status());
+    if (*last) {
+      if (Status s = RestoreState((*last)->state, all, adam, loss_log); !s.ok()) return fail(s);
+      first_step = (*last)->step + 1;
+      if (root) std::fprintf(stderr, "transformer_train: resuming after step %d from %s\n", (*last)->step,
+                             opt->checkpoint_dir.c_str());
+    }
+  }
   const auto start = std::chrono::steady_clock::now();
-  for (int step = 0; step < opt->steps; ++step) {
+  for (int step = first_step; step < opt->steps; ++step) {
+    if (step == opt->crash_at_step && rt::RestartCount() == 0 && (*rt)->hosts()[world.rank()] == opt->crash_host) {
+      std::fprintf(stderr, "transformer_train: rank %d on %s: planted host failure at step %d\n", world.rank(),
+                   opt->crash_host.c_str(), step);
+      raise(SIGKILL);
+    }
     // This replica's sequences of the step's global batch.
     std::vector<int32_t> tokens, targets;
     const int per_replica = batch / dp;
@@ -294,10 +372,11 @@ int Run(int argc, char** argv) {
       loss_log += line;
       std::fputs(line, stdout);
     }
+    if (checkpointer && ((step + 1) % opt->checkpoint_every == 0 || step + 1 == opt->steps)) {
+      if (Status s = checkpointer->Save(step, SaveState(all, adam, root ? loss_log : "")); !s.ok()) return fail(s);
+    }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::vector<ParamShard*> all;
-  for (auto& [s, list] : params) all.insert(all.end(), list.begin(), list.end());
   auto weights = GatherWeights(world, *layout, all);
   if (!weights.ok()) return fail(weights.status());
   if (!root) return 0;

@@ -16,6 +16,8 @@
 //   stacks <rank> <bytes>\n<bytes>     answer to a `stacks` request
 // gpulaunch -> shim
 //   stacks                             dump the job process's stacks
+//   signal 15|9                        send SIGTERM or SIGKILL to the job process
+//                                      (gpulaunch's own teardown after a failure)
 //
 // gpulaunch stamps every message with its own clock when it arrives, so the
 // summary's times never mix the clocks of different hosts.

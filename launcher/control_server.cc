@@ -252,4 +252,13 @@ void ControlServer::CollectStacks(const std::set<int>& ranks, int timeout_ms) {
   stacks_pending_.clear();
 }
 
+void ControlServer::SignalAllRanks(int sig) {
+  const std::string request = "signal " + std::to_string(sig) + "\n";
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [rank, fd] : rank_fd_) {
+    if (records_[rank].ended) continue;
+    [[maybe_unused]] ssize_t n = send(fd, request.data(), request.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+}
+
 }  // namespace gpulaunch

@@ -70,6 +70,11 @@ class ControlServer {
   // `timeout_ms` for the answers (they land in the records).
   void CollectStacks(const std::set<int>& ranks, int timeout_ms);
 
+  // Asks every connected shim whose rank still runs to send `sig` (SIGTERM
+  // or SIGKILL) to its job process: a teardown that does not wait for the
+  // engine's (Open MPI sleeps its full kill grace before even SIGTERM).
+  void SignalAllRanks(int sig);
+
  private:
   struct Peer {
     int fd = -1;

@@ -157,10 +157,30 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, EngineSettings engine, co
   for (const RankSlot& r : plan.placement.ranks) job.planned_hosts.push_back(r.host);
   const MonitorSettings monitor{static_cast<int>(plan.placement.ranks.size()), o.startup_timeout_s, o.stall_timeout_s};
   MonitorVerdict verdict;
+  // After the first failed rank: SIGTERM to every rank at once through the
+  // shims, SIGKILL a kill grace later, whatever the engine does meanwhile.
+  std::optional<ControlClock::time_point> teardown_since;
+  bool teardown_killed = false;
   run.watchdog = [&] {
-    verdict = WatchJob(monitor, control.Records(), job.started, ControlClock::now());
+    const auto now = ControlClock::now();
+    verdict = WatchJob(monitor, control.Records(), job.started, now);
+    if (verdict.failed_rank >= 0 && !teardown_since) {
+      teardown_since = now;
+      control.SignalAllRanks(SIGTERM);
+    } else if (teardown_since && !teardown_killed && now - *teardown_since >= std::chrono::milliseconds(run.kill_grace_ms)) {
+      teardown_killed = true;
+      control.SignalAllRanks(SIGKILL);
+    }
     if (verdict.stop == StopReason::kStall) control.CollectStacks(verdict.stalled, kStackWaitMs);
     return verdict.stop != StopReason::kNone;
+  };
+  run.job_over = [&] {
+    if (!teardown_since) return false;
+    const auto records = control.Records();
+    if (records.size() < plan.placement.ranks.size()) return false;
+    for (const auto& [rank, r] : records)
+      if (!r.ended && !r.lost && r.refusal.empty()) return false;
+    return true;
   };
   job.started = ControlClock::now();
   job.started_wall = std::chrono::system_clock::now();
@@ -208,6 +228,15 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, EngineSettings engine, co
   job.stop = out.stop;
   job.exit_code = out.exit_code;
   out.cause = FindRootCause(job, records);
+  // The engine's code can name a rank our teardown stopped; the job's code is
+  // the first failure's.
+  if (out.stop == StopReason::kNone && out.cause && out.cause->rank >= 0 && records.count(out.cause->rank)) {
+    const RankRecord& r = records.at(out.cause->rank);
+    if (r.ended && (r.signaled || r.exit_value != 0)) {
+      out.exit_code = r.signaled ? 128 + r.exit_value : r.exit_value;
+      job.exit_code = out.exit_code;
+    }
+  }
 
   bool refused = false;
   for (const auto& [rank, r] : records) {

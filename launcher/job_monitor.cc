@@ -14,6 +14,8 @@ MonitorVerdict WatchJob(const MonitorSettings& s, const std::map<int, RankRecord
       return v;
     }
     checked_in += r.pid > 0;
+    const bool failed = (r.ended && (r.signaled || r.exit_value != 0)) || r.lost;
+    if (failed && v.failed_rank < 0) v.failed_rank = rank;
   }
   if (s.startup_timeout_s > 0 && checked_in < s.world && now - started >= std::chrono::seconds(s.startup_timeout_s)) {
     v.stop = StopReason::kStartupTimeout;

@@ -21,6 +21,9 @@ struct MonitorSettings {
 struct MonitorVerdict {
   StopReason stop = StopReason::kNone;  // kNone: let it run
   std::set<int> stalled;                // with kStall
+  // A rank that failed (non-zero exit, a signal, or lost): the job is over
+  // and every other rank should be stopped now. -1 when none has.
+  int failed_rank = -1;
 };
 
 // `started`: when the engine was started. A rank is stalled when it checked

@@ -105,11 +105,12 @@ std::string Others(const std::map<int, RankRecord>& ranks, int blamed, int world
       ++failed;
     }
   }
+  auto count = [](int n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); };
   std::vector<std::string> parts;
-  if (ok) parts.push_back(std::to_string(ok) + " ended normally");
-  if (stopped) parts.push_back(std::to_string(stopped) + " were stopped (SIGTERM/SIGKILL) in the teardown");
-  if (failed) parts.push_back(std::to_string(failed) + " failed or were lost too");
-  if (missing) parts.push_back(std::to_string(missing) + " never started");
+  if (ok) parts.push_back(count(ok, "ended normally", "ended normally"));
+  if (stopped) parts.push_back(count(stopped, "was stopped", "were stopped") + " (SIGTERM/SIGKILL) in the teardown");
+  if (failed) parts.push_back(count(failed, "failed or was lost too", "failed or were lost too"));
+  if (missing) parts.push_back(count(missing, "never started", "never started"));
   return parts.empty() ? "" : "of the other ranks, " + Join(parts, ", ");
 }
 
@@ -148,8 +149,13 @@ std::optional<RootCause> FindRootCause(const JobOutcome& job, const std::map<int
       cause.headline = std::to_string(missing.size()) + " of " + std::to_string(world) +
                        " ranks did not check in within --startup-timeout " + std::to_string(job.limit_s) +
                        " s: " + RankList(job, ranks, missing);
-      cause.notes.push_back("check that those hosts are reachable and not overloaded, that the program starts "
-                            "quickly there, or raise --startup-timeout");
+      if (static_cast<int>(missing.size()) == world) {
+        cause.notes.push_back("no rank started on any host: the engine had not started the job yet (mpirun starts "
+                              "ranks only once every host's daemon is up): check that every host answers "
+                              "`ssh HOST true` quickly, or raise --startup-timeout");
+      } else {
+        cause.notes.push_back("check that those hosts are reachable and not overloaded, or raise --startup-timeout");
+      }
       return cause;
     }
     case StopReason::kStall: {

@@ -177,6 +177,7 @@ JobRunResult RunJob(const JobRunOptions& o) {
     if (!exited && stop && !from_terminal && o.signal_local_ranks) o.signal_local_ranks(sig);
   };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.timeout_ms);
+  std::chrono::steady_clock::time_point linger_until{};  // set by job_over
   while (!exited || (fds[1].fd >= 0 || fds[2].fd >= 0)) {
     int timeout = -1;
     if ((hard_kill_at != std::chrono::steady_clock::time_point{} ||
@@ -188,7 +189,7 @@ JobRunResult RunJob(const JobRunOptions& o) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       timeout = static_cast<int>(std::clamp<int64_t>(left.count(), 0, timeout < 0 ? INT32_MAX : timeout));
     }
-    if (o.watchdog && !exited && !stopping) timeout = timeout < 0 ? 200 : std::min(timeout, 200);
+    if ((o.watchdog || o.job_over) && !exited) timeout = timeout < 0 ? 200 : std::min(timeout, 200);
     if (exited) timeout = 2000;  // drain what the engine left in the pipes
     const int ready = poll(fds, 3, timeout);
     // Stops the job as SIGTERM would; whatever still runs after the engine's
@@ -204,6 +205,14 @@ JobRunResult RunJob(const JobRunOptions& o) {
     } else if (o.watchdog && !exited && !stopping && o.watchdog()) {
       result.stopped_by_watchdog = true;
       stop_job();
+    }
+    if (o.job_over && !exited && linger_until == std::chrono::steady_clock::time_point{} && o.job_over()) {
+      linger_until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    }
+    if (!exited && linger_until != std::chrono::steady_clock::time_point{} &&
+        std::chrono::steady_clock::now() >= linger_until && !result.engine_killed_after_job) {
+      result.engine_killed_after_job = true;
+      kill(pid, SIGKILL);
     }
     if (ready == 0 && exited) break;
     if (fds[0].revents & POLLIN) {

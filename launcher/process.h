@@ -50,6 +50,11 @@ struct JobRunOptions {
   // Called about every 200 ms while the engine runs; returning true stops
   // the job the way timeout_ms does (--startup-timeout, --stall-timeout).
   std::function<bool()> watchdog;
+  // Returns true once the job is over for certain (every rank has ended after
+  // a failure); an engine still running 2 s later is killed instead of
+  // waited for (Open MPI sleeps its kill grace twice, even for ranks that are
+  // already gone). The job's exit code then comes from the ranks' reports.
+  std::function<bool()> job_over;
 };
 
 struct JobRunResult {
@@ -57,6 +62,7 @@ struct JobRunResult {
   int user_signal = 0;  // first SIGINT/SIGTERM/SIGHUP received, 0 if none
   bool timed_out = false;  // stopped by timeout_ms
   bool stopped_by_watchdog = false;
+  bool engine_killed_after_job = false;  // by job_over
 };
 
 // Runs the engine in the foreground. SIGINT/SIGTERM/SIGHUP sent to gpulaunch

@@ -34,9 +34,11 @@ StatusOr<JobOptions> ParseJobOptions(int argc, char** argv, bool training, const
   std::vector<std::pair<const char*, std::string*>> texts = {
       {"parallel", &o.parallel}, {"layout", &o.layout}, {"device", &o.device}};
   if (training) {
-    ints.insert(ints.end(), {{"steps", &o.steps}, {"chunks", &o.chunks}});
+    ints.insert(ints.end(), {{"steps", &o.steps}, {"chunks", &o.chunks}, {"checkpoint-every", &o.checkpoint_every},
+                             {"crash-at-step", &o.crash_at_step}});
     texts.insert(texts.end(), {{"optimizer", &o.optimizer}, {"schedule", &o.schedule}, {"loss-log", &o.loss_log},
-                               {"weights-out", &o.weights_out}});
+                               {"weights-out", &o.weights_out}, {"checkpoint-dir", &o.checkpoint_dir},
+                               {"crash-host", &o.crash_host}});
   } else {
     texts.insert(texts.end(), {{"input", &o.input}, {"output", &o.output}, {"weights", &o.weights}});
   }

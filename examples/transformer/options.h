@@ -19,6 +19,15 @@ struct JobOptions {
   int steps = 3, chunks = 1;
   std::string optimizer = "adam", schedule = "1f1b", loss_log, weights_out;
   double lr = 1e-3;
+  // --checkpoint-dir: save every --checkpoint-every steps and resume from the
+  // last complete checkpoint when there is one (runtime/checkpoint.h).
+  std::string checkpoint_dir;
+  int checkpoint_every = 1;
+  // A planted host failure for tests: on the first launch only
+  // (GPULAUNCH_RESTART_COUNT 0), every rank on --crash-host kills itself
+  // (SIGKILL) when step --crash-at-step begins.
+  std::string crash_host;
+  int crash_at_step = 0;
 };
 
 // Parses "--flag value" pairs; training-only flags are refused by the

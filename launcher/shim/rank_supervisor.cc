@@ -182,7 +182,13 @@ int SuperviseRank(char** argv, const SuperviseOptions& o) {
     }
     if (control && (fds[3].revents & (POLLIN | POLLHUP | POLLERR))) {
       for (const std::string& request : control->ReadRequests()) {
-        if (request != "stacks" || exited) continue;
+        if (exited) continue;
+        if (request.rfind("signal ", 0) == 0) {
+          const int sig = std::atoi(request.c_str() + 7);
+          if (sig == SIGTERM || sig == SIGKILL) kill(child, sig);
+          continue;
+        }
+        if (request != "stacks") continue;
         const std::string stacks = DumpStacks(child, kStackToolTimeoutMs);
         ControlMessage m;
         m.kind = ControlMessage::Kind::kStacks;

@@ -5,7 +5,7 @@
 // Options (any order, after the program name):
 //   --lines K           also print K numbered lines "rank=R line=I" (for --tag)
 //   --kill-self RANK    that rank sends itself SIGKILL after printing
-//   --wait-dir DIR      write DIR/ready.R, then wait up to 30 s for a signal;
+//   --wait-dir DIR      write DIR/ready.R (holding the pid), then wait up to 30 s for a signal;
 //                       on SIGTERM/SIGINT/SIGUSR1 write DIR/<signal>.R
 //   --sleep S           sleep S seconds before exiting
 //   --marker TEXT       ignored; lets a test find its ranks in /proc
@@ -61,9 +61,6 @@ void OnSignal(int sig) {
   asm volatile("");
 }
 
-void Touch(const std::string& path) {
-  if (FILE* f = std::fopen(path.c_str(), "w")) std::fclose(f);
-}
 
 }  // namespace
 
@@ -114,7 +111,10 @@ int main(int argc, char** argv) {
     std::snprintf(g_usr1_path, sizeof g_usr1_path, "%s/SIGUSR1.%s", g_wait_dir.c_str(), r.c_str());
     std::snprintf(g_usr2_path, sizeof g_usr2_path, "%s/SIGUSR2.%s", g_wait_dir.c_str(), r.c_str());
     for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2}) signal(sig, OnSignal);
-    Touch(g_wait_dir + "/ready." + std::to_string(rank));
+    if (FILE* f = std::fopen((g_wait_dir + "/ready." + std::to_string(rank)).c_str(), "w")) {
+      std::fprintf(f, "%d\n", static_cast<int>(getpid()));  // for tests that kill one rank
+      std::fclose(f);
+    }
     for (int i = 0; i < 300 && !g_signal; ++i) usleep(100000);
     if (g_signal) return 128 + g_signal;
     return 0;

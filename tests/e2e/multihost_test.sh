@@ -95,6 +95,50 @@ for _ in 1 2 3 4 5 6; do
 done
 check "no rank left behind on any host" "$left" 0
 
+# 5b. kill -9 of one rank from outside, 16 ranks on 4 hosts: the job is gone
+#     on every host within the kill grace + 2 s, and gpulaunch exits 137.
+mkdir -p "$WORK/k"
+on_node1 "$BIN/gpulaunch" --allow-run-as-root --hostfile "$WORK/hosts" --kill-grace 3 --summary "$WORK/k.json" \
+  "$BIN/env_dump" --wait-dir "$WORK/k" --marker "gl-kill9-$$" > /dev/null 2> "$WORK/k.err" &
+launcher=$!
+for _ in $(seq 1 300); do [ "$(ls "$WORK/k" | grep -c '^ready')" = 16 ] && break; sleep 0.1; done
+check "16 ranks up on 4 hosts" "$(ls "$WORK/k" | grep -c '^ready')" 16
+killed_at=$(date +%s.%N)
+kill -9 "$(cat "$WORK/k/ready.6")"  # rank 6 runs on node2
+wait "$launcher"
+check "rank 6 killed with SIGKILL -> gpulaunch exits 137" "$?" 137
+for _ in $(seq 1 100); do
+  left=$(grep -l "[g]l-kill9-$$" /proc/[0-9]*/cmdline 2>/dev/null | wc -l)
+  [ "$left" -eq 0 ] && break
+  sleep 0.05
+done
+gone_after=$(echo "$(date +%s.%N) - $killed_at" | bc)
+check "every rank on every host gone within grace 3 s + 2 s (took ${gone_after} s)" \
+  "$([ "$left" -eq 0 ] && [ "$(echo "$gone_after <= 5" | bc)" = 1 ] && echo yes)" yes
+check "the root cause names rank 6 on node2 and SIGKILL" \
+  "$(grep -c 'gpulaunch: rank 6 on node2 (pid [0-9]*) was killed by SIGKILL' "$WORK/k.err")" 1
+check "the summary has all 16 ranks with their hosts" \
+  "$(grep -o '"host":"node[1-4]"' "$WORK/k.json" | sort | uniq -c | awk '{print $1}' | tr '\n' ' ')" "4 4 4 4 "
+
+# 5d. restart:1 after a planted host failure (every rank on node2 dies at
+#     step 1): the job runs again without node2, resumes from its checkpoint
+#     and ends with the weights and loss log of the uninterrupted run.
+train_args=(--steps 3 --layout pp=2)
+on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:1,node2:1 --no-summary "$BIN/transformer_train" \
+  "${train_args[@]}" --loss-log "$WORK/clean.loss" --weights-out "$WORK/clean.w" > /dev/null 2>&1
+printf 'node1 slots=1\nnode2 slots=1\nnode3 slots=1\n' > "$WORK/hosts3"
+on_node1 "$BIN/gpulaunch" --allow-run-as-root --hostfile "$WORK/hosts3" -n 2 --on-failure=restart:1 \
+  --summary "$WORK/restart.json" "$BIN/transformer_train" "${train_args[@]}" --checkpoint-dir "$WORK/ckpt" \
+  --crash-host node2 --crash-at-step 1 --loss-log "$WORK/resumed.loss" --weights-out "$WORK/resumed.w" \
+  > /dev/null 2> "$WORK/restart.err"
+check "restart:1 after node2 failed: exit 0" "$?" 0
+check "... relaunched without node2" "$(grep -c 'restart 1 of 1: launching the job again without node2' "$WORK/restart.err")" 1
+check "... on node1 and node3" "$(grep -o '"host":"node[1-4]"' "$WORK/restart.json" | tr '\n' ' ')" \
+  '"host":"node1" "host":"node3" '
+check "... resumed from the checkpoint" "$(grep -c 'resuming after step 0' "$WORK/restart.err")" 1
+check "... final weights and loss log equal the uninterrupted run" \
+  "$(cmp -s "$WORK/clean.w" "$WORK/resumed.w" && cmp -s "$WORK/clean.loss" "$WORK/resumed.loss" && echo same)" same
+
 # 6. An unknown host is a usage error and starts nothing.
 on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:2,node9:2 "$BIN/env_dump" > "$WORK/unknown" 2>&1
 check "unknown host -> exit 2" "$?" 2

@@ -15,7 +15,10 @@ TEMPLATE=$(cd "$(dirname "$0")/../../slurm" && pwd)/gpulaunch.sbatch
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 passed=0; failed=0
-check() { if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); else echo "FAIL - $1 (got '$2', want '$3')"; failed=$((failed + 1)); fi; }
+check() {  # returns 1 on a failure, so a caller can show what it has (check ... || tail FILE)
+  if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); return 0; fi
+  echo "FAIL - $1 (got '$2', want '$3')"; failed=$((failed + 1)); return 1
+}
 # Runs a Slurm client on node1.
 on1() { ip netns exec "${NSP}n1" env SLURM_CONF="$GL_SLURM_CLUSTER_CONF" GPULAUNCH="$BIN/gpulaunch" "$@"; }
 
@@ -73,7 +76,8 @@ check "node2 (nothing else there): GPU 0 or 1" "$(echo "$shared" | grep 'host=no
 
 # 3. A real MPI job across the nodes, and a failing rank's exit code.
 on1 timeout 120 sbatch --wait -N4 -n8 -o "$WORK/mpi" "$TEMPLATE" "$BIN/rank_report" > /dev/null 2>&1
-check "MPI allreduce over 4 nodes in one srun step" "$(grep -c 'rank_report: 8 ranks, allreduce ok, 0 problem' "$WORK/mpi")" 1 || tail -n 30 "$WORK/mpi"
+check "MPI allreduce over 4 nodes in one srun step" "$(grep -c 'rank_report: 8 ranks, allreduce ok, 0 problem' "$WORK/mpi")" 1 ||
+  sed 's/^/    | /' "$WORK/mpi" | tail -n 40
 on1 timeout 120 sbatch --wait -N4 -n8 -o /dev/null "$TEMPLATE" "$BIN/rank_report" --quiet --exit-rank 5 --exit-code 6 \
   > /dev/null 2>&1
 check "rank 5 exits 6 -> the batch job exits 6" "$?" 6

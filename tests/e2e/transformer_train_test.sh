@@ -12,7 +12,7 @@ passed=0; failed=0
 check() { if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); else echo "FAIL - $1 (got '$2', want '$3')"; failed=$((failed + 1)); fi; }
 train() {  # N NAME ARGS...: writes $WORK/NAME.loss and $WORK/NAME.weights
   local n=$1 name=$2; shift 2
-  timeout 180 "$BIN/gpulaunch" -n "$n" --oversubscribe "$BIN/transformer_train" --steps 3 --batch 8 --microbatches 4 \
+  timeout 180 "$BIN/gpulaunch" -n "$n" --oversubscribe ${LAUNCH_OPTS:-} "$BIN/transformer_train" --steps 3 --batch 8 --microbatches 4 \
     --loss-log "$WORK/$name.loss" --weights-out "$WORK/$name.weights" "$@" > "$WORK/$name.log" 2>&1
 }
 for opt in adam sgd; do
@@ -40,6 +40,14 @@ check "weights: the whole tiny model (232,832 float32)" "$(stat -c %s "$WORK/ada
 
 timeout 60 "$BIN/gpulaunch" -n 2 "$BIN/transformer_train" --layout dp=2 --microbatches 3 > "$WORK/bad.log" 2>&1
 check "micro-batches that dp does not divide: exit 2" "$?" 2
-check "... saying why" "$(grep -c 'must divide the batch and be a multiple of dp' "$WORK/bad.log")" 1
+check "... saying why" "$(grep -v '^gpulaunch: ' "$WORK/bad.log" | grep -c 'must divide the batch and be a multiple of dp')" 1
+# A failure at step 2 on every rank of this host, --on-failure=restart:1 and
+# a checkpoint every step: the relaunch resumes after step 1 and ends with
+# the bytes of the uninterrupted run (tp=2 ranks save different shards).
+LAUNCH_OPTS="--on-failure=restart:1 --no-summary" train 2 resumed --layout tp=2 --optimizer adam --lr 0.01 --checkpoint-dir "$WORK/ckpt" --crash-host "$(hostname)" \
+  --crash-at-step 2
+check "restart after a planted failure: exit 0" "$?" 0
+check "... resumed after step 1" "$(grep -c 'resuming after step 1 from' "$WORK/resumed.log")" 1
+check "... the same loss log and weights as the uninterrupted run" "$(same resumed adam-one)" same
 echo "transformer_train: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
