@@ -1,5 +1,9 @@
 #include "launcher/control_protocol.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <sstream>
 
 namespace gpulaunch {
@@ -27,6 +31,16 @@ bool IsStep(const std::string& s) {
 }
 
 }  // namespace
+
+void DetectVanishedPeer(int fd) {
+  const int on = 1, idle = 3, interval = 1, count = 3;  // 3 s + 3 x 1 s
+  const unsigned user_timeout_ms = kVanishedPeerSeconds * 1000;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+}
 
 std::optional<ControlMessage> ParseControlLine(const std::string& line) {
   std::istringstream in(line);

@@ -16,8 +16,8 @@
 //   stacks <rank> <bytes>\n<bytes>     answer to a `stacks` request
 // gpulaunch -> shim
 //   stacks                             dump the job process's stacks
-//   signal 15|9                        send SIGTERM or SIGKILL to the job process
-//                                      (gpulaunch's own teardown after a failure)
+//   signal 2|15|1|9                    send SIGINT, SIGTERM, SIGHUP or SIGKILL to
+//                                      the job process (gpulaunch's own stop sequence)
 //
 // gpulaunch stamps every message with its own clock when it arrives, so the
 // summary's times never mix the clocks of different hosts.
@@ -42,6 +42,12 @@ struct ControlMessage {
   std::string text;         // refuse: reason; tail: the line
   size_t payload_bytes = 0; // stacks: how many raw bytes follow the line
 };
+
+// A host that vanishes never closes its connections. On a control socket,
+// keepalive probes and a bound on unacknowledged data make the other side
+// see the connection fail within about kVanishedPeerSeconds instead.
+inline constexpr int kVanishedPeerSeconds = 6;
+void DetectVanishedPeer(int fd);
 
 // Parses one line (without its newline); nullopt when it is not a message.
 std::optional<ControlMessage> ParseControlLine(const std::string& line);

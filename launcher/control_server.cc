@@ -109,6 +109,7 @@ void ControlServer::PollOnce(int timeout_ms) {
     for (;;) {
       const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd < 0) break;
+      DetectVanishedPeer(fd);
       Peer peer;
       peer.fd = fd;
       peers_.push_back(std::move(peer));
@@ -252,13 +253,24 @@ void ControlServer::CollectStacks(const std::set<int>& ranks, int timeout_ms) {
   stacks_pending_.clear();
 }
 
-void ControlServer::SignalAllRanks(int sig) {
+bool ControlServer::SignalAllRanks(int sig, int world) {
+  Sync();
   const std::string request = "signal " + std::to_string(sig) + "\n";
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [rank, fd] : rank_fd_) {
-    if (records_[rank].ended) continue;
-    [[maybe_unused]] ssize_t n = send(fd, request.data(), request.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  int reached = 0;
+  for (const auto& [rank, r] : records_) {
+    if (r.pid <= 0) continue;
+    if (r.ended) {
+      ++reached;
+      continue;
+    }
+    auto it = rank_fd_.find(rank);
+    if (it != rank_fd_.end() &&
+        send(it->second, request.data(), request.size(), MSG_NOSIGNAL | MSG_DONTWAIT) == static_cast<ssize_t>(request.size())) {
+      ++reached;
+    }
   }
+  return reached == world;
 }
 
 }  // namespace gpulaunch

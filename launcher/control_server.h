@@ -70,10 +70,13 @@ class ControlServer {
   // `timeout_ms` for the answers (they land in the records).
   void CollectStacks(const std::set<int>& ranks, int timeout_ms);
 
-  // Asks every connected shim whose rank still runs to send `sig` (SIGTERM
-  // or SIGKILL) to its job process: a teardown that does not wait for the
-  // engine's (Open MPI sleeps its full kill grace before even SIGTERM).
-  void SignalAllRanks(int sig);
+  // Asks every connected shim whose rank still runs to send `sig` (SIGINT,
+  // SIGTERM, SIGHUP or SIGKILL) to its job process: a stop sequence of
+  // gpulaunch's own, with a real grace between SIGTERM and SIGKILL (Open
+  // MPI's mpirun, itself signalled, sends SIGTERM and SIGKILL back to back).
+  // Returns true when every one of the `world` ranks has checked in and has
+  // either ended or been asked; false means some rank is out of reach.
+  bool SignalAllRanks(int sig, int world);
 
  private:
   struct Peer {

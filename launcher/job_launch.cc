@@ -139,12 +139,16 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, EngineSettings engine, co
   run.signal_local_ranks = [&](int sig) {
     for (int pid : control.LocalPids()) kill(pid, sig);
   };
+  const int world = static_cast<int>(plan.placement.ranks.size());
   if (ctx.use_srun) {
     // srun would end the step with SIGKILL on SIGTERM or SIGHUP; scancel
     // delivers the signal itself to every task of the step the ranks reported.
     run.signal_all_ranks = [&](int sig) { return SignalSlurmSteps(control.SlurmSteps(), sig); };
     run.kill_grace_ms = o.kill_grace_s.value_or(kDefaultKillGraceS) * 1000;
   } else {
+    // mpirun, signalled, sends SIGTERM and SIGKILL back to back: the shims
+    // deliver the stop signal instead, and SIGKILL a grace later.
+    run.signal_all_ranks = [&](int sig) { return control.SignalAllRanks(sig, world); };
     run.kill_grace_ms = o.kill_grace_s.value_or(1) * 1000;  // Open MPI's odls_base_sigkill_timeout default
   }
   run.timeout_ms = o.timeout_s.value_or(0) * 1000;
@@ -155,7 +159,7 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, EngineSettings engine, co
   job.program = plan.program;
   job.restart = ctx.restart;
   for (const RankSlot& r : plan.placement.ranks) job.planned_hosts.push_back(r.host);
-  const MonitorSettings monitor{static_cast<int>(plan.placement.ranks.size()), o.startup_timeout_s, o.stall_timeout_s};
+  const MonitorSettings monitor{world, o.startup_timeout_s, o.stall_timeout_s};
   MonitorVerdict verdict;
   // After the first failed rank: SIGTERM to every rank at once through the
   // shims, SIGKILL a kill grace later, whatever the engine does meanwhile.
@@ -166,10 +170,10 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, EngineSettings engine, co
     verdict = WatchJob(monitor, control.Records(), job.started, now);
     if (verdict.failed_rank >= 0 && !teardown_since) {
       teardown_since = now;
-      control.SignalAllRanks(SIGTERM);
+      control.SignalAllRanks(SIGTERM, world);
     } else if (teardown_since && !teardown_killed && now - *teardown_since >= std::chrono::milliseconds(run.kill_grace_ms)) {
       teardown_killed = true;
-      control.SignalAllRanks(SIGKILL);
+      control.SignalAllRanks(SIGKILL, world);
     }
     if (verdict.stop == StopReason::kStall) control.CollectStacks(verdict.stalled, kStackWaitMs);
     return verdict.stop != StopReason::kNone;
@@ -234,8 +238,10 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, EngineSettings engine, co
     const RankRecord& r = records.at(out.cause->rank);
     if (r.ended && (r.signaled || r.exit_value != 0)) {
       out.exit_code = r.signaled ? 128 + r.exit_value : r.exit_value;
-      job.exit_code = out.exit_code;
+    } else if (r.lost) {
+      out.exit_code = kExitLaunchFailure;  // its host or shim vanished: not the job's own doing
     }
+    job.exit_code = out.exit_code;
   }
 
   bool refused = false;

@@ -43,10 +43,26 @@ std::string HowItEnded(const RankRecord& r) {
   return "never started";
 }
 
-std::string State(const RankRecord* r) {
+// When the job began to end: its first failure (a failed or vanished rank).
+ControlClock::time_point FirstFailure(const std::map<int, RankRecord>& ranks) {
+  auto first = ControlClock::time_point::max();
+  for (const auto& [rank, r] : ranks)
+    if (Failed(r) || r.lost) first = std::min(first, r.ended_at);
+  return first;
+}
+
+// A rank whose connection closed without a report after the job had begun
+// to end was stopped with its shim (the engine SIGKILLs the shim's process
+// group), not lost on its own.
+bool StoppedUnreported(const RankRecord& r, ControlClock::time_point first_failure, bool stopped_by_gpulaunch) {
+  return r.lost && (stopped_by_gpulaunch || r.ended_at > first_failure);
+}
+
+std::string State(const RankRecord* r, ControlClock::time_point first_failure, bool stopped_by_gpulaunch) {
   if (!r) return "never-started";
   if (!r->refusal.empty()) return "refused";
   if (r->ended) return r->signaled ? "killed" : "exited";
+  if (StoppedUnreported(*r, first_failure, stopped_by_gpulaunch)) return "stopped-unreported";
   if (r->lost) return "lost";
   return r->pid > 0 ? "no-report" : "never-started";
 }
@@ -90,6 +106,7 @@ void AddTail(RootCause& cause, const RankRecord& r) {
 
 // What became of every rank but `blamed`, in one line.
 std::string Others(const std::map<int, RankRecord>& ranks, int blamed, int world) {
+  const auto first_failure = FirstFailure(ranks);
   int ok = 0, stopped = 0, failed = 0, missing = 0;
   for (int rank = 0; rank < world; ++rank) {
     if (rank == blamed) continue;
@@ -98,8 +115,9 @@ std::string Others(const std::map<int, RankRecord>& ranks, int blamed, int world
       ++missing;
     } else if (it->second.ended && !it->second.signaled && it->second.exit_value == 0) {
       ++ok;
-    } else if (it->second.ended && it->second.signaled &&
-               (it->second.exit_value == SIGTERM || it->second.exit_value == SIGKILL)) {
+    } else if ((it->second.ended && it->second.signaled &&
+                (it->second.exit_value == SIGTERM || it->second.exit_value == SIGKILL)) ||
+               StoppedUnreported(it->second, first_failure, false)) {
       ++stopped;
     } else {
       ++failed;
@@ -230,6 +248,7 @@ std::string SummaryJson(const JobOutcome& job, const std::map<int, RankRecord>& 
     c.Set("notes", notes);
     root.Set("root_cause", c);
   }
+  const auto first_failure = FirstFailure(ranks);
   Json list = Json::Array();
   for (int rank = 0; rank < static_cast<int>(job.planned_hosts.size()); ++rank) {
     auto it = ranks.find(rank);
@@ -237,7 +256,7 @@ std::string SummaryJson(const JobOutcome& job, const std::map<int, RankRecord>& 
     Json e = Json::Object();
     e.Set("rank", rank);
     e.Set("host", HostOf(job, ranks, rank));
-    e.Set("state", State(r));
+    e.Set("state", State(r, first_failure, job.stop != StopReason::kNone));
     if (r && r->pid > 0) e.Set("pid", r->pid);
     if (r && r->ended) e.Set(r->signaled ? "signal" : "exit_code", r->signaled ? Json(SignalName(r->exit_value)) : Json(r->exit_value));
     if (r && !r->refusal.empty()) e.Set("refusal", r->refusal);

@@ -48,7 +48,11 @@ std::optional<RootCause> FindRootCause(const JobOutcome& job, const std::map<int
 // The "---- root cause ----" block, every line prefixed "gpulaunch: ".
 std::string RenderRootCause(const RootCause& cause, const std::string& summary_path);
 
-// gpulaunch-summary.json (format "gpulaunch-summary/v1", docs/failures.md).
+// gpulaunch-summary.json (format "gpulaunch-summary/v1", README "When a job
+// fails"). A rank's state: exited, killed (by a signal), refused, lost (its
+// connection closed without a report: host or shim died), stopped-unreported
+// (the same, after the job had begun to end: stopped together with its
+// shim), no-report, never-started.
 std::string SummaryJson(const JobOutcome& job, const std::map<int, RankRecord>& ranks,
                         const std::optional<RootCause>& cause);
 

@@ -254,6 +254,9 @@ JobRunResult RunJob(const JobRunOptions& o) {
   for (int i = 1; i <= 2; ++i)
     if (fds[i].fd >= 0) close(fds[i].fd);
   for (int i = 0; i < 6; ++i) sigaction(forwarded[i], &old[i], nullptr);
+  // The job is over; a late stop signal (a second Ctrl-C racing the end)
+  // must not cost the caller its report.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, SIG_IGN);
   return result;
 }
 

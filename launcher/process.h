@@ -71,7 +71,8 @@ struct JobRunResult {
 // to the engine, which forwards them to every rank. A signal from the
 // terminal already reached the engine (it shares our process group) and is
 // not sent twice (except with signal_all_ranks). A second SIGINT/SIGTERM
-// kills the job.
+// kills the job. On return SIGINT, SIGTERM and SIGHUP are ignored (the job is
+// over; the caller finishes its report), the other handlers restored.
 JobRunResult RunJob(const JobRunOptions& options);
 
 }  // namespace gpulaunch

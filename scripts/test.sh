@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds with warnings as errors, brings up the
 # test rigs (root only: 4 network namespaces with sshd, and a one-node Slurm
-# with its own munged), runs every test with ctest, and tears the rigs down
-# again (by PID) whatever happens.
+# with its own munged, and a 4-node Slurm cluster on the namespaces), runs
+# every test with ctest, then the unit and runtime tests under ASan+UBSan and
+# the parsers' fuzz targets (scripts/sanitize.sh, a clang build in
+# build-asan/), and tears the rigs down again (by PID) whatever happens.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -39,3 +41,8 @@ else
 fi
 cd "$ROOT/build"
 ctest --output-on-failure -j 2 --timeout 600
+# The unit and runtime tests again under ASan+UBSan, and every parser's
+# libFuzzer target for a fixed budget (GL_SKIP_SANITIZE=1 skips this stage).
+if [ "${GL_SKIP_SANITIZE:-0}" != 1 ]; then
+  "$ROOT/scripts/sanitize.sh"
+fi

@@ -43,6 +43,7 @@ bool ControlClient::Connect(const std::string& address) {
     if (fd >= 0) close(fd);
     return false;
   }
+  DetectVanishedPeer(fd);
   fd_ = fd;
   return true;
 }

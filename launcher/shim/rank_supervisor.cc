@@ -32,6 +32,8 @@ constexpr auto kBeatInterval = std::chrono::seconds(1);
 // process it left behind) before the shim reports without the rest.
 constexpr auto kDrainLimit = std::chrono::milliseconds(500);
 constexpr int kStackToolTimeoutMs = 15000;
+// From SIGTERM to SIGKILL for a rank whose gpulaunch went away.
+constexpr auto kOrphanGrace = std::chrono::seconds(10);
 
 int g_signal_pipe[2] = {-1, -1};
 
@@ -82,9 +84,10 @@ void WriteAll(int fd, const char* data, size_t n) {
 // In the forked child: becomes the job, or exits 126/127 saying why not.
 // `parent_ends` are the shim's ends of the pipes: closed here, or the go
 // pipe would never reach end-of-file.
-[[noreturn]] void BecomeJob(char** argv, int rank, pid_t shim, int go_fd, int err_fd, int beat_fd,
+[[noreturn]] void BecomeJob(char** argv, int rank, pid_t shim, bool own_group, int go_fd, int err_fd, int beat_fd,
                             std::initializer_list<int> parent_ends) {
   for (int fd : parent_ends) close(fd);
+  if (own_group) setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != shim) _exit(128 + SIGKILL);  // the shim died before prctl took effect
   prctl(PR_SET_PTRACER, shim, 0, 0, 0);         // EINVAL without Yama: nothing to allow
@@ -122,7 +125,8 @@ int SuperviseRank(char** argv, const SuperviseOptions& o) {
   const pid_t shim = getpid();
   const pid_t child = fork();
   if (child == 0) {
-    BecomeJob(argv, o.rank, shim, go[0], err[1], beat[1], {go[1], err[0], beat[0], g_signal_pipe[0], g_signal_pipe[1]});
+    BecomeJob(argv, o.rank, shim, o.forward_signals, go[0], err[1], beat[1],
+              {go[1], err[0], beat[0], g_signal_pipe[0], g_signal_pipe[1]});
   }
   close(go[0]);
   close(err[1]);
@@ -140,13 +144,14 @@ int SuperviseRank(char** argv, const SuperviseOptions& o) {
   TailKeeper tail;
   bool exited = false, beat_pending = false;
   int status = 0;
-  Clock::time_point exited_at{}, beat_sent{};
+  Clock::time_point exited_at{}, beat_sent{}, orphan_kill_at{};
   for (;;) {
     int timeout = -1;
     if (beat_pending) {
       const auto wait = kBeatInterval - (Clock::now() - beat_sent);
       timeout = static_cast<int>(std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()));
     }
+    if (orphan_kill_at != Clock::time_point{}) timeout = timeout < 0 ? 200 : std::min(timeout, 200);
     if (exited) timeout = 50;
     poll(fds, 4, timeout);
     if (fds[0].revents & POLLIN) {
@@ -185,7 +190,7 @@ int SuperviseRank(char** argv, const SuperviseOptions& o) {
         if (exited) continue;
         if (request.rfind("signal ", 0) == 0) {
           const int sig = std::atoi(request.c_str() + 7);
-          if (sig == SIGTERM || sig == SIGKILL) kill(child, sig);
+          if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGKILL) kill(child, sig);
           continue;
         }
         if (request != "stacks") continue;
@@ -198,8 +203,20 @@ int SuperviseRank(char** argv, const SuperviseOptions& o) {
       }
     }
     if (control && !control->connected()) {
-      control = nullptr;  // gpulaunch went away: the engine takes care of the rank
+      // gpulaunch went away while the rank runs (killed, or its host lost):
+      // nobody would stop this rank any more, so it is stopped now.
+      control = nullptr;
       fds[3].fd = -1;
+      if (!exited) {
+        std::fprintf(stderr, "gpulaunch-shim: rank %d lost gpulaunch; stopping the rank (SIGTERM, SIGKILL %d s later)\n",
+                     o.rank, static_cast<int>(kOrphanGrace.count()));
+        kill(child, SIGTERM);
+        orphan_kill_at = Clock::now() + kOrphanGrace;
+      }
+    }
+    if (!exited && orphan_kill_at != Clock::time_point{} && Clock::now() >= orphan_kill_at) {
+      kill(child, SIGKILL);
+      orphan_kill_at = {};
     }
     if (!exited && waitpid(child, &status, WNOHANG) == child) {
       exited = true;

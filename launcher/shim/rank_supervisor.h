@@ -8,11 +8,17 @@
 // - The job execs only after `on_started(pid)` returned (the check-in), so
 //   a rank that runs has checked in.
 // - SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGCONT sent to the
-//   shim are passed to the child as the same signal when `forward_signals`
-//   (mpirun's daemons signal only the process they started); under srun,
-//   slurmstepd signals every process of the step itself, so the shim only
-//   survives them and the child is not signalled twice.
+//   shim are passed to the child as the same signal when `forward_signals`.
+//   Then the child runs in its own process group: Open MPI signals the
+//   process group of what it started (kill(-pgid)), and the child must get
+//   each signal once, from the shim (an engine's SIGKILL to the shim reaches
+//   the child through PR_SET_PDEATHSIG). Under srun, slurmstepd signals
+//   every process of the step itself, so the shim does not forward, the
+//   child stays in the shim's group, and the shim only survives the signals.
 // - The child's stderr passes through a pipe, unchanged, as it arrives.
+// - When the control connection closes while the child runs (gpulaunch was
+//   killed, or its host became unreachable), nobody would stop the rank any
+//   more: the shim sends it SIGTERM, and SIGKILL 10 s later.
 // - GPULAUNCH_HEARTBEAT_FD in the child's environment is a non-blocking pipe:
 //   each byte written there is progress (runtime/heartbeat.h); the shim
 //   passes it on at most once per second.

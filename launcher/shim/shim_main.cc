@@ -75,7 +75,8 @@ int main(int argc, char** argv) {
   options.rank = id->rank;
   options.control = &control;
   // Under srun (no Open MPI daemon above us) slurmstepd signals every
-  // process of the step, the job included.
+  // process of the step, the job included; Open MPI signals only the shim's
+  // process group (rank_supervisor.h).
   options.forward_signals = !(slurm_step && !std::getenv("OMPI_COMM_WORLD_SIZE"));
   options.on_started = [&](int pid) {
     ControlMessage m;

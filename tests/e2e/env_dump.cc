@@ -6,7 +6,8 @@
 //   --lines K           also print K numbered lines "rank=R line=I" (for --tag)
 //   --kill-self RANK    that rank sends itself SIGKILL after printing
 //   --wait-dir DIR      write DIR/ready.R (holding the pid), then wait up to 30 s for a signal;
-//                       on SIGTERM/SIGINT/SIGUSR1 write DIR/<signal>.R
+//                       on SIGTERM/SIGINT/SIGUSR1 write DIR/<signal>.R and
+//                       exit (0 after SIGUSR1, else 128 + the signal)
 //   --sleep S           sleep S seconds before exiting
 //   --marker TEXT       ignored; lets a test find its ranks in /proc
 //   --stubborn          ignore SIGINT and SIGTERM (a rank that will not stop)
@@ -116,7 +117,8 @@ int main(int argc, char** argv) {
       std::fclose(f);
     }
     for (int i = 0; i < 300 && !g_signal; ++i) usleep(100000);
-    if (g_signal) return 128 + g_signal;
+    // SIGUSR1 asks for a clean exit (as a job would checkpoint and leave).
+    if (g_signal) return g_signal == SIGUSR1 ? 0 : 128 + g_signal;
     return 0;
   }
   if (sleep_s > 0) sleep(static_cast<unsigned>(sleep_s));

@@ -158,8 +158,9 @@ TEST(Launch, KilledRankGives137AndLeavesNothingBehind) {
 TEST(Launch, SigtermReachesEveryRankAndNothingIsLeft) {
   const fs::path dir = fs::temp_directory_path() / ("gl-e2e-sig-" + std::to_string(getpid()));
   fs::create_directories(dir);
-  const std::vector<std::string> argv = {kLaunch, "-n", "4", "--oversubscribe", "--allow-run-as-root",
-                                         kBin + "/env_dump", "--wait-dir", dir.string()};
+  const std::vector<std::string> argv = {kLaunch, "-n", "4", "--oversubscribe", "--allow-run-as-root", "--summary",
+                                         (dir / "summary.json").string(), kBin + "/env_dump", "--wait-dir",
+                                         dir.string()};
   const pid_t pid = StartInBackground(argv);
   auto ready = [&] {
     int n = 0;
@@ -173,7 +174,11 @@ TEST(Launch, SigtermReachesEveryRankAndNothingIsLeft) {
   waitpid(pid, &status, 0);
   int got = 0;
   for (int r = 0; r < 4; ++r) got += fs::exists(dir / ("SIGTERM." + std::to_string(r)));
-  EXPECT_EQ(got, 4) << "not every rank saw SIGTERM";
+  EXPECT_EQ(got, 4) << "not every rank saw SIGTERM; the summary:\n"
+                    << [&] {
+                         std::ifstream f(dir / "summary.json");
+                         return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+                       }();
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
   EXPECT_TRUE(ProcessesWith(dir.string()).empty());
@@ -185,9 +190,9 @@ TEST(Launch, SecondInterruptKillsRanksThatIgnoreSignals) {
   const std::vector<std::string> argv = {kLaunch, "-n", "4", "--oversubscribe", "--allow-run-as-root",
                                          kBin + "/env_dump", "--stubborn", "--sleep", "60", "--marker", marker};
   const pid_t pid = StartInBackground(argv);
-  // Wait for gpulaunch, mpirun and the four ranks, then interrupt twice as a
-  // user pressing Ctrl-C twice would.
-  for (int i = 0; i < 200 && ProcessesWith(marker).size() < 6; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Wait for gpulaunch, mpirun, the four shims and their four ranks, then
+  // interrupt twice as a user pressing Ctrl-C twice would.
+  for (int i = 0; i < 200 && ProcessesWith(marker).size() < 10; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   kill(pid, SIGINT);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   kill(pid, SIGINT);

@@ -120,6 +120,34 @@ check "the root cause names rank 6 on node2 and SIGKILL" \
 check "the summary has all 16 ranks with their hosts" \
   "$(grep -o '"host":"node[1-4]"' "$WORK/k.json" | sort | uniq -c | awk '{print $1}' | tr '\n' ' ')" "4 4 4 4 "
 
+# 5c. A host that vanishes mid-job (node4's link cut, its processes still
+#     running): gpulaunch sees node4's ranks lost within ~6 s, stops the rest,
+#     names node4 and exits; node4's ranks stop themselves once they lose
+#     gpulaunch. Bound: 6 s to notice + grace 3 s + 2 s for the engine + 4 s.
+mkdir -p "$WORK/v"
+on_node1 "$BIN/gpulaunch" --allow-run-as-root --hostfile "$WORK/hosts" --kill-grace 3 --summary "$WORK/v.json" \
+  "$BIN/env_dump" --wait-dir "$WORK/v" --marker "gl-vanish-$$" > /dev/null 2> "$WORK/v.err" &
+launcher=$!
+for _ in $(seq 1 300); do [ "$(ls "$WORK/v" | grep -c '^ready')" = 16 ] && break; sleep 0.1; done
+cut_at=$(date +%s)
+ip netns exec "${NSP}br" ip link set "${NSP}v4" down
+wait "$launcher"
+code=$?
+ended_after=$(($(date +%s) - cut_at))
+for _ in $(seq 1 100); do
+  left=$(grep -l "[g]l-vanish-$$" /proc/[0-9]*/cmdline 2>/dev/null | wc -l)
+  [ "$left" -eq 0 ] && break
+  sleep 0.2
+done
+gone_after=$(($(date +%s) - cut_at))
+ip netns exec "${NSP}br" ip link set "${NSP}v4" up
+check "node4 vanished: gpulaunch ends with a failure within 15 s (took ${ended_after} s)" \
+  "$([ "$code" -ne 0 ] && [ "$ended_after" -le 15 ] && echo yes)" yes
+check "... the root cause: a rank on node4 vanished" \
+  "$(grep -c 'gpulaunch: rank 1[2-5] on node4 (pid [0-9]*) vanished without a report' "$WORK/v.err")" 1
+check "... every rank on every host gone within 15 s, node4's included (took ${gone_after} s)" \
+  "$([ "$left" -eq 0 ] && [ "$gone_after" -le 15 ] && echo yes)" yes
+
 # 5d. restart:1 after a planted host failure (every rank on node2 dies at
 #     step 1): the job runs again without node2, resumes from its checkpoint
 #     and ends with the weights and loss log of the uninterrupted run.

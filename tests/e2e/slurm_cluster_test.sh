@@ -19,8 +19,13 @@ check() {  # returns 1 on a failure, so a caller can show what it has (check ...
   if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); return 0; fi
   echo "FAIL - $1 (got '$2', want '$3')"; failed=$((failed + 1)); return 1
 }
-# Runs a Slurm client on node1.
-on1() { ip netns exec "${NSP}n1" env SLURM_CONF="$GL_SLURM_CLUSTER_CONF" GPULAUNCH="$BIN/gpulaunch" "$@"; }
+# Runs a Slurm client on node1. The namespace "nodes" share /tmp and
+# /dev/shm, where Open MPI keeps its shared-memory backing files: now and
+# then a rank failed there (open: ENOENT) and segfaulted, so MPI between
+# ranks of one node goes over TCP too (../shared/notes/test-rig.md, 5b).
+on1() {
+  ip netns exec "${NSP}n1" env SLURM_CONF="$GL_SLURM_CLUSTER_CONF" GPULAUNCH="$BIN/gpulaunch" OMPI_MCA_btl=self,tcp "$@"
+}
 
 wait_done() {  # polls scontrol until the job has ended (60 s at most)
   for _ in $(seq 1 300); do

@@ -64,6 +64,22 @@ TEST(JobSummary, TheFirstFailureIsBlamedNotTheTeardown) {
   EXPECT_NE(block.find("gpulaunch: every rank: /tmp/s.json\n"), std::string::npos);
 }
 
+TEST(JobSummary, RanksLostAfterTheFirstFailureWereStoppedNotLost) {
+  Fixture f(3);
+  f.End(0, 100, false, 4);  // the cause
+  f.ranks[1].lost = true;   // its shim was killed in the teardown
+  f.ranks[1].ended_at = f.t0 + milliseconds(900);
+  f.End(2, 950, true, SIGTERM);
+  f.job.exit_code = 4;
+  const auto cause = FindRootCause(f.job, f.ranks);
+  ASSERT_TRUE(cause);
+  EXPECT_EQ(cause->rank, 0);
+  EXPECT_EQ(cause->notes.at(0), "of the other ranks, 2 were stopped (SIGTERM/SIGKILL) in the teardown");
+  auto json = ParseJson(SummaryJson(f.job, f.ranks, cause), "summary");
+  ASSERT_TRUE(json.ok());
+  EXPECT_EQ(json->Find("ranks")->items()[1].Find("state")->AsString(), "stopped-unreported");
+}
+
 TEST(JobSummary, ALostRankIsACause) {
   Fixture f(2);
   f.ranks[1].lost = true;

@@ -1,0 +1,19 @@
+// libFuzzer: what crosses process boundaries into gpulaunch and its shim: the
+// control protocol's lines and the slot table (GPULAUNCH_SLOT_TABLE).
+#include <cstdint>
+#include <string>
+
+#include "launcher/control_protocol.h"
+#include "launcher/slot_table.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  if (auto m = gpulaunch::ParseControlLine(text); m) {
+    // What is accepted formats to a line that reads back as the same kind.
+    const std::string line = gpulaunch::FormatControlLine(*m);
+    auto back = gpulaunch::ParseControlLine(line.substr(0, line.size() - 1));
+    if (!back || back->kind != m->kind || back->rank != m->rank) __builtin_trap();
+  }
+  (void)gpulaunch::DecodeSlotTable(text);
+  return 0;
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs one libFuzzer target for a fixed time from a seed corpus that it does
+# not modify. Usage: run_fuzzer.sh FUZZER SEED_DIR SECONDS
+set -euo pipefail
+fuzzer=${1:?usage: run_fuzzer.sh FUZZER SEED_DIR SECONDS} seeds=${2:?} seconds=${3:?}
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+mkdir "$scratch/corpus" "$scratch/crashes"
+# -max_len 4096: the parsers read lines and short files; longer inputs only slow the search.
+status=0
+"$fuzzer" -max_total_time="$seconds" -max_len=4096 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+  -artifact_prefix="$scratch/crashes/" "$scratch/corpus" "$seeds" > "$scratch/log" 2>&1 || status=$?
+tail -n 40 "$scratch/log"
+for crash in "$scratch"/crashes/*; do
+  [ -e "$crash" ] || continue
+  echo "input that failed ($crash), as hex:"
+  od -A d -t x1 "$crash" | head -n 20
+done
+exit "$status"
