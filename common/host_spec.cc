@@ -3,6 +3,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <unordered_map>
 
 #include "common/hostlist.h"
 #include "common/strings.h"
@@ -18,17 +19,29 @@ StatusOr<int> ParseSlotCount(std::string_view text, std::string_view what) {
   return static_cast<int>(*v);
 }
 
-// Adds hosts in first-seen order, summing slots of repeated names.
-void Merge(std::vector<HostSpec>& hosts, HostSpec spec) {
-  for (HostSpec& h : hosts) {
-    if (h.name != spec.name) continue;
+// Hosts in first-seen order, summing slots of repeated names; indexed by
+// name, so a hostlist of a million names merges in linear time (found by
+// fuzz_hostlist: a linear search per name took 25 s for 164,000 names).
+class HostMerger {
+ public:
+  void Add(HostSpec spec) {
+    auto [it, added] = index_.emplace(spec.name, hosts_.size());
+    if (added) {
+      hosts_.push_back(std::move(spec));
+      return;
+    }
+    HostSpec& h = hosts_[it->second];
     if (h.slots && spec.slots) *h.slots += *spec.slots;
     else if (spec.slots) h.slots = spec.slots;
     if (spec.max_slots) h.max_slots = h.max_slots ? *h.max_slots + *spec.max_slots : *spec.max_slots;
-    return;
   }
-  hosts.push_back(std::move(spec));
-}
+  bool empty() const { return hosts_.empty(); }
+  std::vector<HostSpec> Take() { return std::move(hosts_); }
+
+ private:
+  std::vector<HostSpec> hosts_;
+  std::unordered_map<std::string, size_t> index_;
+};
 
 // "name[:N]" where name may be a hostlist; returns its expanded specs.
 StatusOr<std::vector<HostSpec>> ParseHostWithCount(std::string_view item, std::optional<int> default_slots) {
@@ -54,18 +67,18 @@ Status AtLine(std::string_view origin, int line, const Status& s) {
 }  // namespace
 
 StatusOr<std::vector<HostSpec>> ParseHostArgument(std::string_view text) {
-  std::vector<HostSpec> hosts;
+  HostMerger hosts;
   if (Trim(text).empty()) return InvalidArgument("--host needs at least one host, e.g. --host node1:2,node2:2");
   for (const std::string& item : SplitOutsideBrackets(text, ',')) {
     auto parsed = ParseHostWithCount(Trim(item), 1);
     if (!parsed.ok()) return InvalidArgument("--host '" + std::string(text) + "': " + parsed.status().message());
-    for (auto& h : *parsed) Merge(hosts, std::move(h));
+    for (auto& h : *parsed) hosts.Add(std::move(h));
   }
-  return hosts;
+  return hosts.Take();
 }
 
 StatusOr<std::vector<HostSpec>> ParseHostfileText(std::string_view text, std::string_view origin) {
-  std::vector<HostSpec> hosts;
+  HostMerger hosts;
   GL_RETURN_IF_ERROR(ForEachConfigLine(text, [&](int line_no, std::string_view line) -> Status {
 
     std::istringstream words{std::string(line)};
@@ -107,12 +120,12 @@ StatusOr<std::vector<HostSpec>> ParseHostfileText(std::string_view text, std::st
         h.slots = slots;
       }
       h.max_slots = max_slots;
-      Merge(hosts, std::move(h));
+      hosts.Add(std::move(h));
     }
     return Status::Ok();
   }));
   if (hosts.empty()) return InvalidArgument(std::string(origin) + ": no hosts in the file (only comments or blank lines)");
-  return hosts;
+  return hosts.Take();
 }
 
 StatusOr<std::vector<HostSpec>> HostsFromSlurmAllocation(const EnvLookup& env) {

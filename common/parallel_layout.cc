@@ -1,5 +1,6 @@
 #include "common/parallel_layout.h"
 
+#include <cstdint>
 #include <optional>
 #include <set>
 
@@ -55,6 +56,8 @@ std::string ParallelLayout::ToString() const {
          AxisName(order[2]);
 }
 
+constexpr int64_t kMaxLayoutRanks = int64_t{1} << 20;
+
 StatusOr<ParallelLayout> ParseLayout(std::string_view text, int world_size) {
   ParallelLayout layout;
   std::set<Axis> given;
@@ -81,6 +84,12 @@ StatusOr<ParallelLayout> ParseLayout(std::string_view text, int world_size) {
     if (!n || *n < 1 || *n > 1 << 20) return Bad(text, std::string(key) + " must be a positive whole number");
     if (!given.insert(*axis).second) return Bad(text, std::string(key) + " given twice");
     layout.extent[*axis] = static_cast<int>(*n);
+  }
+  // Each extent is at most 2^20, their product could overflow an int.
+  const int64_t needed = int64_t{layout.extent[kTp]} * layout.extent[kPp] * (given.count(kDp) ? layout.extent[kDp] : 1);
+  if (needed > kMaxLayoutRanks) {
+    return Bad(text, "it needs " + std::to_string(needed) + " ranks, more than the " + std::to_string(kMaxLayoutRanks) +
+                         " a layout may have");
   }
   if (world_size > 0) {
     if (!given.count(kDp)) {

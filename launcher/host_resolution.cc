@@ -121,7 +121,8 @@ StatusOr<ResolvedHosts> ResolveHosts(const LaunchOptions& o, const ResolveSettin
         per_host[item.substr(0, eq)] = std::move(t);
       }
     }
-    for (const auto& [name, t] : per_host) {
+    for (const auto& entry : per_host) {
+      const std::string& name = entry.first;  // a plain name: clang 14 cannot capture structured bindings
       if (std::none_of(specs.begin(), specs.end(), [&](const HostSpec& h) { return h.name == name; })) {
         return InvalidArgument("--topology-file " + name + "=...: host '" + name + "' is not among the hosts");
       }

@@ -42,6 +42,18 @@ po::options_description Describe() {
   return d;
 }
 
+// Boost.ProgramOptions fills %placeholders% into its messages and never
+// stops when the user's own text holds one (`--np %value%` hangs in what()):
+// with a '%' anywhere, the message is ours.
+std::string ParseErrorText(const po::error& e, const std::vector<std::string>& tokens) {
+  for (const std::string& t : tokens) {
+    if (t.find('%') != std::string::npos) {
+      return "cannot parse the options near '" + t.substr(0, 80) + "' (check that option's value)";
+    }
+  }
+  return e.what();
+}
+
 // mpirun's single-dash long options.
 std::string NormaliseToken(const std::string& tok) {
   static const char* long_disguised[] = {"-np", "-host", "-hostfile", "-machinefile", "-oversubscribe",
@@ -106,7 +118,7 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
     po::store(po::command_line_parser(own).options(desc).style(po::command_line_style::unix_style).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    return InvalidArgument(std::string(e.what()) + "; see 'gpulaunch --help'");
+    return InvalidArgument(ParseErrorText(e, own) + "; see 'gpulaunch --help'");
   }
   if (vm.count("help")) {
     cl.action = CommandAction::kHelp;
@@ -264,7 +276,7 @@ StatusOr<PlanOptions> ParsePlanCommandLine(const std::vector<std::string>& args)
     po::store(po::command_line_parser(normalised).options(desc).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    return InvalidArgument(std::string(e.what()) + "; see 'gpulaunch plan --help'");
+    return InvalidArgument(ParseErrorText(e, normalised) + "; see 'gpulaunch plan --help'");
   }
   PlanOptions o;
   if (vm.count("help")) {

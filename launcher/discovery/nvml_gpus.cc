@@ -45,10 +45,9 @@ std::vector<NvmlGpu> QueryNvmlGpus() {
   auto uuid = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned)>(sym("nvmlDeviceGetUUID"));
   auto name = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned)>(sym("nvmlDeviceGetName"));
   auto mem = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, nvmlMemory_t*)>(sym("nvmlDeviceGetMemoryInfo"));
-  if (!init || !shutdown || !count || !handle || !pci || init() != 0) {
-    dlclose(lib);
-    return out;
-  }
+  // The library stays loaded: NVML keeps allocations past nvmlShutdown,
+  // and unloading it turns them into leaks of an unknown module.
+  if (!init || !shutdown || !count || !handle || !pci || init() != 0) return out;
   unsigned n = 0;
   if (count(&n) == 0) {
     for (unsigned i = 0; i < n; ++i) {
@@ -68,7 +67,6 @@ std::vector<NvmlGpu> QueryNvmlGpus() {
     }
   }
   shutdown();
-  dlclose(lib);
   return out;
 }
 

@@ -68,5 +68,19 @@ TEST(Options, BadInputIsAUsageErrorThatSaysWhat) {
   }
 }
 
+// Found by fuzz_command_line: Boost fills %placeholders% into its error
+// messages and never finished when the user's text held one.
+TEST(Options, PercentPlaceholdersInBadInputDoNotHangTheParser) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--np", "%value%", "./x"},
+                                               {"--layout", "tp=%canonical_option%", "-n", "x", "./x"},
+                                               {"--%option%", "./x"}}) {
+    auto cl = ParseCommandLine(args);
+    ASSERT_FALSE(cl.ok()) << args[0];
+    EXPECT_NE(cl.status().message().find("gpulaunch --help"), std::string::npos) << cl.status().message();
+  }
+  auto plan = ParsePlanCommandLine({"-n", "%value%"});
+  ASSERT_FALSE(plan.ok());
+}
+
 }  // namespace
 }  // namespace gpulaunch

@@ -27,6 +27,9 @@ TEST(ParseLayout, BadInput) {
       {"tp=2,tp=2", "given twice"},
       {"tp", "has no '='"},
       {"order=tp-tp-dp", "once each"},
+      // Found by fuzz_layout: the product of the extents overflowed an int.
+      {"tp=1048576,pp=1048576", "more than the 1048576 a layout may have"},
+      {"tp=65536,pp=65536,dp=65536", "more than the 1048576"},
   };
   for (const auto& [text, want] : cases) {
     auto l = ParseLayout(text, 6);
