@@ -148,6 +148,32 @@ check "... the root cause: a rank on node4 vanished" \
 check "... every rank on every host gone within 15 s, node4's included (took ${gone_after} s)" \
   "$([ "$left" -eq 0 ] && [ "$gone_after" -le 15 ] && echo yes)" yes
 
+# 5e. Ranks that never check in: node4 may reach node1 only for ssh and Open
+#     MPI's daemon port (made static here), so its shims cannot reach
+#     gpulaunch; --startup-timeout stops the job and names the missing ranks.
+if command -v iptables > /dev/null; then
+  node1_ip=$(ip netns exec "${NSP}n1" ip -4 -o addr show eth0 | awk '{print $4}' | cut -d/ -f1)
+  block=(OUTPUT -p tcp --syn -d "$node1_ip" -m multiport ! --dports 22,31400 -j DROP)
+  ip netns exec "${NSP}n4" iptables -A "${block[@]}"
+  started=$(date +%s)
+  OMPI_MCA_oob_tcp_static_ipv4_ports=31400 on_node1 "$BIN/gpulaunch" --allow-run-as-root --hostfile "$WORK/hosts" \
+    --startup-timeout 3 --no-summary "$BIN/env_dump" --sleep 30 --marker "gl-startup-$$" > /dev/null 2> "$WORK/startup.err"
+  code=$?
+  took=$(($(date +%s) - started))
+  ip netns exec "${NSP}n4" iptables -D "${block[@]}"
+  check "node4's ranks cannot check in: gpulaunch exits 125 (took ${took} s)" "$code" 125
+  check "... naming them" \
+    "$(grep -c '4 of 16 ranks did not check in within --startup-timeout 3 s: 12, 13, 14, 15 on node4' "$WORK/startup.err")" 1
+  for _ in $(seq 1 50); do
+    left=$(grep -l "[g]l-startup-$$" /proc/[0-9]*/cmdline 2>/dev/null | wc -l)
+    [ "$left" -eq 0 ] && break
+    sleep 0.2
+  done
+  check "... and nothing is left running" "$left" 0
+else
+  echo "skip - startup timeout with a firewalled host: iptables is not installed"
+fi
+
 # 5d. restart:1 after a planted host failure (every rank on node2 dies at
 #     step 1): the job runs again without node2, resumes from its checkpoint
 #     and ends with the weights and loss log of the uninterrupted run.
