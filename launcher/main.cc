@@ -14,6 +14,7 @@
 #include "launcher/host_identity.h"
 #include "launcher/host_resolution.h"
 #include "launcher/job_launch.h"
+#include "launcher/nodes_command.h"
 #include "launcher/slurm_job.h"
 #include "launcher/options.h"
 #include "launcher/plan.h"
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
   if (!args.empty() && args[0] == "slurm-config") return RunSlurmConfigCommand({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "submit") return RunSubmitCommand({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "check") return RunCheckCommand({args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "nodes") return RunNodesCommand({args.begin() + 1, args.end()});
   auto cl = ParseCommandLine(args);
   if (!cl.ok()) return Fail(cl.status());
   if (cl->action == CommandAction::kHelp) {

@@ -383,4 +383,48 @@ StatusOr<SubmitOptions> ParseSubmitCommandLine(const std::vector<std::string>& a
 
 std::string VersionText() { return std::string("gpulaunch ") + GPULAUNCH_VERSION + "\n"; }
 
+StatusOr<NodesOptions> ParseNodesCommandLine(const std::vector<std::string>& args) {
+  NodesOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> StatusOr<std::string> {
+      if (i + 1 >= args.size()) return InvalidArgument("nodes: " + a + " needs a value");
+      return args[++i];
+    };
+    auto seconds = [&](int lo, int* out) -> Status {
+      GL_ASSIGN_OR_RETURN(std::string v, value());
+      const auto n = ParseInt(v);
+      if (!n || *n < lo || *n > 86400) {
+        return InvalidArgument("nodes: " + a + " " + v + ": give seconds from " + std::to_string(lo) + " to 86400");
+      }
+      *out = static_cast<int>(*n);
+      return Status::Ok();
+    };
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+    } else if (a == "-H" || a == "--host") {
+      GL_ASSIGN_OR_RETURN(std::string v, value());
+      o.host_args.push_back(v);
+    } else if (a == "--hostfile" || a == "--machinefile") {
+      GL_ASSIGN_OR_RETURN(std::string v, value());
+      o.hostfile = v;
+    } else if (a == "--format") {
+      GL_ASSIGN_OR_RETURN(o.format, value());
+      if (o.format != "table" && o.format != "json") {
+        return InvalidArgument("nodes: --format " + o.format + ": choose table or json");
+      }
+    } else if (a == "--budget") {
+      GL_RETURN_IF_ERROR(seconds(1, &o.budget_s));
+    } else if (a == "--watch") {
+      GL_RETURN_IF_ERROR(seconds(1, &o.watch_s));
+    } else if (a == "--allow-run-as-root") {
+      o.allow_run_as_root = true;
+    } else {
+      return InvalidArgument("nodes: unknown option '" + a + "'; see 'gpulaunch nodes --help'");
+    }
+  }
+  if (!o.host_args.empty() && o.hostfile) return InvalidArgument("nodes: give either --host or --hostfile, not both");
+  return o;
+}
+
 }  // namespace gpulaunch

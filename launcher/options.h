@@ -100,4 +100,17 @@ struct SubmitOptions {
 StatusOr<SubmitOptions> ParseSubmitCommandLine(const std::vector<std::string>& args);
 std::string PlanHelpText();
 
+// `gpulaunch nodes`: the resource table of a host list, hostfile or Slurm
+// allocation (nodes_command.h).
+struct NodesOptions {
+  std::vector<std::string> host_args;  // -H/--host, repeatable
+  std::optional<std::string> hostfile;
+  std::string format = "table";        // table | json
+  int budget_s = 10;                   // --budget: how long a host may take to answer
+  int watch_s = 0;                     // --watch: refresh every S seconds (0: once)
+  bool allow_run_as_root = false;
+  bool help = false;
+};
+StatusOr<NodesOptions> ParseNodesCommandLine(const std::vector<std::string>& args);
+
 }  // namespace gpulaunch

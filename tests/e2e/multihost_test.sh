@@ -193,6 +193,21 @@ check "... resumed from the checkpoint" "$(grep -c 'resuming after step 0' "$WOR
 check "... final weights and loss log equal the uninterrupted run" \
   "$(cmp -s "$WORK/clean.w" "$WORK/resumed.w" && cmp -s "$WORK/clean.loss" "$WORK/resumed.loss" && echo same)" same
 
+# 5f. gpulaunch nodes: the 4 hosts' table; with node4's sshd frozen, node4 is
+#     shown down within the budget, with the reason, and the others online.
+on_node1 "$BIN/gpulaunch" nodes --allow-run-as-root --hostfile "$WORK/hosts" --format json > "$WORK/nodes.json" 2>&1
+check "nodes: 4 hosts online, exit 0" "$?:$(grep -o '"state":"online"' "$WORK/nodes.json" | wc -l)" "0:4"
+kill -STOP "$(cat "$GL_RIG/ssh/sshd.4.pid")"
+started=$(date +%s)
+on_node1 "$BIN/gpulaunch" nodes --allow-run-as-root --hostfile "$WORK/hosts" --budget 3 > "$WORK/nodes.txt" 2>&1
+code=$?
+took=$(($(date +%s) - started))
+kill -CONT "$(cat "$GL_RIG/ssh/sshd.4.pid")"
+check "nodes with node4 frozen: exit 1 within the budget + 2 s (took ${took} s)" \
+  "$code:$([ "$took" -le 5 ] && echo in-time)" "1:in-time"
+check "... node4 down with the reason" "$(grep -cE '^node4 +down .*no answer within --budget 3 s' "$WORK/nodes.txt")" 1
+check "... node1-3 online with their cores" "$(grep -cE '^node[1-3] +online +0 +- +- +[1-9]' "$WORK/nodes.txt")" 3
+
 # 6. An unknown host is a usage error and starts nothing.
 on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:2,node9:2 "$BIN/env_dump" > "$WORK/unknown" 2>&1
 check "unknown host -> exit 2" "$?" 2

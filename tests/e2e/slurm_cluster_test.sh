@@ -138,6 +138,11 @@ on2 "$BIN/gpulaunch" check --slurm-health --node node2 > "$WORK/health" 2>&1
 check "health check of node2: exit 1" "$?" 1
 check "node2 drained with the reason" \
   "$(on1 scontrol show node node2 | grep -c 'Reason=gpulaunch: 0 of 4 GPUs found')" 1
+# gpulaunch nodes folds Slurm's state in: node2 (its 4 fake GPUs through
+# HWLOC_XMLFILE) answers, but Slurm has drained it, with the reason.
+on2 env HWLOC_XMLFILE="$GL_SLURM_CLUSTER_GPU_XML" "$BIN/gpulaunch" nodes -H node2 > "$WORK/nodes" 2>&1
+check "gpulaunch nodes: node2 drained, with Slurm's reason and its 4 GPUs" \
+  "$?:$(grep -cE '^node2 +drained +4 .*slurm: gpulaunch: 0 of 4 GPUs found' "$WORK/nodes")" "1:1" || cat "$WORK/nodes"
 on1 scontrol update NodeName=node2 State=RESUME
 on2 "$BIN/gpulaunch" check --slurm-health --node node2 --expect-gpus 0 > /dev/null 2>&1
 check "health check with nothing missing: exit 0" "$?" 0

@@ -1,5 +1,5 @@
-// libFuzzer: the command lines of gpulaunch, `gpulaunch plan` and `gpulaunch
-// submit`; the input is the argument list, one argument per line.
+// libFuzzer: the command lines of gpulaunch, `gpulaunch plan`, `gpulaunch
+// submit` and `gpulaunch nodes`; the input is the argument list, one argument per line.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,5 +18,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)gpulaunch::ParseCommandLine(args);
   (void)gpulaunch::ParsePlanCommandLine(args);
   (void)gpulaunch::ParseSubmitCommandLine(args);
+  (void)gpulaunch::ParseNodesCommandLine(args);
   return 0;
 }

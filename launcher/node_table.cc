@@ -1,0 +1,150 @@
+#include "launcher/node_table.h"
+
+#include <cstdio>
+#include <ctime>
+#include <sstream>
+
+#include "common/json.h"
+#include "common/strings.h"
+
+namespace gpulaunch {
+namespace {
+
+std::string Clock(std::chrono::system_clock::time_point t) {
+  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[80];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec);
+  return buf;
+}
+
+std::string Gib(uint64_t bytes) {
+  if (bytes == 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1ull << 30));
+  return buf;
+}
+
+// The value of KEY= in an `scontrol -o` line; Reason= runs to the end of the
+// line's next key (it may hold spaces), so it is taken up to " Key=" forms.
+std::string Field(const std::string& line, const std::string& key) {
+  const std::string probe = " " + key + "=";
+  auto at = (" " + line).find(probe);
+  if (at == std::string::npos) return "";
+  at += probe.size() - 1;
+  if (key == "Reason") {
+    // Reason=text [user@time] up to the next " Word=".
+    size_t end = at;
+    while (end < line.size()) {
+      const size_t sp = line.find(' ', end);
+      if (sp == std::string::npos) return line.substr(at);
+      const size_t eq = line.find('=', sp);
+      const size_t next_sp = line.find(' ', sp + 1);
+      if (eq != std::string::npos && (next_sp == std::string::npos || eq < next_sp)) return line.substr(at, sp - at);
+      end = sp + 1;
+    }
+    return line.substr(at);
+  }
+  const size_t end = line.find(' ', at);
+  return line.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+}  // namespace
+
+NodeRow RowFromTopology(const std::string& host, const HostTopology& t, std::chrono::system_clock::time_point when) {
+  NodeRow row;
+  row.host = host;
+  row.state = "online";
+  row.answered = when;
+  row.cores = static_cast<int>(t.cores.size());
+  for (const Gpu& g : t.gpus) {
+    const std::string model = g.model.empty() ? "unknown" : g.model;
+    GpuGroup* group = nullptr;
+    for (GpuGroup& existing : row.gpus)
+      if (existing.model == model && existing.memory_bytes == g.memory_bytes) group = &existing;
+    if (!group) {
+      row.gpus.push_back(GpuGroup{model, 0, g.memory_bytes});
+      group = &row.gpus.back();
+    }
+    ++group->count;
+  }
+  return row;
+}
+
+NodeRow DownRow(const std::string& host, const std::string& why) {
+  NodeRow row;
+  row.host = host;
+  row.state = "down";
+  row.reason = why;
+  return row;
+}
+
+void ApplySlurmStates(std::vector<NodeRow>& rows, const std::string& text) {
+  for (const std::string& line : Split(text, '\n')) {
+    const std::string name = Field(line, "NodeName");
+    if (name.empty()) continue;
+    const std::string state = Field(line, "State");
+    const std::string reason = Field(line, "Reason");
+    for (NodeRow& row : rows) {
+      if (row.host != name) continue;
+      const bool drain = state.find("DRAIN") != std::string::npos;
+      const bool down = state.rfind("DOWN", 0) == 0 || state.find("NOT_RESPONDING") != std::string::npos;
+      if (drain) row.state = state.find("DRAINED") != std::string::npos || state.rfind("IDLE", 0) == 0 ? "drained"
+                                                                                                        : "draining";
+      if (down) row.state = "down";
+      if ((drain || down) && !reason.empty()) row.reason = "slurm: " + reason;
+    }
+  }
+}
+
+std::string RenderNodeTable(const std::vector<NodeRow>& rows) {
+  std::ostringstream out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-16s %-9s %4s  %-24s %-10s %5s  %-20s %s\n", "HOST", "STATE", "GPUS", "MODEL",
+                "MEMORY", "CORES", "ANSWERED", "REASON");
+  out << line;
+  for (const NodeRow& r : rows) {
+    const std::string answered = r.answered ? Clock(*r.answered) : "never";
+    std::vector<GpuGroup> groups = r.gpus;
+    if (groups.empty()) groups.push_back(GpuGroup{"-", 0, 0});
+    for (const GpuGroup& g : groups) {
+      std::snprintf(line, sizeof line, "%-16s %-9s %4d  %-24s %-10s %5d  %-20s %s\n", r.host.c_str(), r.state.c_str(),
+                    g.count, g.model.substr(0, 24).c_str(), Gib(g.memory_bytes).c_str(), r.cores, answered.c_str(),
+                    r.reason.c_str());
+      std::string text = line;
+      text.erase(text.find_last_not_of(" \n") + 1);  // no trailing blanks when there is no reason
+      out << text << "\n";
+    }
+  }
+  return out.str();
+}
+
+std::string RenderNodeJson(const std::vector<NodeRow>& rows) {
+  Json root = Json::Object();
+  root.Set("format", "gpulaunch-nodes/v1");
+  Json hosts = Json::Array();
+  for (const NodeRow& r : rows) {
+    Json h = Json::Object();
+    h.Set("host", r.host);
+    h.Set("state", r.state);
+    h.Set("reason", r.reason);
+    h.Set("answered_at", r.answered ? Json(Clock(*r.answered)) : Json());
+    h.Set("cores", r.cores);
+    Json gpus = Json::Array();
+    for (const GpuGroup& g : r.gpus) {
+      Json e = Json::Object();
+      e.Set("model", g.model);
+      e.Set("count", g.count);
+      e.Set("memory_bytes", static_cast<double>(g.memory_bytes));
+      gpus.Push(e);
+    }
+    h.Set("gpus", gpus);
+    hosts.Push(h);
+  }
+  root.Set("hosts", hosts);
+  return root.Write();
+}
+
+}  // namespace gpulaunch

@@ -1,0 +1,135 @@
+#include "launcher/nodes_command.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "common/env.h"
+#include "common/host_spec.h"
+#include "common/strings.h"
+#include "launcher/discovery/hwloc_source.h"
+#include "launcher/exit_codes.h"
+#include "launcher/host_identity.h"
+#include "launcher/node_table.h"
+#include "launcher/options.h"
+#include "launcher/process.h"
+
+namespace gpulaunch {
+namespace {
+
+constexpr char kHelp[] =
+    "usage: gpulaunch nodes [-H LIST | --hostfile FILE] [--format table|json] [--budget S] [--watch S]\n"
+    "                       [--allow-run-as-root]\n"
+    "One row per host and GPU model: state (online, down, drained, draining), GPU count, model and memory,\n"
+    "cores, when the host last answered, and why it is not online. Without -H/--hostfile: the Slurm\n"
+    "allocation, else this machine. Each host gets --budget seconds (default 10) to answer through the\n"
+    "engine (mpirun, or srun inside an allocation). --watch S refreshes every S seconds.\n"
+    "Exit 0 when every host is online, 1 when one is not, 2 for usage errors.\n";
+
+// One host's row: this machine in-process, others through the engine.
+NodeRow AskHost(const std::string& host, const NodesOptions& o, const std::string& probe, bool use_srun) {
+  if (IsLocalHost(host)) {
+    auto t = DiscoverLocalHost();
+    return t.ok() ? RowFromTopology(host, *t, std::chrono::system_clock::now()) : DownRow(host, t.status().message());
+  }
+  std::vector<std::string> argv;
+  if (use_srun) {
+    argv = {"srun", "-N", "1", "-n", "1", "--overcommit", "-w", host, probe};
+  } else {
+    argv = {"mpirun", "-n", "1", "--host", host + ":1"};
+    if (o.allow_run_as_root) argv.push_back("--allow-run-as-root");
+    argv.push_back(probe);
+  }
+  const CapturedRun run = RunCaptured(argv, EnvironmentWith({}), o.budget_s * 1000);
+  if (run.timed_out) return DownRow(host, "no answer within --budget " + std::to_string(o.budget_s) + " s");
+  if (run.wait_status != 0) {
+    // The engine's own words, first line that says something.
+    std::string why = "the engine could not reach it";
+    for (const std::string& line : Split(run.err, '\n')) {
+      const std::string t(Trim(line));
+      if (!t.empty() && t.find_first_not_of('-') != std::string::npos) {
+        why = argv[0] + ": " + t.substr(0, 160);
+        break;
+      }
+    }
+    return DownRow(host, why);
+  }
+  auto t = LoadHwlocXmlText(run.out, "topology of " + host);
+  return t.ok() ? RowFromTopology(host, *t, std::chrono::system_clock::now()) : DownRow(host, t.status().message());
+}
+
+std::vector<NodeRow> Gather(const std::vector<std::string>& hosts, const NodesOptions& o, const std::string& probe,
+                            bool use_srun) {
+  std::vector<NodeRow> rows(hosts.size());
+  std::vector<std::thread> askers;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    askers.emplace_back([&, i] { rows[i] = AskHost(hosts[i], o, probe, use_srun); });
+  }
+  for (auto& t : askers) t.join();
+  // Slurm's view where it runs: drained and down nodes, with its reasons.
+  const CapturedRun slurm = RunCaptured({"scontrol", "show", "node", "-o", Join(hosts, ",")}, EnvironmentWith({}),
+                                        o.budget_s * 1000);
+  if (!slurm.timed_out && slurm.wait_status == 0) ApplySlurmStates(rows, slurm.out);
+  return rows;
+}
+
+}  // namespace
+
+int RunNodesCommand(const std::vector<std::string>& args) {
+  auto parsed = ParseNodesCommandLine(args);
+  if (!parsed.ok()) {
+    std::cerr << "gpulaunch: " << parsed.status().message() << "\n";
+    return kExitUsage;
+  }
+  const NodesOptions& o = *parsed;
+  if (o.help) {
+    std::cout << kHelp;
+    return kExitOk;
+  }
+  std::vector<HostSpec> specs;
+  for (const std::string& arg : o.host_args) {
+    auto more = ParseHostArgument(arg);
+    if (!more.ok()) {
+      std::cerr << "gpulaunch: nodes: " << more.status().message() << "\n";
+      return kExitUsage;
+    }
+    specs.insert(specs.end(), more->begin(), more->end());
+  }
+  if (o.hostfile) {
+    auto read = ReadHostfile(*o.hostfile);
+    if (!read.ok()) {
+      std::cerr << "gpulaunch: nodes: " << read.status().message() << "\n";
+      return kExitUsage;
+    }
+    specs = std::move(read).value();
+  }
+  const bool in_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
+  if (specs.empty() && in_allocation) {
+    auto alloc = HostsFromSlurmAllocation(ProcessEnv());
+    if (alloc.ok()) specs = std::move(alloc).value();
+  }
+  if (specs.empty()) specs.push_back(HostSpec{LocalHostname(), std::nullopt, std::nullopt});
+  std::vector<std::string> hosts;
+  for (const HostSpec& h : specs) hosts.push_back(h.name);
+  const std::string probe = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gpulaunch-probe").string();
+  const bool use_srun = in_allocation && o.host_args.empty() && !o.hostfile;
+
+  for (;;) {
+    const std::vector<NodeRow> rows = Gather(hosts, o, probe, use_srun);
+    const std::string text = o.format == "json" ? RenderNodeJson(rows) + "\n" : RenderNodeTable(rows);
+    if (o.watch_s > 0) std::cout << "\x1b[H\x1b[2J";  // refresh in place
+    std::cout << text << std::flush;
+    if (o.watch_s == 0) {
+      for (const NodeRow& r : rows)
+        if (r.state != "online") return 1;
+      return kExitOk;
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(o.watch_s));
+  }
+}
+
+}  // namespace gpulaunch
