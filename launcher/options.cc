@@ -223,10 +223,16 @@ std::string HelpText() {
          "  gpulaunch -n 16 --oversubscribe ./job     more ranks than cores, unbound\n"
          "  gpulaunch -H node1:8,node2:8 ./job        8 ranks on each of two hosts\n"
          "  gpulaunch --hostfile hosts -x NCCL_DEBUG=INFO ./job\n"
-         "  gpulaunch -n 8 --dry-run --topology-file dgx.xml ./job   show the plan only\n\n"
+         "  gpulaunch -n 8 --dry-run --topology-file dgx.xml ./job   show the plan only\n"
+         "  gpulaunch -n 8 --on-failure=restart:2 --stall-timeout 300 ./train\n\n"
+         "Other commands: gpulaunch plan | submit | slurm-config | check --slurm-health | nodes\n"
+         "(each with --help).\n\n"
+         "After a failure the root cause is printed, and every rank's end is in\n"
+         "gpulaunch-summary.json (--summary FILE, --no-summary).\n\n"
          "Exit status: the first failing rank's code, 128+N when a rank died of signal N,\n"
-         "2 for usage errors, 125 when the launcher or engine failed, 126/127 when the\n"
-         "program could not be executed / was not found on a host.\n";
+         "2 for usage errors, 124 when --timeout or --stall-timeout expired, 125 when the\n"
+         "launcher or engine failed (also: --startup-timeout, a vanished host), 126/127 when\n"
+         "the program could not be executed / was not found on a host.\n";
   return out.str();
 }
 

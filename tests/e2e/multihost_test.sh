@@ -97,12 +97,21 @@ check "no rank left behind on any host" "$left" 0
 
 # 5b. kill -9 of one rank from outside, 16 ranks on 4 hosts: the job is gone
 #     on every host within the kill grace + 2 s, and gpulaunch exits 137.
-mkdir -p "$WORK/k"
+#     Another job on the same hosts (B) is untouched, and SIGUSR1 sent to
+#     its gpulaunch then reaches all 16 of its ranks across the hosts.
+mkdir -p "$WORK/k" "$WORK/b"
+on_node1 "$BIN/gpulaunch" --allow-run-as-root --hostfile "$WORK/hosts" --no-summary \
+  "$BIN/env_dump" --wait-dir "$WORK/b" --marker "gl-other-$$" > /dev/null 2> "$WORK/b.err" &
+other=$!
 on_node1 "$BIN/gpulaunch" --allow-run-as-root --hostfile "$WORK/hosts" --kill-grace 3 --summary "$WORK/k.json" \
   "$BIN/env_dump" --wait-dir "$WORK/k" --marker "gl-kill9-$$" > /dev/null 2> "$WORK/k.err" &
 launcher=$!
-for _ in $(seq 1 300); do [ "$(ls "$WORK/k" | grep -c '^ready')" = 16 ] && break; sleep 0.1; done
+for _ in $(seq 1 300); do
+  [ "$(ls "$WORK/k" | grep -c '^ready')" = 16 ] && [ "$(ls "$WORK/b" | grep -c '^ready')" = 16 ] && break
+  sleep 0.1
+done
 check "16 ranks up on 4 hosts" "$(ls "$WORK/k" | grep -c '^ready')" 16
+check "... and another job's 16 beside them" "$(ls "$WORK/b" | grep -c '^ready')" 16
 killed_at=$(date +%s.%N)
 kill -9 "$(cat "$WORK/k/ready.6")"  # rank 6 runs on node2
 wait "$launcher"
@@ -119,6 +128,13 @@ check "the root cause names rank 6 on node2 and SIGKILL" \
   "$(grep -c 'gpulaunch: rank 6 on node2 (pid [0-9]*) was killed by SIGKILL' "$WORK/k.err")" 1
 check "the summary has all 16 ranks with their hosts" \
   "$(grep -o '"host":"node[1-4]"' "$WORK/k.json" | sort | uniq -c | awk '{print $1}' | tr '\n' ' ')" "4 4 4 4 "
+check "the other job on the same hosts is untouched: no rank signalled" \
+  "$(ls "$WORK/b" | grep -c '^SIG')" 0
+b_pid=$(pgrep -f "^$BIN/gpulaunch --allow-run-as-root --hostfile $WORK/hosts --no-summary $BIN/env_dump --wait-dir $WORK/b")
+kill -USR1 "$b_pid"
+wait "$other"
+check "SIGUSR1 to the other job's gpulaunch: exit 0" "$?" 0
+check "... seen by all 16 ranks on the 4 hosts" "$(ls "$WORK/b" | grep -c '^SIGUSR1')" 16
 
 # 5c. A host that vanishes mid-job (node4's link cut, its processes still
 #     running): gpulaunch sees node4's ranks lost within ~6 s, stops the rest,

@@ -80,7 +80,15 @@ check "shared node1: the rank gets one of the job's GPUs 2-3" "$(echo "$shared" 
 check "node2 (nothing else there): GPU 0 or 1" "$(echo "$shared" | grep 'host=node2 ' | grep -cE ' cvd=[01] ')" 1
 
 # 3. A real MPI job across the nodes, and a failing rank's exit code.
+#    Open MPI 4.1's TCP transport now and then fails a connect with
+#    EINPROGRESS and segfaults when this 2-core machine is loaded (seen in CI
+#    twice in ~8 runs; the maintainers blame timeouts under load, open-mpi/ompi
+#    #11508): that one signature, and only it, gets one more try.
 on1 timeout 120 sbatch --wait -N4 -n8 -o "$WORK/mpi" "$TEMPLATE" "$BIN/rank_report" > /dev/null 2>&1
+if ! grep -q 'rank_report: 8 ranks, allreduce ok' "$WORK/mpi" && grep -q 'failed to TCP connect to a peer' "$WORK/mpi"; then
+  echo "note - Open MPI's TCP connect failure under load (its known issue); trying once more"
+  on1 timeout 120 sbatch --wait -N4 -n8 -o "$WORK/mpi" "$TEMPLATE" "$BIN/rank_report" > /dev/null 2>&1
+fi
 check "MPI allreduce over 4 nodes in one srun step" "$(grep -c 'rank_report: 8 ranks, allreduce ok, 0 problem' "$WORK/mpi")" 1 ||
   sed 's/^/    | /' "$WORK/mpi" | tail -n 40
 on1 timeout 120 sbatch --wait -N4 -n8 -o /dev/null "$TEMPLATE" "$BIN/rank_report" --quiet --exit-rank 5 --exit-code 6 \
