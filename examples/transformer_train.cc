@@ -29,6 +29,7 @@
 #include "common/sha256.h"
 #include "examples/transformer/model.h"
 #include "examples/transformer/options.h"
+#include "examples/transformer/train_state.h"
 #include "partitioner/stage_split.h"
 #include "runtime/checkpoint.h"
 #include "runtime/gpurt.h"
@@ -111,56 +112,6 @@ class TrainStages : public rt::PipelineStages {
   float loss_scale_;
   std::vector<int32_t> tokens_, targets_;
 };
-
-struct AdamState {
-  std::vector<float> m, v;
-};
-
-void PutFloats(std::string& out, const std::vector<float>& v) {
-  const uint64_t n = v.size();
-  out.append(reinterpret_cast<const char*>(&n), sizeof n);
-  out.append(reinterpret_cast<const char*>(v.data()), n * sizeof(float));
-}
-
-bool GetFloats(const std::string& in, size_t& at, std::vector<float>& v) {
-  uint64_t n = 0;
-  if (at + sizeof n > in.size()) return false;
-  std::memcpy(&n, in.data() + at, sizeof n);
-  at += sizeof n;
-  if (n > (in.size() - at) / sizeof(float)) return false;
-  v.resize(n);
-  std::memcpy(v.data(), in.data() + at, n * sizeof(float));
-  at += n * sizeof(float);
-  return true;
-}
-
-// This rank's training state after a step: its parameters and their Adam
-// moments (in parameter order), and on rank 0 the loss log so far.
-std::string SaveState(const std::vector<ParamShard*>& params, std::map<uint64_t, AdamState>& adam,
-                      const std::string& loss_log) {
-  std::string out;
-  for (const ParamShard* p : params) {
-    PutFloats(out, p->value);
-    PutFloats(out, adam[p->id].m);
-    PutFloats(out, adam[p->id].v);
-  }
-  out += loss_log;
-  return out;
-}
-
-Status RestoreState(const std::string& state, const std::vector<ParamShard*>& params,
-                    std::map<uint64_t, AdamState>& adam, std::string& loss_log) {
-  size_t at = 0;
-  for (ParamShard* p : params) {
-    const size_t expected = p->value.size();
-    if (!GetFloats(state, at, p->value) || p->value.size() != expected || !GetFloats(state, at, adam[p->id].m) ||
-        !GetFloats(state, at, adam[p->id].v)) {
-      return FailedPrecondition("the checkpoint does not match this model (parameter " + std::to_string(p->id) + ")");
-    }
-  }
-  loss_log = state.substr(at);
-  return Status::Ok();
-}
 
 // Rank 0 assembles every tensor from the dp = 0 ranks' shards; returns the
 // file bytes on rank 0 (tensors in id order, float32), empty elsewhere.
@@ -296,7 +247,7 @@ int Run(int argc, char** argv) {
     auto last = checkpointer->LoadLatest();
     if (!last.ok()) return fail(last.status());
     if (*last) {
-      if (Status s = RestoreState((*last)->state, all, adam, loss_log); !s.ok()) return fail(s);
+      if (Status s = RestoreTrainState((*last)->state, all, adam, loss_log); !s.ok()) return fail(s);
       first_step = (*last)->step + 1;
       if (root) std::fprintf(stderr, "transformer_train: resuming after step %d from %s\n", (*last)->step,
                              opt->checkpoint_dir.c_str());
@@ -373,7 +324,7 @@ int Run(int argc, char** argv) {
       std::fputs(line, stdout);
     }
     if (checkpointer && ((step + 1) % opt->checkpoint_every == 0 || step + 1 == opt->steps)) {
-      if (Status s = checkpointer->Save(step, SaveState(all, adam, root ? loss_log : "")); !s.ok()) return fail(s);
+      if (Status s = checkpointer->Save(step, SaveTrainState(all, adam, root ? loss_log : "")); !s.ok()) return fail(s);
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

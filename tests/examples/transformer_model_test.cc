@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "examples/transformer/train_state.h"
 #include "runtime/thread_communicator.h"
 
 namespace gpulaunch::examples {
@@ -80,6 +81,40 @@ TEST(TransformerModel, TensorParallelGradientsHaveTheSameBits) {
     }
   });
   EXPECT_EQ(compared, 2 + 8 + 4 + 1);
+}
+
+// What a rank saves for a restart comes back bit for bit, and state that
+// does not fit the model's shards is refused.
+TEST(TrainState, RoundTripsParametersMomentsAndTheLossLog) {
+  ParamShard a, b;
+  a.id = 3;
+  a.value = {1.5f, -0.0f, 3e-38f};
+  b.id = 9;
+  b.value = {7.0f};
+  std::map<uint64_t, AdamState> adam;
+  adam[3] = {{0.1f, 0.2f, 0.3f}, {1.0f, 2.0f, 3.0f}};  // b has no moments yet (SGD, or before step 1)
+  const std::string bytes = SaveTrainState({&a, &b}, adam, "step 0 loss 5.5 0x1.6p+2\n");
+
+  ParamShard a2, b2;
+  a2.id = 3;
+  a2.value.assign(3, 0.0f);
+  b2.id = 9;
+  b2.value.assign(1, 0.0f);
+  std::map<uint64_t, AdamState> adam2;
+  std::string log;
+  ASSERT_TRUE(RestoreTrainState(bytes, {&a2, &b2}, adam2, log).ok());
+  EXPECT_EQ(std::memcmp(a2.value.data(), a.value.data(), 3 * sizeof(float)), 0);
+  EXPECT_EQ(b2.value, b.value);
+  EXPECT_EQ(adam2[3].v, adam[3].v);
+  EXPECT_TRUE(adam2[9].m.empty());
+  EXPECT_EQ(log, "step 0 loss 5.5 0x1.6p+2\n");
+
+  ParamShard wrong;
+  wrong.id = 3;
+  wrong.value.assign(4, 0.0f);  // another model's shard
+  const Status s = RestoreTrainState(bytes, {&wrong}, adam2, log);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("parameter 3"), std::string::npos) << s.message();
 }
 
 }  // namespace
