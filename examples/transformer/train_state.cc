@@ -8,7 +8,7 @@ namespace {
 void PutFloats(std::string& out, const std::vector<float>& v) {
   const uint64_t n = v.size();
   out.append(reinterpret_cast<const char*>(&n), sizeof n);
-  out.append(reinterpret_cast<const char*>(v.data()), n * sizeof(float));
+  if (n > 0) out.append(reinterpret_cast<const char*>(v.data()), n * sizeof(float));
 }
 
 bool GetFloats(const std::string& in, size_t& at, std::vector<float>& v) {
@@ -18,7 +18,7 @@ bool GetFloats(const std::string& in, size_t& at, std::vector<float>& v) {
   at += sizeof n;
   if (n > (in.size() - at) / sizeof(float)) return false;
   v.resize(n);
-  std::memcpy(v.data(), in.data() + at, n * sizeof(float));
+  if (n > 0) std::memcpy(v.data(), in.data() + at, n * sizeof(float));  // data() may be null when empty
   at += n * sizeof(float);
   return true;
 }
