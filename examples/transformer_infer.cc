@@ -23,6 +23,7 @@
 
 #include "common/sha256.h"
 #include "common/strings.h"
+#include "common/file_write.h"
 #include "examples/transformer/model.h"
 #include "examples/transformer/options.h"
 #include "partitioner/stage_split.h"

@@ -27,6 +27,7 @@
 
 
 #include "common/sha256.h"
+#include "common/file_write.h"
 #include "examples/transformer/model.h"
 #include "examples/transformer/options.h"
 #include "examples/transformer/train_state.h"

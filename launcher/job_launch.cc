@@ -10,6 +10,7 @@
 #include <iostream>
 #include <random>
 
+#include "common/file_write.h"
 #include "common/sha256.h"
 #include "launcher/control_server.h"
 #include "launcher/exit_codes.h"
@@ -58,22 +59,6 @@ LaunchOutcome Failed(const Status& s) {
   return out;
 }
 
-// Writes through a temporary next to `path`, so a reader never sees half a file.
-bool WriteFileAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!(f << text) || !f.flush()) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return false;
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) fs::remove(tmp, ec);
-  return !ec;
-}
 
 }  // namespace
 
@@ -254,8 +239,10 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, EngineSettings engine, co
                     (out.stop == StopReason::kNone || out.stop == StopReason::kStall);
 
   const std::string summary = o.summary_path;
-  if (!summary.empty() && !WriteFileAtomically(summary, SummaryJson(job, records, out.cause))) {
-    std::cerr << "gpulaunch: warning: cannot write the summary " << summary << "\n";
+  if (!summary.empty()) {
+    if (Status s = WriteFileAtomically(summary, SummaryJson(job, records, out.cause)); !s.ok()) {
+      std::cerr << "gpulaunch: warning: " << s.message() << "\n";
+    }
   }
   if (out.cause) std::cerr << RenderRootCause(*out.cause, summary.empty() ? "" : fs::absolute(summary).string());
   return out;

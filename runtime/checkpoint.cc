@@ -1,13 +1,13 @@
 #include "runtime/checkpoint.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <vector>
+
+#include "common/file_write.h"
 
 namespace fs = std::filesystem;
 
@@ -21,23 +21,6 @@ std::string RankFile(const std::string& dir, int step, int rank) {
   return StepDir(dir, step) + "/rank-" + std::to_string(rank) + ".bin";
 }
 
-Status WriteAtomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    f.flush();
-    if (!f) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return Internal("cannot write " + tmp + " (disk full or not writable?)");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return Internal("cannot rename " + tmp + " to " + path + ": " + ec.message());
-  return Status::Ok();
-}
 
 std::optional<std::string> ReadAll(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -70,12 +53,12 @@ Status Checkpointer::Save(int step, const std::string& state) {
     mine = Internal("cannot create " + StepDir(dir_, step) + ": " + ec.message());
   } else {
     const std::string header = std::string(kMagic) + " " + fingerprint_ + " " + std::to_string(step) + "\n";
-    mine = WriteAtomically(RankFile(dir_, step, world_.rank()), header + state);
+    mine = WriteFileAtomically(RankFile(dir_, step, world_.rank()), header + state);
   }
   // Only when every rank's file is there does `latest` move on.
   if (Status s = AllOk(world_, mine); !s.ok()) return s;
   if (world_.rank() != 0) return Status::Ok();
-  if (Status s = WriteAtomically(dir_ + "/latest", std::to_string(step) + "\n"); !s.ok()) return s;
+  if (Status s = WriteFileAtomically(dir_ + "/latest", std::to_string(step) + "\n"); !s.ok()) return s;
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
     // Only older steps: faster ranks may already be writing the next one.
     const std::string name = entry.path().filename();

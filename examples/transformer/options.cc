@@ -9,7 +9,6 @@
 
 #include "common/strings.h"
 
-#include <unistd.h>
 
 namespace gpulaunch::examples {
 
@@ -83,20 +82,5 @@ StatusOr<std::string> LayoutText(const JobOptions& o) {
   return std::string(env && *env ? env : "tp=1");
 }
 
-Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) {
-      std::remove(tmp.c_str());
-      return Unavailable("cannot write " + path);
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Unavailable("cannot rename " + tmp + " to " + path + ": " + ec.message());
-  return Status::Ok();
-}
 
 }  // namespace gpulaunch::examples

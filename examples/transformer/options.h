@@ -39,8 +39,4 @@ StatusOr<JobOptions> ParseJobOptions(int argc, char** argv, bool training, const
 // --gpus-per-stage, else gpulaunch's GPULAUNCH_LAYOUT, else one replica per rank.
 StatusOr<std::string> LayoutText(const JobOptions& options);
 
-// Writes `bytes` to `path` through a temporary name beside it, so a failed
-// run leaves no partial file.
-Status WriteFileAtomically(const std::string& path, const std::string& bytes);
-
 }  // namespace gpulaunch::examples
