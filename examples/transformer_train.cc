@@ -23,6 +23,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 
@@ -38,6 +39,7 @@
 #include "runtime/pipeline_executor.h"
 #include "runtime/process_groups.h"
 #include "runtime/tensor_parallel.h"
+#include "runtime/step_profiler.h"
 #include "runtime/superaccumulator.h"
 
 namespace {
@@ -261,6 +263,8 @@ int Run(int argc, char** argv) {
                    opt->crash_host.c_str(), step);
       raise(SIGKILL);
     }
+    // With gpulaunch --profile, one record per step (runtime/step_profiler.h).
+    rt::ProfiledStep profiled(step);
     // This replica's sequences of the step's global batch.
     std::vector<int32_t> tokens, targets;
     const int per_replica = batch / dp;
@@ -281,6 +285,7 @@ int Run(int argc, char** argv) {
     rt::PipelineRunOptions run_options;
     run_options.stall_report_ms = 30000;
     if (Status s = rt::RunPipeline(*schedule, pp_comm, stages, run_options); !s.ok()) return fail(s);
+    if (world.rank() == opt->slow_rank) std::this_thread::sleep_for(std::chrono::milliseconds(opt->slow_ms));
     // Gradients: the same bits for every layout; then the optimizer step.
     for (int s : my_stages) {
       std::vector<float> grad(stages.sums_.at(s).count());

@@ -76,6 +76,12 @@ std::optional<ControlMessage> ParseControlLine(const std::string& line) {
     m.signaled = how == "signal";
     return m;
   }
+  if (word == "metric") {
+    m.kind = ControlMessage::Kind::kMetric;
+    m.text = Rest(in);
+    if (m.text.empty() || m.text.size() > kMaxMetricBytes) return std::nullopt;
+    return m;
+  }
   if (word == "stacks") {
     long long bytes = -1;
     if (!(in >> bytes) || bytes < 0 || bytes > (1 << 20)) return std::nullopt;
@@ -102,6 +108,13 @@ std::string FormatControlLine(const ControlMessage& m) {
       return "exit " + r + (m.signaled ? " signal " : " code ") + std::to_string(m.value) + "\n";
     case ControlMessage::Kind::kStacks:
       return "stacks " + r + " " + std::to_string(m.payload_bytes) + "\n";
+    case ControlMessage::Kind::kMetric: {
+      if (m.text.size() > kMaxMetricBytes) return "";
+      std::string text = m.text;
+      for (char& c : text)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+      return "metric " + r + " " + text + "\n";
+    }
   }
   return "";
 }

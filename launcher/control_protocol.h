@@ -14,6 +14,8 @@
 //   tail <rank> <line>                 one of the last lines of its stderr
 //   exit <rank> code|signal <value>    the job process ended
 //   stacks <rank> <bytes>\n<bytes>     answer to a `stacks` request
+//   metric <rank> <json>               one profiled step (common/step_metrics.h),
+//                                      with --profile
 // gpulaunch -> shim
 //   stacks                             dump the job process's stacks
 //   signal 2|15|1|9                    send SIGINT, SIGTERM, SIGHUP or SIGKILL to
@@ -29,7 +31,7 @@
 namespace gpulaunch {
 
 struct ControlMessage {
-  enum class Kind { kCheckin, kRefuse, kBeat, kTail, kExit, kStacks };
+  enum class Kind { kCheckin, kRefuse, kBeat, kTail, kExit, kStacks, kMetric };
   Kind kind = Kind::kBeat;
   int rank = -1;
   int pid = -1;
@@ -39,7 +41,7 @@ struct ControlMessage {
   std::string slurm_step;   // "JOB.STEP", or empty
   bool signaled = false;    // exit: `value` is a signal number, else an exit code
   int value = 0;
-  std::string text;         // refuse: reason; tail: the line
+  std::string text;         // refuse: reason; tail: the line; metric: the JSON record
   size_t payload_bytes = 0; // stacks: how many raw bytes follow the line
 };
 
@@ -49,11 +51,14 @@ struct ControlMessage {
 inline constexpr int kVanishedPeerSeconds = 6;
 void DetectVanishedPeer(int fd);
 
+inline constexpr size_t kMaxMetricBytes = 16000;
+
 // Parses one line (without its newline); nullopt when it is not a message.
 std::optional<ControlMessage> ParseControlLine(const std::string& line);
 
 // The line for a message, newline included. Free text is made safe: control
-// characters become '?', and it is cut at 1,000 bytes.
+// characters become '?', and it is cut at 1,000 bytes (a metric record at
+// kMaxMetricBytes; a longer one is dropped whole, never cut).
 std::string FormatControlLine(const ControlMessage& m);
 
 }  // namespace gpulaunch

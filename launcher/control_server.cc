@@ -186,6 +186,18 @@ void ControlServer::HandleLine(Peer& peer, const std::string& line) {
       r.signaled = m->signaled;
       r.exit_value = m->value;
       break;
+    case ControlMessage::Kind::kMetric: {
+      r.last_beat = now;  // a finished step is progress
+      auto parsed = ParseStepMetricsJson(m->text, "rank " + std::to_string(m->rank) + " metrics");
+      // The connection speaks for its rank, whatever the record says.
+      if (!parsed.ok()) {
+        ++malformed_metrics_;
+      } else if (auto& steps = metrics_[m->rank]; steps.size() < kMaxStepsPerRank) {
+        parsed->rank = m->rank;
+        steps.push_back(std::move(parsed).value());
+      }
+      break;
+    }
     case ControlMessage::Kind::kStacks:
       r.stacks.clear();
       peer.payload_left = m->payload_bytes;
@@ -239,6 +251,17 @@ std::map<int, RankRecord> ControlServer::Records() {
   Sync();
   std::lock_guard<std::mutex> lock(mu_);
   return records_;
+}
+
+std::map<int, std::vector<StepMetrics>> ControlServer::Metrics() {
+  Sync();
+  std::lock_guard<std::mutex> lock(mu_);
+  return metrics_;
+}
+
+int ControlServer::MalformedMetrics() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return malformed_metrics_;
 }
 
 void ControlServer::CollectStacks(const std::set<int>& ranks, int timeout_ms) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/step_metrics.h"
 
 namespace gpulaunch {
 
@@ -65,6 +66,12 @@ class ControlServer {
   std::set<int> HashMismatches();
   // A copy of every rank's record, by rank.
   std::map<int, RankRecord> Records();
+  // The profiled steps each rank reported (--profile), by rank, in arrival
+  // order; records that do not parse are counted, not kept. At most
+  // kMaxStepsPerRank per rank (the newest are dropped beyond).
+  static constexpr size_t kMaxStepsPerRank = 200000;
+  std::map<int, std::vector<StepMetrics>> Metrics();
+  int MalformedMetrics();
 
   // Asks the shims of `ranks` for their job process's stacks and waits up to
   // `timeout_ms` for the answers (they land in the records).
@@ -107,6 +114,8 @@ class ControlServer {
   std::map<int, int> rank_fd_;  // for stack requests
   std::set<int> stacks_pending_;  // asked for stacks, answer not complete
   std::set<std::string> slurm_steps_;
+  std::map<int, std::vector<StepMetrics>> metrics_;
+  int malformed_metrics_ = 0;
 };
 
 }  // namespace gpulaunch

@@ -17,6 +17,7 @@
 #include "launcher/host_identity.h"
 #include "launcher/job_monitor.h"
 #include "launcher/process.h"
+#include "launcher/run_report.h"
 #include "launcher/slot_table.h"
 #include "launcher/slurm_job.h"
 
@@ -29,6 +30,8 @@ namespace {
 constexpr int kDefaultKillGraceS = 10;
 // How long the shims of stalled ranks get to send their stacks.
 constexpr int kStackWaitMs = 20000;
+// With --profile, how often the metrics files are refreshed while the job runs.
+constexpr auto kProfileRefresh = std::chrono::seconds(10);
 
 std::string NewJobId() {
   std::random_device rd;
@@ -106,13 +109,17 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, EngineSettings engine, co
                            std::to_string(encoded.size()) + " bytes, over the " + std::to_string(kMaxSlotTableBytes) +
                            "-byte environment limit; launch fewer ranks per job"));
   }
+  // --profile reaches the ranks as GPULAUNCH_PROFILE=1 (runtime/step_profiler.h);
+  // it is not part of the plan, so it leaves the plan hash alone.
+  LaunchPlan engine_plan = plan;
+  if (o.profile) engine_plan.env.push_back({"GPULAUNCH_PROFILE", std::string("1")});
   std::map<std::string, std::string> engine_env = {{kSlotTableEnv, encoded}};
-  for (const EnvAssignment& e : plan.env)
+  for (const EnvAssignment& e : engine_plan.env)
     if (e.value) engine_env[e.name] = *e.value;
   if (ctx.use_srun) engine_env["SLURM_HOSTFILE"] = slurm_hostfile;
 
   JobRunOptions run;
-  run.argv = ctx.use_srun ? BuildSrunArgv(plan, engine) : BuildMpirunArgv(plan, engine);
+  run.argv = ctx.use_srun ? BuildSrunArgv(engine_plan, engine) : BuildMpirunArgv(engine_plan, engine);
   run.env = EnvironmentWith(engine_env);
   run.tag = o.tag && !ctx.use_srun;  // srun labels lines itself (--label)
   run.host_of_rank = [&](int r) {
@@ -150,8 +157,32 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, EngineSettings engine, co
   // shims, SIGKILL a kill grace later, whatever the engine does meanwhile.
   std::optional<ControlClock::time_point> teardown_since;
   bool teardown_killed = false;
+  RunProfile profile;
+  profile.job_id = table.job_id;
+  profile.layout = ctx.layout;
+  profile.host_of_rank = job.planned_hosts;
+  auto write_profile = [&](bool final) {
+    profile.steps = control.Metrics();
+    const RunReport report = AnalyzeRun(profile);
+    if (Status s = WriteProfileFiles(o.profile_dir, profile, report); !s.ok()) {
+      if (final) std::cerr << "gpulaunch: warning: " << s.message() << "\n";
+    }
+    if (final) {
+      std::cerr << RenderRunReport(report);
+      std::cerr << "gpulaunch: metrics in " << fs::absolute(o.profile_dir).string()
+                << " (rank-<R>.jsonl, metrics.prom, run-report.json)\n";
+      if (const int bad = control.MalformedMetrics(); bad > 0) {
+        std::cerr << "gpulaunch: warning: " << bad << " metrics record(s) from ranks did not parse and were left out\n";
+      }
+    }
+  };
+  auto profile_written = ControlClock::now();
   run.watchdog = [&] {
     const auto now = ControlClock::now();
+    if (o.profile && now - profile_written >= kProfileRefresh) {
+      write_profile(false);
+      profile_written = now;
+    }
     verdict = WatchJob(monitor, control.Records(), job.started, now);
     if (verdict.failed_rank >= 0 && !teardown_since) {
       teardown_since = now;
@@ -191,6 +222,7 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, EngineSettings engine, co
   control.Stop();
   const std::map<int, RankRecord> records = control.Records();
   job.ended = ControlClock::now();
+  if (o.profile) write_profile(true);
 
   LaunchOutcome out;
   out.exit_code = JobExitCode(result.wait_status, checked_in > 0);

@@ -36,6 +36,8 @@ po::options_description Describe() {
     ("on-failure", po::value<std::string>(), "abort (default), or restart:N: relaunch a failed job up to N times, without the hosts that failed when spare slots exist (GPULAUNCH_RESTART_COUNT tells the job)")
     ("summary", po::value<std::string>(), "where to write the per-rank summary (default: gpulaunch-summary.json)")
     ("no-summary", "write no summary file")
+    ("profile", "measure every step of libgpurt jobs (compute, communication per group, bytes, pipeline bubble), print a run report at the end and write the metrics (JSON lines per rank, Prometheus text) to --profile-dir")
+    ("profile-dir", po::value<std::string>(), "where --profile writes rank-<R>.jsonl, metrics.prom and run-report.json (default: gpulaunch-profile)")
     ("help,h", "show this help")
     ("version,V", "show the version");
   // clang-format on
@@ -192,6 +194,12 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
     return InvalidArgument("--summary and --no-summary contradict each other; give one");
   }
   if (vm.count("summary")) o.summary_path = vm["summary"].as<std::string>();
+  o.profile = vm.count("profile") > 0;
+  if (vm.count("profile-dir")) {
+    if (!o.profile) return InvalidArgument("--profile-dir needs --profile (it says where the profile goes)");
+    o.profile_dir = vm["profile-dir"].as<std::string>();
+    if (o.profile_dir.empty()) return InvalidArgument("--profile-dir is empty: give a directory");
+  }
   if (vm.count("no-summary") || o.summary_path.empty()) o.summary_path.clear();
   if (vm.count("topology-file")) o.topology_files = vm["topology-file"].as<std::vector<std::string>>();
   if (vm.count("layout")) o.layout = vm["layout"].as<std::string>();

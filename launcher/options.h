@@ -34,6 +34,8 @@ struct LaunchOptions {
   int stall_timeout_s = 0;                // --stall-timeout; 0: not watched
   int max_restarts = 0;                   // --on-failure=restart:N; 0: abort
   std::string summary_path = "gpulaunch-summary.json";  // empty: --no-summary
+  bool profile = false;                   // --profile: runtime step metrics and a run report
+  std::string profile_dir = "gpulaunch-profile";  // --profile-dir: metrics files
   std::string launcher = "auto";          // auto (srun inside a Slurm allocation), mpirun, srun
   std::string layout;                     // "tp=2,pp=2[,dp=..][,order=...]"; empty: data parallel
   // --topology-file, repeatable: "FILE" for every host, or "HOST=FILE".

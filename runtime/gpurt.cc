@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "runtime/mpi_communicator.h"
+#include "runtime/step_profiler.h"
 
 namespace gpulaunch::rt {
 
@@ -53,7 +54,8 @@ StatusOr<std::unique_ptr<Runtime>> Init(int* argc, char*** argv, const InitOptio
                                 ": the ranks were not started by one gpulaunch; relaunch the whole job");
     }
   }
-  rt->world_ = std::move(world);
+  StepProfiler::ConfigureFromEnvironment(world->rank());
+  rt->world_ = ProfileCommunicator(std::move(world), "world");
   if (options.select_gpu) rt->gpu_ = SelectGpu(rt->env_.local_rank);
   return rt;
 }

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "runtime/heartbeat.h"
+#include "runtime/step_profiler.h"
 
 namespace gpulaunch::rt {
 namespace {
@@ -90,6 +91,10 @@ Status RunPipeline(const PipelineSchedule& s, Communicator& comm, PipelineStages
   std::map<std::pair<int, int>, std::vector<float>> inputs, grads_in, outputs, grads_out;
   std::deque<std::vector<char>> in_flight;
   const std::vector<float> none;
+  // Measured bubble: time blocked on a neighbour (receives, final flush).
+  StepProfiler disabled;
+  StepProfiler& profiler = s.ranks < 2 ? disabled : options.profiler ? *options.profiler : StepProfiler::Process();
+  const double theory = profiler.enabled() ? TheoreticalBubble(s) : 0;
   for (size_t i = 0; i < table.size(); ++i) {
     ReportProgress();  // the previous action completed
     const PipeAction& a = table[i];
@@ -138,7 +143,9 @@ Status RunPipeline(const PipelineSchedule& s, Communicator& comm, PipelineStages
         const int from_stage = gradient ? a.stage + 1 : a.stage - 1;
         const size_t floats = stages.ActivationFloats(gradient ? a.stage + 1 : a.stage);
         std::vector<char> msg(sizeof(int32_t) + floats * sizeof(float));
+        const double wait_from = profiler.enabled() ? profiler.Now() : 0;
         GL_RETURN_IF_ERROR(comm.Recv(s.RankOfStage(from_stage), TagOf(s, gradient, a.stage), msg.data(), msg.size()));
+        if (profiler.enabled()) profiler.AddBubble(profiler.Now() - wait_from, theory);
         int32_t mb = -1;
         std::memcpy(&mb, msg.data(), sizeof mb);
         if (mb != a.microbatch) {
@@ -154,7 +161,10 @@ Status RunPipeline(const PipelineSchedule& s, Communicator& comm, PipelineStages
     position = static_cast<int>(i) + 1;
     watch.Progress();
   }
-  return comm.FlushSends();
+  const double flush_from = profiler.enabled() ? profiler.Now() : 0;
+  Status flushed = comm.FlushSends();
+  if (profiler.enabled()) profiler.AddBubble(profiler.Now() - flush_from, theory);
+  return flushed;
 }
 
 }  // namespace gpulaunch::rt

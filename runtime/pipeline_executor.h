@@ -20,6 +20,8 @@
 
 namespace gpulaunch::rt {
 
+class StepProfiler;  // runtime/step_profiler.h
+
 class PipelineStages {
  public:
   virtual ~PipelineStages() = default;
@@ -41,6 +43,9 @@ struct PipelineRunOptions {
   int stall_report_ms = 0;  // 0: no stall reports
   // Where stall reports go (default: stderr, one line each).
   std::function<void(const std::string&)> report;
+  // Where the measured bubble is counted (default: the process's profiler,
+  // runtime/step_profiler.h); nothing is measured while it is disabled.
+  StepProfiler* profiler = nullptr;
 };
 
 // Checks the schedule (CheckSchedule), then runs this rank's table.

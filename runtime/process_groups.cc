@@ -3,6 +3,7 @@
 #include <set>
 
 #include "common/strings.h"
+#include "runtime/step_profiler.h"
 
 namespace gpulaunch::rt {
 
@@ -20,6 +21,9 @@ StatusOr<ProcessGroups> CreateGroups(Communicator& world, const ParallelLayout& 
     auto c = coords;
     c[axis] = 0;
     GL_ASSIGN_OR_RETURN(pg.group[axis], world.Split(layout.RankOf(c), coords[axis]));
+    // With --profile, each group's traffic is counted under its axis' name
+    // (a group of one rank never communicates).
+    if (pg.group[axis]->size() > 1) pg.group[axis] = ProfileCommunicator(std::move(pg.group[axis]), AxisName(axis));
   }
   if (host_of_rank.size() == static_cast<size_t>(world.size())) {
     std::set<std::string> hosts;

@@ -28,7 +28,8 @@ struct ProcessGroups {
   std::vector<std::string> warnings;  // e.g. a TP group spanning hosts
 };
 
-// Collective over `world`. `host_of_rank` (optional, world-sized) lets it warn
+// Collective over `world`. With profiling on (runtime/step_profiler.h) each
+// group's communication is counted under "tp", "pp" or "dp". `host_of_rank` (optional, world-sized) lets it warn
 // when a tensor-parallel group spans hosts.
 StatusOr<ProcessGroups> CreateGroups(Communicator& world, const ParallelLayout& layout,
                                      const std::vector<std::string>& host_of_rank = {});

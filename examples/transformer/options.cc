@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "common/strings.h"
@@ -54,6 +55,18 @@ StatusOr<JobOptions> ParseJobOptions(int argc, char** argv, bool training, const
   o.model.seed = static_cast<uint64_t>(seed);
   for (auto [name, field] : texts) {
     if (kv.count(name)) *field = kv[name], kv.erase(name);
+  }
+  if (training && kv.count("slow-rank")) {
+    const std::string v = kv["slow-rank"];
+    const size_t colon = v.find(':');
+    const auto rank = colon == std::string::npos ? std::nullopt : ParseInt(v.substr(0, colon));
+    const auto ms = colon == std::string::npos ? std::nullopt : ParseInt(v.substr(colon + 1));
+    if (!rank || !ms || *rank < 0 || *rank > (1 << 20) || *ms < 1 || *ms > 60000) {
+      return InvalidArgument("--slow-rank '" + v + "': give RANK:MILLISECONDS, e.g. 2:50 (1 to 60000 ms)");
+    }
+    o.slow_rank = static_cast<int>(*rank);
+    o.slow_ms = static_cast<int>(*ms);
+    kv.erase("slow-rank");
   }
   if (training && kv.count("lr")) {
     char* end = nullptr;

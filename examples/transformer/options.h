@@ -28,6 +28,11 @@ struct JobOptions {
   // (SIGKILL) when step --crash-at-step begins.
   std::string crash_host;
   int crash_at_step = 0;
+  // A planted straggler for tests of the run report (--slow-rank R:MS): rank
+  // R computes MS milliseconds longer in every step (it sleeps before its
+  // gradient reduction), so the others wait for it there.
+  int slow_rank = -1;
+  int slow_ms = 0;
 };
 
 // Parses "--flag value" pairs; training-only flags are refused by the

@@ -85,7 +85,7 @@ void WriteAll(int fd, const char* data, size_t n) {
 // `parent_ends` are the shim's ends of the pipes: closed here, or the go
 // pipe would never reach end-of-file.
 [[noreturn]] void BecomeJob(char** argv, int rank, pid_t shim, bool own_group, int go_fd, int err_fd, int beat_fd,
-                            std::initializer_list<int> parent_ends) {
+                            int metrics_fd, std::initializer_list<int> parent_ends) {
   for (int fd : parent_ends) close(fd);
   if (own_group) setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -98,6 +98,8 @@ void WriteAll(int fd, const char* data, size_t n) {
   dup2(err_fd, STDERR_FILENO);
   const int beat = fcntl(beat_fd, F_DUPFD, 3);  // a copy without FD_CLOEXEC
   if (beat >= 0) setenv("GPULAUNCH_HEARTBEAT_FD", std::to_string(beat).c_str(), 1);
+  const int metrics = metrics_fd >= 0 ? fcntl(metrics_fd, F_DUPFD, 3) : -1;
+  if (metrics >= 0) setenv("GPULAUNCH_METRICS_FD", std::to_string(metrics).c_str(), 1);
   char c;
   while (read(go_fd, &c, 1) < 0 && errno == EINTR) {
   }
@@ -109,8 +111,54 @@ void WriteAll(int fd, const char* data, size_t n) {
 
 }  // namespace
 
+// Splits the metrics pipe into lines (one JSON record each) and forwards
+// them to gpulaunch; an over-long line is dropped whole.
+class MetricsForwarder {
+ public:
+  MetricsForwarder(int rank, ControlClient* control) : rank_(rank), control_(control) {}
+  void Feed(const char* data, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      if (data[i] != '\n') {
+        if (partial_.size() <= kMaxMetricBytes) partial_ += data[i];
+        continue;
+      }
+      if (control_ && control_->connected() && !partial_.empty() && partial_.size() <= kMaxMetricBytes) {
+        ControlMessage m;
+        m.kind = ControlMessage::Kind::kMetric;
+        m.rank = rank_;
+        m.text = partial_;
+        control_->Send(m);
+      }
+      partial_.clear();
+    }
+  }
+  // Reads what the pipe holds now; false at end-of-file or error.
+  bool Drain(int fd) {
+    char buf[16384];
+    for (;;) {
+      const ssize_t n = read(fd, buf, sizeof buf);
+      if (n > 0) {
+        Feed(buf, static_cast<size_t>(n));
+        continue;
+      }
+      return n < 0 && (errno == EAGAIN || errno == EINTR);
+    }
+  }
+
+ private:
+  int rank_;
+  ControlClient* control_;
+  std::string partial_;
+};
+
 int SuperviseRank(char** argv, const SuperviseOptions& o) {
-  int go[2], err[2], beat[2];
+  int go[2], err[2], beat[2], metrics[2] = {-1, -1};
+  // With --profile, runtime step metrics come through their own pipe
+  // (GPULAUNCH_METRICS_FD): blocking for the rank, so no record is lost.
+  const char* profile = std::getenv("GPULAUNCH_PROFILE");
+  if (profile && std::string(profile) == "1" && pipe2(metrics, O_CLOEXEC) == 0) {
+    fcntl(metrics[0], F_SETFL, fcntl(metrics[0], F_GETFL) | O_NONBLOCK);
+  }
   if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(go, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
       pipe2(beat, O_CLOEXEC | O_NONBLOCK) != 0) {
     std::fprintf(stderr, "gpulaunch-shim: rank %d: cannot create pipes: %s\n", o.rank, std::strerror(errno));
@@ -125,12 +173,13 @@ int SuperviseRank(char** argv, const SuperviseOptions& o) {
   const pid_t shim = getpid();
   const pid_t child = fork();
   if (child == 0) {
-    BecomeJob(argv, o.rank, shim, o.forward_signals, go[0], err[1], beat[1],
-              {go[1], err[0], beat[0], g_signal_pipe[0], g_signal_pipe[1]});
+    BecomeJob(argv, o.rank, shim, o.forward_signals, go[0], err[1], beat[1], metrics[1],
+              {go[1], err[0], beat[0], metrics[0], g_signal_pipe[0], g_signal_pipe[1]});
   }
   close(go[0]);
   close(err[1]);
   close(beat[1]);
+  if (metrics[1] >= 0) close(metrics[1]);
   if (child < 0) {
     std::fprintf(stderr, "gpulaunch-shim: rank %d: cannot fork: %s\n", o.rank, std::strerror(errno));
     return 125 << 8;
@@ -139,8 +188,9 @@ int SuperviseRank(char** argv, const SuperviseOptions& o) {
   close(go[1]);  // the child execs now
 
   ControlClient* control = o.control && o.control->connected() ? o.control : nullptr;
-  pollfd fds[4] = {{g_signal_pipe[0], POLLIN, 0}, {err[0], POLLIN, 0}, {beat[0], POLLIN, 0},
-                   {control ? control->fd() : -1, POLLIN, 0}};
+  pollfd fds[5] = {{g_signal_pipe[0], POLLIN, 0}, {err[0], POLLIN, 0}, {beat[0], POLLIN, 0},
+                   {control ? control->fd() : -1, POLLIN, 0}, {metrics[0], POLLIN, 0}};
+  MetricsForwarder forwarder(o.rank, control);
   TailKeeper tail;
   bool exited = false, beat_pending = false;
   int status = 0;
@@ -153,7 +203,7 @@ int SuperviseRank(char** argv, const SuperviseOptions& o) {
     }
     if (orphan_kill_at != Clock::time_point{}) timeout = timeout < 0 ? 200 : std::min(timeout, 200);
     if (exited) timeout = 50;
-    poll(fds, 4, timeout);
+    poll(fds, 5, timeout);
     if (fds[0].revents & POLLIN) {
       unsigned char sig;
       while (read(g_signal_pipe[0], &sig, 1) == 1) {
@@ -176,6 +226,10 @@ int SuperviseRank(char** argv, const SuperviseOptions& o) {
       while (read(fds[2].fd, buf, sizeof buf) > 0) {
       }
       beat_pending = true;
+    }
+    if (fds[4].fd >= 0 && (fds[4].revents & (POLLIN | POLLHUP | POLLERR)) && !forwarder.Drain(fds[4].fd)) {
+      close(fds[4].fd);
+      fds[4].fd = -1;
     }
     if (beat_pending && control && Clock::now() - beat_sent >= kBeatInterval) {
       ControlMessage m;
@@ -226,6 +280,10 @@ int SuperviseRank(char** argv, const SuperviseOptions& o) {
   }
   if (fds[1].fd >= 0) close(fds[1].fd);
   close(beat[0]);
+  if (fds[4].fd >= 0) {  // the last steps' records, written just before the exit
+    forwarder.Drain(fds[4].fd);
+    close(fds[4].fd);
+  }
   if (control) {
     ControlMessage m;
     m.rank = o.rank;

@@ -22,6 +22,10 @@
 // - GPULAUNCH_HEARTBEAT_FD in the child's environment is a non-blocking pipe:
 //   each byte written there is progress (runtime/heartbeat.h); the shim
 //   passes it on at most once per second.
+// - With GPULAUNCH_PROFILE=1, GPULAUNCH_METRICS_FD is a blocking pipe: every
+//   line written there (a step record, common/step_metrics.h) goes to
+//   gpulaunch whole, as a `metric` message; what is left in the pipe when the
+//   child exits is sent before the exit report.
 #pragma once
 
 #include <functional>

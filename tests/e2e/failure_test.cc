@@ -18,22 +18,8 @@ namespace fs = std::filesystem;
 namespace gpulaunch {
 namespace {
 
-// A private directory, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& what)
-      : path(fs::temp_directory_path() / ("gl-e2e-" + what + "-" + std::to_string(getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
-
 Json ReadSummary(const std::string& path) {
-  std::ifstream f(path);
-  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  auto json = ParseJson(text, path);
+  auto json = ParseJson(ReadText(path), path);
   EXPECT_TRUE(json.ok()) << path << ": " << (json.ok() ? "" : json.status().message());
   return json.ok() ? *json : Json();
 }

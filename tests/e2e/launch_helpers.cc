@@ -65,4 +65,20 @@ int WaitForFiles(const std::string& dir, const std::string& prefix, int n, int t
   return FilesPresent(dir, prefix, n);
 }
 
+TempDir::TempDir(const std::string& what)
+    : path(std::filesystem::temp_directory_path() / ("gl-e2e-" + what + "-" + std::to_string(getpid()))) {
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream f(path);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
 }  // namespace gpulaunch

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -29,5 +30,16 @@ int FilesPresent(const std::string& dir, const std::string& prefix, int n);
 
 // Waits up to `timeout_ms` until all n files exist; returns how many do.
 int WaitForFiles(const std::string& dir, const std::string& prefix, int n, int timeout_ms);
+
+// A private directory under /tmp, removed at the end of the test.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& what);
+  ~TempDir();
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+// The whole file, empty when it cannot be read.
+std::string ReadText(const std::string& path);
 
 }  // namespace gpulaunch

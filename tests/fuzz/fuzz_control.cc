@@ -1,8 +1,10 @@
 // libFuzzer: what crosses process boundaries into gpulaunch and its shim: the
-// control protocol's lines and the slot table (GPULAUNCH_SLOT_TABLE).
+// control protocol's lines, the runtime's step metrics records and the slot
+// table (GPULAUNCH_SLOT_TABLE).
 #include <cstdint>
 #include <string>
 
+#include "common/step_metrics.h"
 #include "launcher/control_protocol.h"
 #include "launcher/slot_table.h"
 
@@ -13,6 +15,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string line = gpulaunch::FormatControlLine(*m);
     auto back = gpulaunch::ParseControlLine(line.substr(0, line.size() - 1));
     if (!back || back->kind != m->kind || back->rank != m->rank) __builtin_trap();
+  }
+  if (auto m = gpulaunch::ParseStepMetricsJson(text, "fuzz"); m.ok()) {
+    // An accepted record writes back to one line that reads back.
+    const std::string line = gpulaunch::StepMetricsJson(*m);
+    if (line.find('\n') != std::string::npos || !gpulaunch::ParseStepMetricsJson(line, "again").ok()) __builtin_trap();
   }
   (void)gpulaunch::DecodeSlotTable(text);
   return 0;

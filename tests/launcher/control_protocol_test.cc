@@ -61,6 +61,25 @@ TEST(ControlProtocol, FreeTextKeepsSpacesAndLosesControlCharacters) {
   EXPECT_EQ(FormatControlLine(tail).size(), std::string("tail 0 ").size() + 1000 + 1);
 }
 
+TEST(ControlProtocol, MetricRecordsTravelWholeOrNotAtAll) {
+  ControlMessage metric;
+  metric.kind = Kind::kMetric;
+  metric.rank = 2;
+  metric.text = R"({"rank":2,"step":0,"step_s":1,"compute_s":1,"groups":[]})";
+  const std::string line = FormatControlLine(metric);
+  auto back = ParseControlLine(line.substr(0, line.size() - 1));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->kind, Kind::kMetric);
+  EXPECT_EQ(back->text, metric.text);
+  // Longer than a free-text field, still whole; over the limit, dropped.
+  metric.text = std::string(kMaxMetricBytes, 'x');
+  EXPECT_EQ(FormatControlLine(metric).size(), std::string("metric 2 ").size() + kMaxMetricBytes + 1);
+  metric.text += "x";
+  EXPECT_EQ(FormatControlLine(metric), "");
+  EXPECT_FALSE(ParseControlLine("metric 2 " + metric.text));
+  EXPECT_FALSE(ParseControlLine("metric 2"));
+}
+
 TEST(ControlProtocol, MalformedLinesAreNotMessages) {
   for (const char* bad : {"", "checkin", "checkin x 1 1 h hash -", "checkin 1 0 4 h hash -", "checkin 1 5 0 h hash -",
                           "checkin -1 5 4 h hash -", "exit 1 maybe 3", "exit 1 code", "stacks 1 -4",

@@ -75,6 +75,33 @@ TEST(ControlServer, RecordsCheckInsTailsExitsAndLostRanks) {
   server.Stop();
 }
 
+TEST(ControlServer, KeepsEachRanksMetricsAndCountsMalformedOnes) {
+  ControlServer server;
+  ASSERT_TRUE(server.Start("127.0.0.1", "H").ok());
+  ControlClient a;
+  ASSERT_TRUE(a.Connect("127.0.0.1:" + std::to_string(server.port())));
+  ControlMessage m;
+  m.kind = Kind::kMetric;
+  m.rank = 0;
+  m.text = R"({"rank":0,"step":0,"step_s":1,"compute_s":1})";
+  ASSERT_TRUE(a.Send(m));  // before the check-in: not this connection's rank yet
+  ASSERT_TRUE(a.Send(Checkin(0, 999993, "H")));
+  // The record claims rank 7; the connection speaks for rank 0.
+  m.text = R"({"rank":7,"step":0,"step_s":0.5,"compute_s":0.25,"groups":[{"group":"dp","comm_s":0.25,"bytes":8}]})";
+  ASSERT_TRUE(a.Send(m));
+  m.text = R"({"rank":0,"step":1})";
+  ASSERT_TRUE(a.Send(m));
+  const auto metrics = server.Metrics();
+  ASSERT_EQ(metrics.size(), 1u);
+  ASSERT_EQ(metrics.at(0).size(), 1u);
+  EXPECT_EQ(metrics.at(0)[0].rank, 0);
+  EXPECT_DOUBLE_EQ(metrics.at(0)[0].step_s, 0.5);
+  EXPECT_EQ(metrics.at(0)[0].groups.at(0).bytes, 8u);
+  EXPECT_EQ(server.MalformedMetrics(), 1);
+  EXPECT_NE(server.Records().at(0).last_beat, ControlClock::time_point{});  // a step is progress
+  server.Stop();
+}
+
 TEST(ControlServer, StackRequestsReachTheShimAndTheAnswerIsRecorded) {
   ControlServer server;
   ASSERT_TRUE(server.Start("127.0.0.1", "H").ok());
