@@ -33,7 +33,7 @@ std::vector<std::string> HealthProblems(const HostTopology& host, const HealthEx
   return problems;
 }
 
-int RunCheckCommand(const std::vector<std::string>& args) {
+int RunSlurmHealthCheck(const std::vector<std::string>& args) {
   bool slurm_health = false;
   std::string node;
   std::optional<int> expect_gpus;

@@ -25,6 +25,7 @@ std::vector<std::string> HealthProblems(const HostTopology& host, const HealthEx
 // GPUs in a Slurm Gres string ("gpu:4", "gpu:a100:8(S:0-1)", "gpu:2,nic:1"), or nullopt.
 std::optional<int> GpusInGres(const std::string& gres);
 
-int RunCheckCommand(const std::vector<std::string>& args);
+// `gpulaunch check --slurm-health ...` (check_command.cc dispatches here).
+int RunSlurmHealthCheck(const std::vector<std::string>& args);
 
 }  // namespace gpulaunch

@@ -15,6 +15,7 @@
 #include "launcher/host_resolution.h"
 #include "launcher/job_launch.h"
 #include "launcher/nodes_command.h"
+#include "launcher/check_command.h"
 #include "launcher/slurm_job.h"
 #include "launcher/options.h"
 #include "launcher/plan.h"

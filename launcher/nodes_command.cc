@@ -1,18 +1,13 @@
 #include "launcher/nodes_command.h"
 
-#include <unistd.h>
-
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <thread>
 
-#include "common/env.h"
-#include "common/host_spec.h"
 #include "common/strings.h"
 #include "launcher/discovery/hwloc_source.h"
 #include "launcher/exit_codes.h"
+#include "launcher/host_command.h"
 #include "launcher/host_identity.h"
 #include "launcher/node_table.h"
 #include "launcher/options.h"
@@ -36,28 +31,9 @@ NodeRow AskHost(const std::string& host, const NodesOptions& o, const std::strin
     auto t = DiscoverLocalHost();
     return t.ok() ? RowFromTopology(host, *t, std::chrono::system_clock::now()) : DownRow(host, t.status().message());
   }
-  std::vector<std::string> argv;
-  if (use_srun) {
-    argv = {"srun", "-N", "1", "-n", "1", "--overcommit", "-w", host, probe};
-  } else {
-    argv = {"mpirun", "-n", "1", "--host", host + ":1"};
-    if (o.allow_run_as_root) argv.push_back("--allow-run-as-root");
-    argv.push_back(probe);
-  }
-  const CapturedRun run = RunCaptured(argv, EnvironmentWith({}), o.budget_s * 1000);
+  const CapturedRun run = RunOnHost(host, {probe}, use_srun, o.allow_run_as_root, o.budget_s * 1000);
   if (run.timed_out) return DownRow(host, "no answer within --budget " + std::to_string(o.budget_s) + " s");
-  if (run.wait_status != 0) {
-    // The engine's own words, first line that says something.
-    std::string why = "the engine could not reach it";
-    for (const std::string& line : Split(run.err, '\n')) {
-      const std::string t(Trim(line));
-      if (!t.empty() && t.find_first_not_of('-') != std::string::npos) {
-        why = argv[0] + ": " + t.substr(0, 160);
-        break;
-      }
-    }
-    return DownRow(host, why);
-  }
+  if (run.wait_status != 0) return DownRow(host, EngineFailureReason(run, use_srun ? "srun" : "mpirun"));
   auto t = LoadHwlocXmlText(run.out, "topology of " + host);
   return t.ok() ? RowFromTopology(host, *t, std::chrono::system_clock::now()) : DownRow(host, t.status().message());
 }
@@ -90,33 +66,14 @@ int RunNodesCommand(const std::vector<std::string>& args) {
     std::cout << kHelp;
     return kExitOk;
   }
-  std::vector<HostSpec> specs;
-  for (const std::string& arg : o.host_args) {
-    auto more = ParseHostArgument(arg);
-    if (!more.ok()) {
-      std::cerr << "gpulaunch: nodes: " << more.status().message() << "\n";
-      return kExitUsage;
-    }
-    specs.insert(specs.end(), more->begin(), more->end());
+  auto target = ResolveCommandHosts(o.host_args, o.hostfile, "nodes");
+  if (!target.ok()) {
+    std::cerr << "gpulaunch: " << target.status().message() << "\n";
+    return kExitUsage;
   }
-  if (o.hostfile) {
-    auto read = ReadHostfile(*o.hostfile);
-    if (!read.ok()) {
-      std::cerr << "gpulaunch: nodes: " << read.status().message() << "\n";
-      return kExitUsage;
-    }
-    specs = std::move(read).value();
-  }
-  const bool in_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
-  if (specs.empty() && in_allocation) {
-    auto alloc = HostsFromSlurmAllocation(ProcessEnv());
-    if (alloc.ok()) specs = std::move(alloc).value();
-  }
-  if (specs.empty()) specs.push_back(HostSpec{LocalHostname(), std::nullopt, std::nullopt});
-  std::vector<std::string> hosts;
-  for (const HostSpec& h : specs) hosts.push_back(h.name);
-  const std::string probe = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gpulaunch-probe").string();
-  const bool use_srun = in_allocation && o.host_args.empty() && !o.hostfile;
+  const std::vector<std::string>& hosts = target->hosts;
+  const std::string probe = SiblingBinary("gpulaunch-probe");
+  const bool use_srun = target->use_srun;
 
   for (;;) {
     const std::vector<NodeRow> rows = Gather(hosts, o, probe, use_srun);

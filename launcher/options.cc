@@ -233,7 +233,7 @@ std::string HelpText() {
          "  gpulaunch --hostfile hosts -x NCCL_DEBUG=INFO ./job\n"
          "  gpulaunch -n 8 --dry-run --topology-file dgx.xml ./job   show the plan only\n"
          "  gpulaunch -n 8 --on-failure=restart:2 --stall-timeout 300 ./train\n\n"
-         "Other commands: gpulaunch plan | submit | slurm-config | check --slurm-health | nodes\n"
+         "Other commands: gpulaunch plan | submit | slurm-config | check --storage PATH | check --slurm-health | nodes\n"
          "(each with --help).\n\n"
          "After a failure the root cause is printed, and every rank's end is in\n"
          "gpulaunch-summary.json (--summary FILE, --no-summary).\n\n"

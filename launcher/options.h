@@ -115,4 +115,18 @@ struct NodesOptions {
 };
 StatusOr<NodesOptions> ParseNodesCommandLine(const std::vector<std::string>& args);
 
+// `gpulaunch check`: cluster checks over a host list, hostfile or Slurm
+// allocation (check_command.h). Today: --storage.
+struct CheckOptions {
+  std::vector<std::string> host_args;
+  std::optional<std::string> hostfile;
+  std::optional<std::string> storage;  // --storage PATH
+  int size_mib = 16;                   // --size: MiB each host writes and reads
+  std::string format = "table";
+  int budget_s = 60;                   // --budget: per host and phase
+  bool allow_run_as_root = false;
+  bool help = false;
+};
+StatusOr<CheckOptions> ParseCheckCommandLine(const std::vector<std::string>& args);
+
 }  // namespace gpulaunch

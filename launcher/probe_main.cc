@@ -2,14 +2,22 @@
 // the network devices UCX accepts as an XML comment. gpulaunch
 // runs it on remote hosts through the engine (one rank per host) to learn
 // their cores, NUMA nodes, GPUs and NICs before placing ranks.
+//
+// `gpulaunch-probe storage ...` is the per-host half of `gpulaunch check
+// --storage` (launcher/storage_probe.h).
 #include <cstdio>
 
 #include <string>
+#include <vector>
 
 #include "launcher/discovery/hwloc_source.h"
 #include "launcher/discovery/ucx_devices.h"
+#include "launcher/storage_probe.h"
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "storage") {
+    return gpulaunch::RunStorageProbe(std::vector<std::string>(argv + 2, argv + argc));
+  }
   auto xml = gpulaunch::ExportLocalHwlocXml();
   if (!xml.ok()) {
     std::fprintf(stderr, "gpulaunch-probe: %s\n", xml.status().message().c_str());

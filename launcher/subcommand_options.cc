@@ -6,6 +6,58 @@
 #include "common/strings.h"
 
 namespace gpulaunch {
+namespace {
+
+// The value after args[i] (i moves onto it).
+StatusOr<std::string> TakeValue(const std::string& command, const std::vector<std::string>& args, size_t& i) {
+  if (i + 1 >= args.size()) return InvalidArgument(command + ": " + args[i] + " needs a value");
+  return args[++i];
+}
+
+StatusOr<int> TakeNumber(const std::string& command, const std::vector<std::string>& args, size_t& i, int lo, int hi,
+                         const char* unit) {
+  const std::string flag = args[i];
+  GL_ASSIGN_OR_RETURN(std::string v, TakeValue(command, args, i));
+  const auto n = ParseInt(v);
+  if (!n || *n < lo || *n > hi) {
+    return InvalidArgument(command + ": " + flag + " " + v + ": give " + unit + " from " + std::to_string(lo) + " to " +
+                           std::to_string(hi));
+  }
+  return static_cast<int>(*n);
+}
+
+// What every per-host command (nodes, check) accepts: -H/--host,
+// --hostfile/--machinefile, --format table|json, --allow-run-as-root.
+// False when args[i] is none of them.
+struct HostFlags {
+  std::vector<std::string>* host_args;
+  std::optional<std::string>* hostfile;
+  std::string* format;
+  bool* allow_run_as_root;
+};
+StatusOr<bool> TakeHostFlag(const std::string& command, const std::vector<std::string>& args, size_t& i,
+                            const HostFlags& out) {
+  const std::string& a = args[i];
+  if (a == "-H" || a == "--host") {
+    GL_ASSIGN_OR_RETURN(std::string v, TakeValue(command, args, i));
+    out.host_args->push_back(v);
+  } else if (a == "--hostfile" || a == "--machinefile") {
+    GL_ASSIGN_OR_RETURN(std::string v, TakeValue(command, args, i));
+    *out.hostfile = v;
+  } else if (a == "--format") {
+    GL_ASSIGN_OR_RETURN(*out.format, TakeValue(command, args, i));
+    if (*out.format != "table" && *out.format != "json") {
+      return InvalidArgument(command + ": --format " + *out.format + ": choose table or json");
+    }
+  } else if (a == "--allow-run-as-root") {
+    *out.allow_run_as_root = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 StatusOr<SubmitOptions> ParseSubmitCommandLine(const std::vector<std::string>& args) {
   SubmitOptions o;
@@ -49,45 +101,51 @@ StatusOr<SubmitOptions> ParseSubmitCommandLine(const std::vector<std::string>& a
 
 StatusOr<NodesOptions> ParseNodesCommandLine(const std::vector<std::string>& args) {
   NodesOptions o;
+  const HostFlags host_flags{&o.host_args, &o.hostfile, &o.format, &o.allow_run_as_root};
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    auto value = [&]() -> StatusOr<std::string> {
-      if (i + 1 >= args.size()) return InvalidArgument("nodes: " + a + " needs a value");
-      return args[++i];
-    };
-    auto seconds = [&](int lo, int* out) -> Status {
-      GL_ASSIGN_OR_RETURN(std::string v, value());
-      const auto n = ParseInt(v);
-      if (!n || *n < lo || *n > 86400) {
-        return InvalidArgument("nodes: " + a + " " + v + ": give seconds from " + std::to_string(lo) + " to 86400");
-      }
-      *out = static_cast<int>(*n);
-      return Status::Ok();
-    };
+    GL_ASSIGN_OR_RETURN(bool taken, TakeHostFlag("nodes", args, i, host_flags));
+    if (taken) continue;
     if (a == "-h" || a == "--help") {
       o.help = true;
-    } else if (a == "-H" || a == "--host") {
-      GL_ASSIGN_OR_RETURN(std::string v, value());
-      o.host_args.push_back(v);
-    } else if (a == "--hostfile" || a == "--machinefile") {
-      GL_ASSIGN_OR_RETURN(std::string v, value());
-      o.hostfile = v;
-    } else if (a == "--format") {
-      GL_ASSIGN_OR_RETURN(o.format, value());
-      if (o.format != "table" && o.format != "json") {
-        return InvalidArgument("nodes: --format " + o.format + ": choose table or json");
-      }
     } else if (a == "--budget") {
-      GL_RETURN_IF_ERROR(seconds(1, &o.budget_s));
+      GL_ASSIGN_OR_RETURN(o.budget_s, TakeNumber("nodes", args, i, 1, 86400, "seconds"));
     } else if (a == "--watch") {
-      GL_RETURN_IF_ERROR(seconds(1, &o.watch_s));
-    } else if (a == "--allow-run-as-root") {
-      o.allow_run_as_root = true;
+      GL_ASSIGN_OR_RETURN(o.watch_s, TakeNumber("nodes", args, i, 1, 86400, "seconds"));
     } else {
       return InvalidArgument("nodes: unknown option '" + a + "'; see 'gpulaunch nodes --help'");
     }
   }
   if (!o.host_args.empty() && o.hostfile) return InvalidArgument("nodes: give either --host or --hostfile, not both");
+  return o;
+}
+
+StatusOr<CheckOptions> ParseCheckCommandLine(const std::vector<std::string>& args) {
+  CheckOptions o;
+  const HostFlags host_flags{&o.host_args, &o.hostfile, &o.format, &o.allow_run_as_root};
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    GL_ASSIGN_OR_RETURN(bool taken, TakeHostFlag("check", args, i, host_flags));
+    if (taken) continue;
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+    } else if (a == "--storage") {
+      GL_ASSIGN_OR_RETURN(std::string v, TakeValue("check", args, i));
+      if (v.empty()) return InvalidArgument("check: --storage needs a directory");
+      o.storage = v;
+    } else if (a == "--size") {
+      GL_ASSIGN_OR_RETURN(o.size_mib, TakeNumber("check", args, i, 1, 65536, "MiB"));
+    } else if (a == "--budget") {
+      GL_ASSIGN_OR_RETURN(o.budget_s, TakeNumber("check", args, i, 1, 86400, "seconds"));
+    } else {
+      return InvalidArgument("check: unknown option '" + a + "'; see 'gpulaunch check --help'");
+    }
+  }
+  if (!o.host_args.empty() && o.hostfile) return InvalidArgument("check: give either --host or --hostfile, not both");
+  if (!o.help && !o.storage) {
+    return InvalidArgument("check: say what to check: --storage PATH (the pre-flight checks of hosts, clocks, "
+                           "versions, links and GPUs are not built yet)");
+  }
   return o;
 }
 

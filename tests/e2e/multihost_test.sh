@@ -224,6 +224,27 @@ check "nodes with node4 frozen: exit 1 within the budget + 2 s (took ${took} s)"
 check "... node4 down with the reason" "$(grep -cE '^node4 +down .*no answer within --budget 3 s' "$WORK/nodes.txt")" 1
 check "... node1-3 online with their cores" "$(grep -cE '^node[1-3] +online +0 +- +- +[1-9]' "$WORK/nodes.txt")" 3
 
+# 5g. gpulaunch check --storage: a directory every host shares passes on all 4;
+#     with a tmpfs mounted over it in node3's mount namespace only (node3's
+#     sshd, and so everything mpirun starts there, runs in its own), node3
+#     sees another directory: it is named, and the others pass.
+mkdir -p "$WORK/shared"
+on_node1 "$BIN/gpulaunch" check --allow-run-as-root --hostfile "$WORK/hosts" --storage "$WORK/shared" --size 4 \
+  > "$WORK/storage.txt" 2>&1
+check "check --storage: 4 hosts pass, exit 0" "$?:$(grep -cE '^node[1-4] +ok .* 4/4' "$WORK/storage.txt")" "0:4"
+check "... per-host throughput and the spread reported" "$(grep -c '^spread: write ' "$WORK/storage.txt")" 1
+check "... nothing left in the directory" "$(ls -A "$WORK/shared" | wc -l)" 0
+sshd3=$(cat "$GL_RIG/ssh/sshd.3.pid")
+nsenter -t "$sshd3" -m mount -t tmpfs gl-storage-plant "$WORK/shared"
+on_node1 "$BIN/gpulaunch" check --allow-run-as-root --hostfile "$WORK/hosts" --storage "$WORK/shared" --size 4 \
+  > "$WORK/storage-bad.txt" 2>&1
+code=$?
+nsenter -t "$sshd3" -m umount "$WORK/shared"
+check "check --storage with node3 on its own directory: exit 1" "$code" 1
+check "... node3 named, with what it does not see" \
+  "$(grep -c 'check --storage: node3: does not see the files of node1, node2, node4; node1, node2, node4 do not see its file' "$WORK/storage-bad.txt")" 1
+check "... node1, node2, node4 pass" "$(grep -cE '^node[124] +ok ' "$WORK/storage-bad.txt")" 3
+
 # 6. An unknown host is a usage error and starts nothing.
 on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:2,node9:2 "$BIN/env_dump" > "$WORK/unknown" 2>&1
 check "unknown host -> exit 2" "$?" 2

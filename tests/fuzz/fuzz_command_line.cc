@@ -1,5 +1,5 @@
 // libFuzzer: the command lines of gpulaunch, `gpulaunch plan`, `gpulaunch
-// submit` and `gpulaunch nodes`; the input is the argument list, one argument per line.
+// submit`, `gpulaunch nodes` and `gpulaunch check`; the input is the argument list, one argument per line.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,5 +19,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)gpulaunch::ParsePlanCommandLine(args);
   (void)gpulaunch::ParseSubmitCommandLine(args);
   (void)gpulaunch::ParseNodesCommandLine(args);
+  (void)gpulaunch::ParseCheckCommandLine(args);
   return 0;
 }
