@@ -1,5 +1,6 @@
 #include "launcher/node_table.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <sstream>
@@ -20,8 +21,8 @@ std::string Clock(std::chrono::system_clock::time_point t) {
   return buf;
 }
 
-std::string Gib(uint64_t bytes) {
-  if (bytes == 0) return "-";
+std::string Gib(uint64_t bytes, bool zero_is_known = false) {
+  if (bytes == 0 && !zero_is_known) return "-";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1ull << 30));
   return buf;
@@ -53,24 +54,81 @@ std::string Field(const std::string& line, const std::string& key) {
 
 }  // namespace
 
-NodeRow RowFromTopology(const std::string& host, const HostTopology& t, std::chrono::system_clock::time_point when) {
+std::string FormatGpuMemoryComment(const GpuMemoryByBus& memory) {
+  std::string out = "<!-- gpulaunch-gpu-memory:";
+  for (const auto& [bus, m] : memory) out += " " + bus + "=" + std::to_string(m.total_bytes) + "/" + std::to_string(m.used_bytes);
+  return out + " -->";
+}
+
+GpuMemoryByBus ParseGpuMemoryComment(const std::string& text) {
+  GpuMemoryByBus out;
+  static const std::string kMarker = "<!-- gpulaunch-gpu-memory:";
+  const size_t at = text.find(kMarker);
+  if (at == std::string::npos) return out;
+  const size_t end = text.find("-->", at);
+  std::istringstream in(text.substr(at + kMarker.size(), end == std::string::npos ? std::string::npos
+                                                                                  : end - at - kMarker.size()));
+  std::string entry;
+  while (in >> entry) {
+    const size_t eq = entry.find('='), slash = entry.find('/', eq == std::string::npos ? 0 : eq);
+    if (eq == std::string::npos || slash == std::string::npos) continue;
+    const auto total = ParseInt(entry.substr(eq + 1, slash - eq - 1));
+    const auto used = ParseInt(entry.substr(slash + 1));
+    if (!total || !used || *total < 0 || *used < 0 || *used > *total) continue;
+    out[entry.substr(0, eq)] = GpuMemory{static_cast<uint64_t>(*total), static_cast<uint64_t>(*used)};
+  }
+  return out;
+}
+
+NodeRow RowFromTopology(const std::string& host, const HostTopology& t, std::chrono::system_clock::time_point when,
+                        const GpuMemoryByBus& memory) {
   NodeRow row;
   row.host = host;
   row.state = "online";
   row.answered = when;
   row.cores = static_cast<int>(t.cores.size());
+  std::vector<bool> usage_known;  // by group
   for (const Gpu& g : t.gpus) {
+    const auto nvml = memory.find(g.pci_bus_id);
+    const uint64_t total = g.memory_bytes ? g.memory_bytes : nvml != memory.end() ? nvml->second.total_bytes : 0;
     const std::string model = g.model.empty() ? "unknown" : g.model;
-    GpuGroup* group = nullptr;
-    for (GpuGroup& existing : row.gpus)
-      if (existing.model == model && existing.memory_bytes == g.memory_bytes) group = &existing;
-    if (!group) {
-      row.gpus.push_back(GpuGroup{model, 0, g.memory_bytes});
-      group = &row.gpus.back();
+    size_t group = row.gpus.size();
+    for (size_t i = 0; i < row.gpus.size(); ++i)
+      if (row.gpus[i].model == model && row.gpus[i].memory_bytes == total) group = i;
+    if (group == row.gpus.size()) {
+      row.gpus.push_back(GpuGroup{model, 0, total, uint64_t{0}});
+      usage_known.push_back(true);
     }
-    ++group->count;
+    ++row.gpus[group].count;
+    if (nvml == memory.end()) {
+      usage_known[group] = false;
+    } else {
+      *row.gpus[group].used_bytes += nvml->second.used_bytes;
+    }
   }
+  for (size_t i = 0; i < row.gpus.size(); ++i)
+    if (!usage_known[i]) row.gpus[i].used_bytes.reset();
   return row;
+}
+
+void ApplyHistory(std::vector<NodeRow>& rows, std::map<std::string, NodeHistory>& history) {
+  for (NodeRow& row : rows) {
+    NodeHistory& h = history[row.host];
+    if (row.answered) {
+      h.last_answer = row.answered;
+      h.missed = 0;
+      continue;
+    }
+    ++h.missed;
+    if (row.state != "down" || !h.last_answer) continue;  // never answered, or Slurm's state says more
+    row.answered = h.last_answer;
+    if (h.missed < kRoundsBeforeDown) {
+      row.state = "suspect";
+      row.reason = "missed " + std::to_string(h.missed) + " round" + (h.missed > 1 ? "s" : "") + " (" + row.reason + ")";
+    } else {
+      row.reason = "missed " + std::to_string(h.missed) + " rounds in a row (" + row.reason + ")";
+    }
+  }
 }
 
 NodeRow DownRow(const std::string& host, const std::string& why) {
@@ -102,17 +160,20 @@ void ApplySlurmStates(std::vector<NodeRow>& rows, const std::string& text) {
 std::string RenderNodeTable(const std::vector<NodeRow>& rows) {
   std::ostringstream out;
   char line[512];
-  std::snprintf(line, sizeof line, "%-16s %-9s %4s  %-24s %-10s %5s  %-20s %s\n", "HOST", "STATE", "GPUS", "MODEL",
-                "MEMORY", "CORES", "ANSWERED", "REASON");
+  std::snprintf(line, sizeof line, "%-16s %-9s %4s  %-24s %-10s %-10s %-10s %5s  %-20s %s\n", "HOST", "STATE", "GPUS",
+                "MODEL", "MEMORY", "IN USE", "FREE", "CORES", "ANSWERED", "REASON");
   out << line;
   for (const NodeRow& r : rows) {
     const std::string answered = r.answered ? Clock(*r.answered) : "never";
     std::vector<GpuGroup> groups = r.gpus;
-    if (groups.empty()) groups.push_back(GpuGroup{"-", 0, 0});
+    if (groups.empty()) groups.push_back(GpuGroup{"-", 0, 0, std::nullopt});
     for (const GpuGroup& g : groups) {
-      std::snprintf(line, sizeof line, "%-16s %-9s %4d  %-24s %-10s %5d  %-20s %s\n", r.host.c_str(), r.state.c_str(),
-                    g.count, g.model.substr(0, 24).c_str(), Gib(g.memory_bytes).c_str(), r.cores, answered.c_str(),
-                    r.reason.c_str());
+      const uint64_t total = g.memory_bytes * static_cast<uint64_t>(g.count);
+      const std::string used = g.used_bytes ? Gib(*g.used_bytes, true) : "-";
+      const std::string free = g.used_bytes && total ? Gib(total - std::min(total, *g.used_bytes), true) : "-";
+      std::snprintf(line, sizeof line, "%-16s %-9s %4d  %-24s %-10s %-10s %-10s %5d  %-20s %s\n", r.host.c_str(),
+                    r.state.c_str(), g.count, g.model.substr(0, 24).c_str(), Gib(g.memory_bytes).c_str(), used.c_str(),
+                    free.c_str(), r.cores, answered.c_str(), r.reason.c_str());
       std::string text = line;
       text.erase(text.find_last_not_of(" \n") + 1);  // no trailing blanks when there is no reason
       out << text << "\n";
@@ -138,6 +199,12 @@ std::string RenderNodeJson(const std::vector<NodeRow>& rows) {
       e.Set("model", g.model);
       e.Set("count", g.count);
       e.Set("memory_bytes", static_cast<double>(g.memory_bytes));
+      e.Set("memory_used_bytes", g.used_bytes ? Json(static_cast<double>(*g.used_bytes)) : Json());
+      e.Set("memory_free_bytes", g.used_bytes && g.memory_bytes
+                                     ? Json(static_cast<double>(g.memory_bytes * static_cast<uint64_t>(g.count) -
+                                                                std::min(g.memory_bytes * static_cast<uint64_t>(g.count),
+                                                                         *g.used_bytes)))
+                                     : Json());
       gpus.Push(e);
     }
     h.Set("gpus", gpus);

@@ -2,10 +2,12 @@
 
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "common/strings.h"
 #include "launcher/discovery/hwloc_source.h"
+#include "launcher/discovery/nvml_gpus.h"
 #include "launcher/exit_codes.h"
 #include "launcher/host_command.h"
 #include "launcher/host_identity.h"
@@ -17,25 +19,31 @@ namespace gpulaunch {
 namespace {
 
 constexpr char kHelp[] =
-    "usage: gpulaunch nodes [-H LIST | --hostfile FILE] [--format table|json] [--budget S] [--watch S]\n"
+    "usage: gpulaunch nodes [-H LIST | --hostfile FILE] [--format table|json] [--budget S] [--watch S [--count N]]\n"
     "                       [--allow-run-as-root]\n"
     "One row per host and GPU model: state (online, down, drained, draining), GPU count, model and memory,\n"
     "cores, when the host last answered, and why it is not online. Without -H/--hostfile: the Slurm\n"
     "allocation, else this machine. Each host gets --budget seconds (default 10) to answer through the\n"
-    "engine (mpirun, or srun inside an allocation). --watch S refreshes every S seconds.\n"
+    "engine (mpirun, or srun inside an allocation). --watch S refreshes every S seconds (--count N times);\n"
+    "a host that answered before and misses one or two rounds is suspect, after three down. GPU memory in\n"
+    "use and free come from NVML where a driver answers.\n"
     "Exit 0 when every host is online, 1 when one is not, 2 for usage errors.\n";
 
 // One host's row: this machine in-process, others through the engine.
 NodeRow AskHost(const std::string& host, const NodesOptions& o, const std::string& probe, bool use_srun) {
   if (IsLocalHost(host)) {
     auto t = DiscoverLocalHost();
-    return t.ok() ? RowFromTopology(host, *t, std::chrono::system_clock::now()) : DownRow(host, t.status().message());
+    GpuMemoryByBus memory;
+    for (const NvmlGpu& g : QueryNvmlGpus()) memory[g.pci_bus_id] = GpuMemory{g.memory_bytes, g.memory_used_bytes};
+    return t.ok() ? RowFromTopology(host, *t, std::chrono::system_clock::now(), memory)
+                  : DownRow(host, t.status().message());
   }
   const CapturedRun run = RunOnHost(host, {probe}, use_srun, o.allow_run_as_root, o.budget_s * 1000);
   if (run.timed_out) return DownRow(host, "no answer within --budget " + std::to_string(o.budget_s) + " s");
   if (run.wait_status != 0) return DownRow(host, EngineFailureReason(run, use_srun ? "srun" : "mpirun"));
   auto t = LoadHwlocXmlText(run.out, "topology of " + host);
-  return t.ok() ? RowFromTopology(host, *t, std::chrono::system_clock::now()) : DownRow(host, t.status().message());
+  return t.ok() ? RowFromTopology(host, *t, std::chrono::system_clock::now(), ParseGpuMemoryComment(run.out))
+                : DownRow(host, t.status().message());
 }
 
 std::vector<NodeRow> Gather(const std::vector<std::string>& hosts, const NodesOptions& o, const std::string& probe,
@@ -75,12 +83,14 @@ int RunNodesCommand(const std::vector<std::string>& args) {
   const std::string probe = SiblingBinary("gpulaunch-probe");
   const bool use_srun = target->use_srun;
 
-  for (;;) {
-    const std::vector<NodeRow> rows = Gather(hosts, o, probe, use_srun);
+  std::map<std::string, NodeHistory> history;
+  for (int round = 1;; ++round) {
+    std::vector<NodeRow> rows = Gather(hosts, o, probe, use_srun);
+    ApplyHistory(rows, history);
     const std::string text = o.format == "json" ? RenderNodeJson(rows) + "\n" : RenderNodeTable(rows);
     if (o.watch_s > 0) std::cout << "\x1b[H\x1b[2J";  // refresh in place
     std::cout << text << std::flush;
-    if (o.watch_s == 0) {
+    if (o.watch_s == 0 || round == o.count) {
       for (const NodeRow& r : rows)
         if (r.state != "online") return 1;
       return kExitOk;

@@ -110,6 +110,7 @@ struct NodesOptions {
   std::string format = "table";        // table | json
   int budget_s = 10;                   // --budget: how long a host may take to answer
   int watch_s = 0;                     // --watch: refresh every S seconds (0: once)
+  int count = 0;                       // --count: stop after N refreshes (0: never)
   bool allow_run_as_root = false;
   bool help = false;
 };

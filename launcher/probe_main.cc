@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "launcher/discovery/hwloc_source.h"
+#include "launcher/discovery/nvml_gpus.h"
 #include "launcher/discovery/ucx_devices.h"
+#include "launcher/node_table.h"
 #include "launcher/storage_probe.h"
 
 int main(int argc, char** argv) {
@@ -30,5 +32,11 @@ int main(int argc, char** argv) {
     for (const std::string& d : *ucx) line += " " + d;
     std::printf("%s -->\n", line.c_str());
   }
+  // GPU memory total and in use, where a driver answers (gpulaunch nodes).
+  gpulaunch::GpuMemoryByBus memory;
+  for (const gpulaunch::NvmlGpu& g : gpulaunch::QueryNvmlGpus()) {
+    memory[g.pci_bus_id] = gpulaunch::GpuMemory{g.memory_bytes, g.memory_used_bytes};
+  }
+  if (!memory.empty()) std::printf("%s\n", gpulaunch::FormatGpuMemoryComment(memory).c_str());
   return 0;
 }

@@ -112,11 +112,14 @@ StatusOr<NodesOptions> ParseNodesCommandLine(const std::vector<std::string>& arg
       GL_ASSIGN_OR_RETURN(o.budget_s, TakeNumber("nodes", args, i, 1, 86400, "seconds"));
     } else if (a == "--watch") {
       GL_ASSIGN_OR_RETURN(o.watch_s, TakeNumber("nodes", args, i, 1, 86400, "seconds"));
+    } else if (a == "--count") {
+      GL_ASSIGN_OR_RETURN(o.count, TakeNumber("nodes", args, i, 1, 1000000, "refreshes"));
     } else {
       return InvalidArgument("nodes: unknown option '" + a + "'; see 'gpulaunch nodes --help'");
     }
   }
   if (!o.host_args.empty() && o.hostfile) return InvalidArgument("nodes: give either --host or --hostfile, not both");
+  if (o.count > 0 && o.watch_s == 0) return InvalidArgument("nodes: --count needs --watch S (it counts refreshes)");
   return o;
 }
 

@@ -62,7 +62,7 @@ std::vector<NvmlGpu> QueryNvmlGpus() {
       std::memset(buf, 0, sizeof buf);
       if (name && name(dev, buf, sizeof buf) == 0) g.name = buf;
       nvmlMemory_t m{};
-      if (mem && mem(dev, &m) == 0) g.memory_bytes = m.total;
+      if (mem && mem(dev, &m) == 0) g.memory_bytes = m.total, g.memory_used_bytes = m.used;
       out.push_back(std::move(g));
     }
   }

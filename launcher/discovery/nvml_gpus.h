@@ -14,6 +14,7 @@ struct NvmlGpu {
   std::string uuid;        // "GPU-..."
   std::string name;        // "NVIDIA H200"
   uint64_t memory_bytes = 0;
+  uint64_t memory_used_bytes = 0;  // at the time of the query
 };
 
 std::vector<NvmlGpu> QueryNvmlGpus();

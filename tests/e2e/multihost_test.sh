@@ -222,7 +222,21 @@ kill -CONT "$(cat "$GL_RIG/ssh/sshd.4.pid")"
 check "nodes with node4 frozen: exit 1 within the budget + 2 s (took ${took} s)" \
   "$code:$([ "$took" -le 5 ] && echo in-time)" "1:in-time"
 check "... node4 down with the reason" "$(grep -cE '^node4 +down .*no answer within --budget 3 s' "$WORK/nodes.txt")" 1
-check "... node1-3 online with their cores" "$(grep -cE '^node[1-3] +online +0 +- +- +[1-9]' "$WORK/nodes.txt")" 3
+check "... node1-3 online with their cores" "$(grep -cE '^node[1-3] +online +0 +- +- +- +- +[1-9]' "$WORK/nodes.txt")" 3
+# --watch: node4 answers the first round and is frozen before the second,
+# so the second shows it suspect (it answered before), not down.
+on_node1 "$BIN/gpulaunch" nodes --allow-run-as-root --hostfile "$WORK/hosts" --budget 3 --watch 2 --count 2 \
+  > "$WORK/watch.txt" 2>&1 &
+watcher=$!
+for _ in $(seq 1 200); do [ "$(grep -c 'HOST ' "$WORK/watch.txt")" -ge 1 ] && break; sleep 0.1; done
+kill -STOP "$(cat "$GL_RIG/ssh/sshd.4.pid")"
+wait "$watcher"
+code=$?
+kill -CONT "$(cat "$GL_RIG/ssh/sshd.4.pid")"
+check "nodes --watch: 2 rounds, exit 1 after the second" "$code:$(grep -c 'HOST' "$WORK/watch.txt")" "1:2"
+check "... node4 online in round 1, suspect in round 2 with the reason" \
+  "$(grep -oE '^node4 +(online|suspect)' "$WORK/watch.txt" | awk '{print $2}' | tr '\n' ' ')/$(grep -c 'missed 1 round (no answer within --budget 3 s)' "$WORK/watch.txt")" \
+  "online suspect /1"
 
 # 5g. gpulaunch check --storage: a directory every host shares passes on all 4;
 #     with a tmpfs mounted over it in node3's mount namespace only (node3's
