@@ -117,14 +117,18 @@ struct NodesOptions {
 StatusOr<NodesOptions> ParseNodesCommandLine(const std::vector<std::string>& args);
 
 // `gpulaunch check`: cluster checks over a host list, hostfile or Slurm
-// allocation (check_command.h). Today: --storage.
+// allocation (check_command.h): the pre-flight checks, or --storage.
 struct CheckOptions {
   std::vector<std::string> host_args;
   std::optional<std::string> hostfile;
-  std::optional<std::string> storage;  // --storage PATH
+  std::optional<std::string> storage;  // --storage PATH: the shared-storage check instead
+  std::optional<std::string> binary;   // --binary PATH: the job's program must resolve everywhere
+  std::optional<std::string> save;     // --save FILE: record the hosts' facts as a baseline
+  std::optional<std::string> compare;  // --compare FILE: report what changed since a baseline
+  double max_clock_skew_s = 1.0;       // --max-clock-skew
   int size_mib = 16;                   // --size: MiB each host writes and reads
   std::string format = "table";
-  int budget_s = 60;                   // --budget: per host and phase
+  int budget_s = 30;                   // --budget: per host (and phase for --storage)
   bool allow_run_as_root = false;
   bool help = false;
 };

@@ -3,8 +3,9 @@
 // runs it on remote hosts through the engine (one rank per host) to learn
 // their cores, NUMA nodes, GPUs and NICs before placing ranks.
 //
-// `gpulaunch-probe storage ...` is the per-host half of `gpulaunch check
-// --storage` (launcher/storage_probe.h).
+// `gpulaunch-probe facts ...` and `gpulaunch-probe storage ...` are the
+// per-host halves of `gpulaunch check` (launcher/host_facts.h) and `gpulaunch
+// check --storage` (launcher/storage_probe.h).
 #include <cstdio>
 
 #include <string>
@@ -12,11 +13,15 @@
 
 #include "launcher/discovery/hwloc_source.h"
 #include "launcher/discovery/nvml_gpus.h"
+#include "launcher/host_facts.h"
 #include "launcher/discovery/ucx_devices.h"
 #include "launcher/node_table.h"
 #include "launcher/storage_probe.h"
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "facts") {
+    return gpulaunch::RunFactsProbe(std::vector<std::string>(argv + 2, argv + argc));
+  }
   if (argc >= 2 && std::string(argv[1]) == "storage") {
     return gpulaunch::RunStorageProbe(std::vector<std::string>(argv + 2, argv + argc));
   }

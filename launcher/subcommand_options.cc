@@ -3,6 +3,8 @@
 // Boost.ProgramOptions stays in options.cc.
 #include "launcher/options.h"
 
+#include <cstdlib>
+
 #include "common/strings.h"
 
 namespace gpulaunch {
@@ -138,6 +140,17 @@ StatusOr<CheckOptions> ParseCheckCommandLine(const std::vector<std::string>& arg
       o.storage = v;
     } else if (a == "--size") {
       GL_ASSIGN_OR_RETURN(o.size_mib, TakeNumber("check", args, i, 1, 65536, "MiB"));
+    } else if (a == "--binary" || a == "--save" || a == "--compare") {
+      GL_ASSIGN_OR_RETURN(std::string v, TakeValue("check", args, i));
+      if (v.empty()) return InvalidArgument("check: " + a + " needs a path");
+      (a == "--binary" ? o.binary : a == "--save" ? o.save : o.compare) = v;
+    } else if (a == "--max-clock-skew") {
+      GL_ASSIGN_OR_RETURN(std::string v, TakeValue("check", args, i));
+      char* end = nullptr;
+      o.max_clock_skew_s = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(o.max_clock_skew_s > 0) || o.max_clock_skew_s > 3600) {
+        return InvalidArgument("check: --max-clock-skew " + v + ": give seconds above 0 (e.g. 0.5)");
+      }
     } else if (a == "--budget") {
       GL_ASSIGN_OR_RETURN(o.budget_s, TakeNumber("check", args, i, 1, 86400, "seconds"));
     } else {
@@ -145,9 +158,9 @@ StatusOr<CheckOptions> ParseCheckCommandLine(const std::vector<std::string>& arg
     }
   }
   if (!o.host_args.empty() && o.hostfile) return InvalidArgument("check: give either --host or --hostfile, not both");
-  if (!o.help && !o.storage) {
-    return InvalidArgument("check: say what to check: --storage PATH (the pre-flight checks of hosts, clocks, "
-                           "versions, links and GPUs are not built yet)");
+  if (o.storage && (o.binary || o.save || o.compare)) {
+    return InvalidArgument("check: --storage runs the storage check only; --binary, --save and --compare belong to "
+                           "the pre-flight checks (run them without --storage)");
   }
   return o;
 }

@@ -32,10 +32,13 @@ std::string NormaliseBusId(const char* raw) {
 
 }  // namespace
 
-std::vector<NvmlGpu> QueryNvmlGpus() {
-  std::vector<NvmlGpu> out;
+std::vector<NvmlGpu> QueryNvmlGpus() { return QueryNvml().gpus; }
+
+NvmlReport QueryNvml() {
+  NvmlReport report;
+  std::vector<NvmlGpu>& out = report.gpus;
   void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return out;
+  if (!lib) return report;
   auto sym = [&](const char* name) { return dlsym(lib, name); };
   auto init = reinterpret_cast<nvmlReturn_t (*)()>(sym("nvmlInit_v2"));
   auto shutdown = reinterpret_cast<nvmlReturn_t (*)()>(sym("nvmlShutdown"));
@@ -45,9 +48,18 @@ std::vector<NvmlGpu> QueryNvmlGpus() {
   auto uuid = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned)>(sym("nvmlDeviceGetUUID"));
   auto name = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned)>(sym("nvmlDeviceGetName"));
   auto mem = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, nvmlMemory_t*)>(sym("nvmlDeviceGetMemoryInfo"));
+  // nvmlDeviceGetTemperature(dev, NVML_TEMPERATURE_GPU = 0, &c);
+  // nvmlDeviceGetTotalEccErrors(dev, NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1, NVML_VOLATILE_ECC = 0, &n).
+  auto temperature = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*)>(sym("nvmlDeviceGetTemperature"));
+  auto ecc = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, int, int, unsigned long long*)>(
+      sym("nvmlDeviceGetTotalEccErrors"));
+  auto driver = reinterpret_cast<nvmlReturn_t (*)(char*, unsigned)>(sym("nvmlSystemGetDriverVersion"));
   // The library stays loaded: NVML keeps allocations past nvmlShutdown,
   // and unloading it turns them into leaks of an unknown module.
-  if (!init || !shutdown || !count || !handle || !pci || init() != 0) return out;
+  if (!init || !shutdown || !count || !handle || !pci || init() != 0) return report;
+  report.available = true;
+  char version[96] = {0};
+  if (driver && driver(version, sizeof version) == 0) report.driver_version = version;
   unsigned n = 0;
   if (count(&n) == 0) {
     for (unsigned i = 0; i < n; ++i) {
@@ -63,11 +75,15 @@ std::vector<NvmlGpu> QueryNvmlGpus() {
       if (name && name(dev, buf, sizeof buf) == 0) g.name = buf;
       nvmlMemory_t m{};
       if (mem && mem(dev, &m) == 0) g.memory_bytes = m.total, g.memory_used_bytes = m.used;
+      unsigned celsius = 0;
+      if (temperature && temperature(dev, 0, &celsius) == 0) g.temperature_c = static_cast<int>(celsius);
+      unsigned long long errors = 0;
+      if (ecc && ecc(dev, 1, 0, &errors) == 0) g.ecc_uncorrected = static_cast<int64_t>(errors);
       out.push_back(std::move(g));
     }
   }
   shutdown();
-  return out;
+  return report;
 }
 
 }  // namespace gpulaunch

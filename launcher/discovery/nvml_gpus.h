@@ -15,8 +15,17 @@ struct NvmlGpu {
   std::string name;        // "NVIDIA H200"
   uint64_t memory_bytes = 0;
   uint64_t memory_used_bytes = 0;  // at the time of the query
+  int temperature_c = -1;          // -1 when NVML would not say
+  int64_t ecc_uncorrected = -1;    // volatile uncorrected ECC errors; -1 when ECC is off or unknown
 };
 
-std::vector<NvmlGpu> QueryNvmlGpus();
+struct NvmlReport {
+  bool available = false;          // the library loaded and nvmlInit succeeded
+  std::string driver_version;
+  std::vector<NvmlGpu> gpus;
+};
+
+NvmlReport QueryNvml();
+std::vector<NvmlGpu> QueryNvmlGpus();  // QueryNvml().gpus
 
 }  // namespace gpulaunch

@@ -155,7 +155,8 @@ TEST(StorageCheck, CommandLine) {
     std::vector<std::string> args;
     const char* says;
   } bad[] = {
-      {{}, "say what to check: --storage PATH"},
+      {{"--storage", "/x", "--save", "b.json"}, "--storage runs the storage check only"},
+      {{"--max-clock-skew", "-1"}, "--max-clock-skew -1: give seconds above 0"},
       {{"--storage"}, "--storage needs a value"},
       {{"--storage", "/x", "--size", "0"}, "--size 0: give MiB from 1 to 65536"},
       {{"--storage", "/x", "-H", "a", "--hostfile", "f"}, "either --host or --hostfile"},
