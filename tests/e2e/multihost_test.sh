@@ -259,6 +259,42 @@ check "... node3 named, with what it does not see" \
   "$(grep -c 'check --storage: node3: does not see the files of node1, node2, node4; node1, node2, node4 do not see its file' "$WORK/storage-bad.txt")" 1
 check "... node1, node2, node4 pass" "$(grep -cE '^node[124] +ok ' "$WORK/storage-bad.txt")" 3
 
+# 5h. gpulaunch check (pre-flight): the 4 hosts pass and a baseline is saved;
+#     then one fault planted per host, each named on its host alone: node1's
+#     clock source 5 s ahead (the local probe inherits the test hook), the
+#     job binary missing on node2 (a tmpfs over its directory in node2's mount
+#     namespace), node3's MTU lowered on its veth, node4 unreachable (sshd
+#     frozen, within --budget). --compare names node3's MTU change.
+mkdir -p "$WORK/jobbin"
+cp "$BIN/env_dump" "$WORK/jobbin/"
+on_node1 "$BIN/gpulaunch" check --allow-run-as-root --hostfile "$WORK/hosts" --binary "$WORK/jobbin/env_dump" \
+  --save "$WORK/baseline.json" --budget 10 > "$WORK/preflight.txt" 2>&1
+check "check: 4 hosts pass every check, exit 0" \
+  "$?:$(grep -cE '^node[1-4] +ok +ok +ok +ok +ok +ok +- +ok +ok +ok$' "$WORK/preflight.txt")" "0:4"
+check "... baseline saved with 4 hosts" "$(grep -o '"host":"node[1-4]"' "$WORK/baseline.json" | wc -l)" 4
+sshd2=$(cat "$GL_RIG/ssh/sshd.2.pid")
+nsenter -t "$sshd2" -m mount -t tmpfs gl-jobbin-plant "$WORK/jobbin"
+ip netns exec "${NSP}n3" ip link set eth0 mtu 1400
+kill -STOP "$(cat "$GL_RIG/ssh/sshd.4.pid")"
+started=$(date +%s)
+GPULAUNCH_CHECK_CLOCK_OFFSET_S=5 on_node1 "$BIN/gpulaunch" check --allow-run-as-root --hostfile "$WORK/hosts" \
+  --binary "$WORK/jobbin/env_dump" --compare "$WORK/baseline.json" --budget 4 > "$WORK/preflight-bad.txt" 2>&1
+code=$?
+took=$(($(date +%s) - started))
+kill -CONT "$(cat "$GL_RIG/ssh/sshd.4.pid")"
+ip netns exec "${NSP}n3" ip link set eth0 mtu 1500
+nsenter -t "$sshd2" -m umount "$WORK/jobbin"
+check "check with 4 planted faults: exit 1 within the budget + 3 s (took ${took} s)" \
+  "$code:$([ "$took" -le 7 ] && echo in-time)" "1:in-time"
+check "... node1: clock 5 s ahead" "$(grep -c 'check: node1: clock: offset +5\.' "$WORK/preflight-bad.txt")" 1
+check "... node2: binary missing" "$(grep -c "check: node2: binary: $WORK/jobbin/env_dump does not exist" "$WORK/preflight-bad.txt")" 1
+check "... node3: MTU named against the others" \
+  "$(grep -c 'check: node3: mtu: eth0 MTU 1400 here, 1500 on node1, node2' "$WORK/preflight-bad.txt")" 1
+check "... node4: unreachable within the budget" \
+  "$(grep -c 'check: node4: reach: no answer within --budget 4 s' "$WORK/preflight-bad.txt")" 1
+check "... each host fails only its own check" "$(grep -c '^gpulaunch: check: ' "$WORK/preflight-bad.txt")" 4
+check "... --compare names node3's MTU change" "$(grep -c 'node3: mtu eth0 1500 -> 1400' "$WORK/preflight-bad.txt")" 1
+
 # 6. An unknown host is a usage error and starts nothing.
 on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:2,node9:2 "$BIN/env_dump" > "$WORK/unknown" 2>&1
 check "unknown host -> exit 2" "$?" 2
