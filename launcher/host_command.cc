@@ -47,7 +47,9 @@ CapturedRun RunOnHost(const std::string& host, const std::vector<std::string>& p
     argv = {"srun", "-N", "1", "-n", "1", "--overcommit", "-w", host};
     argv.insert(argv.end(), program.begin(), program.end());
   } else {
-    argv = {"mpirun", "-n", "1", "--host", host + ":1"};
+    // Unbound: mpirun binds one process to core 0, and two probes on a host
+    // (linkcheck's server and client) would share that core.
+    argv = {"mpirun", "-n", "1", "--host", host + ":1", "--bind-to", "none"};
     if (allow_run_as_root) argv.push_back("--allow-run-as-root");
     argv.insert(argv.end(), program.begin(), program.end());
   }
