@@ -11,7 +11,7 @@ BUILD_DIR=${BUILD_DIR:-build-asan}
 CC=clang CXX=clang++ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DGPULAUNCH_SANITIZE=ON -DGPULAUNCH_FUZZ=ON -DGPULAUNCH_CUDA=OFF -DGPULAUNCH_BUILD_BENCHMARKS=OFF \
   -DGL_FUZZ_SECONDS="${GL_FUZZ_SECONDS:-20}" > /dev/null
-targets=(common_test policies_test launcher_test discovery_test slurm_test partitioner_test runtime_test
+targets=(common_test policies_test launcher_test discovery_test linkcheck_test slurm_test partitioner_test runtime_test
          transformer_model_test fuzz_hostlist fuzz_topology_conf fuzz_cluster_json fuzz_layout fuzz_command_line
          fuzz_control)
 cmake --build "$BUILD_DIR" -j "$(nproc)" --target "${targets[@]}"

@@ -5,9 +5,10 @@
 // creates an endpoint to the other. Everything measured goes over UCX:
 //   - latency: 8-byte ping-pong, `warmup` round trips unmeasured, then
 //     `iterations` measured one by one at the client (median and p99);
-//   - bandwidth: for each message size, `count` messages with `window`
-//     sends in flight, until the server's 8-byte acknowledgement of the
-//     last one arrives.
+//   - bandwidth: for each message size, one unmeasured window of messages
+//     (registration, first touch), then `count` messages with `window`
+//     sends in flight, timed until the server's 8-byte acknowledgement of
+//     the last one arrives.
 // The client reads which transports UCX chose for the endpoint
 // (ucp_ep_print_info: the lanes' "transport/device"). `tls` and
 // `net_devices` become UCX_TLS and UCX_NET_DEVICES (e.g. "tcp" forces the

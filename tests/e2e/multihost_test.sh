@@ -295,6 +295,25 @@ check "... node4: unreachable within the budget" \
 check "... each host fails only its own check" "$(grep -c '^gpulaunch: check: ' "$WORK/preflight-bad.txt")" 4
 check "... --compare names node3's MTU change" "$(grep -c 'node3: mtu eth0 1500 -> 1400' "$WORK/preflight-bad.txt")" 1
 
+# 5i. gpulaunch linkcheck over UCX, forced to tcp (between namespaces of one
+#     machine UCX would use shared memory): a ring over the 4 hosts, each link
+#     on tcp/eth0 with sane figures, saved as a baseline; then node3's egress
+#     limited to 100 Mbit/s (tc tbf): --compare flags node3 -> node4's
+#     bandwidth and exits 1.
+on_node1 "$BIN/gpulaunch" linkcheck --allow-run-as-root --hostfile "$WORK/hosts" --tls tcp --quick \
+  --save "$WORK/links.json" > "$WORK/links.txt" 2> "$WORK/links.err"
+check "linkcheck ring: exit 0, 4 links over tcp/eth0 with latency and bandwidth" \
+  "$?:$(grep -cE '^node[1-4] +node[1-4] +tcp/eth0 +[0-9.]+ us +[0-9.]+ us +[0-9.]+ us +[0-9.]+ Gbps +[0-9.]+ Gbps$' "$WORK/links.txt")" "0:4"
+check "... progress shown per link" "$(grep -c '^linkcheck: \[[1-4]/4\]' "$WORK/links.err")" 4
+ip netns exec "${NSP}n3" tc qdisc add dev eth0 root tbf rate 100mbit burst 64kb latency 100ms
+on_node1 "$BIN/gpulaunch" linkcheck --allow-run-as-root --hostfile "$WORK/hosts" --tls tcp --quick \
+  --compare "$WORK/links.json" --tolerance 50 > "$WORK/links-slow.txt" 2>&1
+code=$?
+ip netns exec "${NSP}n3" tc qdisc del dev eth0 root
+check "linkcheck with node3 limited to 100 Mbit/s: exit 1" "$code" 1
+check "... node3 -> node4's bandwidth flagged against the baseline" \
+  "$(grep -cE 'linkcheck: node3 -> node4: bandwidth [14] MiB 0\.[0-9]+ Gbps, [0-9]+% below' "$WORK/links-slow.txt")" 2
+
 # 6. An unknown host is a usage error and starts nothing.
 on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:2,node9:2 "$BIN/env_dump" > "$WORK/unknown" 2>&1
 check "unknown host -> exit 2" "$?" 2
