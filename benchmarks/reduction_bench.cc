@@ -173,6 +173,11 @@ int main(int argc, char** argv) {
   }
   g_rt = rt->get();
   std::vector<char*> args(argv, argv + argc);
+  // Rank 0 reports; another rank writing the same --benchmark_out file would
+  // garble it.
+  if (g_rt->world().rank() != 0) {
+    std::erase_if(args, [](const char* a) { return std::strncmp(a, "--benchmark_out", 15) == 0; });
+  }
   std::string reps = "--benchmark_repetitions=3", agg = "--benchmark_report_aggregates_only=true";
   args.insert(args.begin() + 1, {reps.data(), agg.data()});
   int n = static_cast<int>(args.size());

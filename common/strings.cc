@@ -85,7 +85,8 @@ std::optional<std::vector<int>> ParseIdList(std::string_view s) {
     const auto dash = part.find('-');
     const auto lo = ParseInt(Trim(std::string_view(part).substr(0, dash)));
     const auto hi = dash == std::string::npos ? lo : ParseInt(Trim(std::string_view(part).substr(dash + 1)));
-    if (!lo || !hi || *lo < 0 || *hi < *lo || *hi > std::numeric_limits<int>::max()) return std::nullopt;
+    if (!lo || !hi || *lo < 0 || *hi < *lo || *hi > kMaxListedId) return std::nullopt;
+    if (ids.size() + static_cast<size_t>(*hi - *lo + 1) > static_cast<size_t>(kMaxListedId) + 1) return std::nullopt;
     for (int64_t v = *lo; v <= *hi; ++v) ids.push_back(static_cast<int>(v));
   }
   std::sort(ids.begin(), ids.end());

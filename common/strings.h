@@ -33,7 +33,11 @@ Status ForEachConfigLine(std::string_view text, const std::function<Status(int, 
 // The whole file, or NotFound naming what it is ("hostfile") and the path.
 StatusOr<std::string> ReadTextFile(const std::string& path, const std::string& what);
 
-// CPU (or any id) lists in the Linux/hwloc list form "0-3,8,10-11".
+// CPU (or any id) lists in the Linux/hwloc list form "0-3,8,10-11". Ids
+// above kMaxListedId, or more entries than that in all, are refused: no
+// machine has that many CPUs or GPUs, and "0-2000000000" must not allocate
+// gigabytes (found by the fuzzer).
+inline constexpr int kMaxListedId = (1 << 20) - 1;
 std::string FormatIdList(const std::vector<int>& sorted_ids);
 std::optional<std::vector<int>> ParseIdList(std::string_view s);
 

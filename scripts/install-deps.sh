@@ -6,7 +6,7 @@ pkgs=(build-essential cmake ninja-build pkg-config openmpi-bin libopenmpi-dev li
       libhwloc-dev hwloc libboost-program-options-dev libpmix-dev)
 if [ "${1:-}" = "--test" ]; then
   pkgs+=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev openssh-server openssh-client iproute2 hpcc
-         slurmctld slurmd slurm-client munge gdb clang libclang-rt-14-dev iptables)
+         slurmctld slurmd slurm-client munge gdb clang libclang-rt-14-dev iptables python3-matplotlib)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -15,7 +15,10 @@ TEST(IdList, ParsesAndNormalises) {
   EXPECT_EQ(ParseIdList("0-3,8"), (std::vector<int>{0, 1, 2, 3, 8}));
   EXPECT_EQ(ParseIdList("5,1,1"), (std::vector<int>{1, 5}));
   EXPECT_EQ(ParseIdList(""), std::vector<int>{});
-  for (const char* bad : {"a", "3-1", "-1", "1-", "1,,2", "1-2-3"}) EXPECT_FALSE(ParseIdList(bad)) << bad;
+  for (const char* bad : {"a", "3-1", "-1", "1-", "1,,2", "1-2-3", "0-2000000000", "1048576", "0-1048575,0-9"}) {
+    EXPECT_FALSE(ParseIdList(bad)) << bad;
+  }
+  EXPECT_EQ(ParseIdList("0-1048575")->size(), 1048576u);
 }
 
 TEST(IdList, RoundTrips) {
