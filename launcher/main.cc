@@ -16,6 +16,7 @@
 #include "launcher/job_launch.h"
 #include "launcher/nodes_command.h"
 #include "launcher/check_command.h"
+#include "launcher/sim_command.h"
 #include "launcher/linkcheck/linkcheck_command.h"
 #include "launcher/slurm_job.h"
 #include "launcher/options.h"
@@ -78,6 +79,7 @@ int main(int argc, char** argv) {
   if (!args.empty() && args[0] == "check") return RunCheckCommand({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "nodes") return RunNodesCommand({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "linkcheck") return RunLinkcheckCommand({args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "sim") return RunSimCommand({args.begin() + 1, args.end()});
   auto cl = ParseCommandLine(args);
   if (!cl.ok()) return Fail(cl.status());
   if (cl->action == CommandAction::kHelp) {

@@ -1,0 +1,104 @@
+#include "policies/pool/gpu_pool.h"
+
+#include <bit>
+#include <sstream>
+
+#include "common/strings.h"
+
+namespace gpulaunch::pool {
+namespace {
+
+uint64_t AllOf(int gpus) { return gpus >= 64 ? ~uint64_t{0} : (uint64_t{1} << gpus) - 1; }
+
+}  // namespace
+
+int Allocation::gpus() const {
+  int n = 0;
+  for (const HostShare& s : shares) n += std::popcount(s.gpus);
+  return n;
+}
+
+GpuPool::GpuPool(std::vector<PoolHost> hosts) : hosts_(std::move(hosts)) {
+  held_.assign(hosts_.size(), 0);
+  usable_.assign(hosts_.size(), true);
+  for (const PoolHost& h : hosts_) {
+    leaves_ = std::max(leaves_, h.leaf + 1);
+    total_ += h.gpus;
+  }
+  free_total_ = total_;
+}
+
+StatusOr<GpuPool> GpuPool::FromSpec(const std::string& spec) {
+  int leaves = 1, nodes = 0, gpus = 8;
+  std::istringstream in(spec);
+  std::string word;
+  while (in >> word) {
+    const size_t colon = word.find(':');
+    const int64_t n = colon == std::string::npos ? -1 : ParseInt(word.substr(colon + 1)).value_or(-1);
+    const std::string key = word.substr(0, colon);
+    if (n < 1 || n > 100000 || (key != "leaf" && key != "switch" && key != "node" && key != "gpu")) {
+      return InvalidArgument("cluster spec '" + spec + "': '" + word +
+                             "' is not leaf:N, node:N or gpu:N (e.g. \"leaf:2 node:8 gpu:8\")");
+    }
+    if (key == "leaf" || key == "switch") leaves = static_cast<int>(n);
+    if (key == "node") nodes = static_cast<int>(n);
+    if (key == "gpu") gpus = static_cast<int>(n);
+  }
+  if (nodes == 0) return InvalidArgument("cluster spec '" + spec + "' needs node:N (hosts per leaf switch)");
+  if (gpus > 64) return InvalidArgument("cluster spec '" + spec + "': at most 64 GPUs per host");
+  if (static_cast<int64_t>(leaves) * nodes > 100000) return InvalidArgument("cluster spec '" + spec + "': too many hosts");
+  std::vector<PoolHost> hosts;
+  for (int l = 0; l < leaves; ++l) {
+    for (int n = 0; n < nodes; ++n) {
+      hosts.push_back(PoolHost{"s" + std::to_string(l) + "n" + std::to_string(n), l, gpus});
+    }
+  }
+  return GpuPool(std::move(hosts));
+}
+
+int GpuPool::free_on(int host) const { return std::popcount(free_mask(host)); }
+
+uint64_t GpuPool::free_mask(int host) const {
+  const size_t h = static_cast<size_t>(host);
+  return AllOf(hosts_[h].gpus) & ~held_[h];
+}
+
+Status GpuPool::Take(const Allocation& a) {
+  for (const HostShare& s : a.shares) {
+    if (s.host < 0 || s.host >= static_cast<int>(hosts_.size()) || (s.gpus & ~AllOf(hosts_[s.host].gpus)) != 0) {
+      return Internal("allocation names GPUs that do not exist (host " + std::to_string(s.host) + ")");
+    }
+    if ((held_[static_cast<size_t>(s.host)] & s.gpus) != 0) {
+      return Internal("GPUs " + std::to_string(held_[static_cast<size_t>(s.host)] & s.gpus) + " of " +
+                      hosts_[static_cast<size_t>(s.host)].name + " are already held: a GPU would be assigned twice");
+    }
+  }
+  for (const HostShare& s : a.shares) held_[static_cast<size_t>(s.host)] |= s.gpus;
+  free_total_ -= a.gpus();
+  return Status::Ok();
+}
+
+Status GpuPool::Give(const Allocation& a) {
+  for (const HostShare& s : a.shares) {
+    if (s.host < 0 || s.host >= static_cast<int>(hosts_.size()) ||
+        (held_[static_cast<size_t>(s.host)] & s.gpus) != s.gpus) {
+      return Internal("giving back GPUs that are not held (host " + std::to_string(s.host) + ")");
+    }
+  }
+  for (const HostShare& s : a.shares) held_[static_cast<size_t>(s.host)] &= ~s.gpus;
+  free_total_ += a.gpus();
+  return Status::Ok();
+}
+
+uint64_t LowestFree(uint64_t free_mask, int count) {
+  uint64_t out = 0;
+  for (int i = 0; i < 64 && count > 0; ++i) {
+    if (free_mask & (uint64_t{1} << i)) {
+      out |= uint64_t{1} << i;
+      --count;
+    }
+  }
+  return out;
+}
+
+}  // namespace gpulaunch::pool

@@ -1,0 +1,67 @@
+// The shared GPU pool that multi-tenant policies decide over: hosts of
+// identical GPUs under leaf switches, which GPUs are held, and by whom.
+// A pure value with one invariant, checked on every change: a GPU is held by
+// at most one allocation (Take refuses a GPU already held; Give refuses one
+// that is not), so no decision can assign a GPU twice.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace gpulaunch::pool {
+
+struct PoolHost {
+  std::string name;
+  int leaf = 0;   // index of its leaf switch (its fault domain)
+  int gpus = 8;   // at most 64
+};
+
+// GPUs on one host, as a bit mask of GPU indices.
+struct HostShare {
+  int host = 0;
+  uint64_t gpus = 0;
+  bool operator==(const HostShare&) const = default;
+};
+
+struct Allocation {
+  std::vector<HostShare> shares;  // by host index, ascending
+  int gpus() const;
+  int hosts() const { return static_cast<int>(shares.size()); }
+  bool empty() const { return shares.empty(); }
+};
+
+class GpuPool {
+ public:
+  GpuPool() = default;
+  explicit GpuPool(std::vector<PoolHost> hosts);
+  // "leaf:2 node:8 gpu:8": 2 leaf switches of 8 hosts of 8 GPUs.
+  static StatusOr<GpuPool> FromSpec(const std::string& spec);
+
+  const std::vector<PoolHost>& hosts() const { return hosts_; }
+  int leaves() const { return leaves_; }
+  int total_gpus() const { return total_; }
+  int free_gpus() const { return free_total_; }
+  int free_on(int host) const;
+  uint64_t free_mask(int host) const;
+  bool usable(int host) const { return usable_[static_cast<size_t>(host)]; }
+  // A host that is not usable (bad health, drained) keeps what it holds but
+  // gets nothing new.
+  void set_usable(int host, bool usable) { usable_[static_cast<size_t>(host)] = usable; }
+
+  Status Take(const Allocation& a);
+  Status Give(const Allocation& a);
+
+ private:
+  std::vector<PoolHost> hosts_;
+  std::vector<uint64_t> held_;  // by host
+  std::vector<bool> usable_;
+  int leaves_ = 0, total_ = 0, free_total_ = 0;
+};
+
+// The lowest `count` free GPU indices of a host's mask.
+uint64_t LowestFree(uint64_t free_mask, int count);
+
+}  // namespace gpulaunch::pool

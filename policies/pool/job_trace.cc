@@ -1,0 +1,85 @@
+#include "policies/pool/job_trace.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "common/strings.h"
+
+namespace gpulaunch::pool {
+namespace {
+
+StatusOr<double> Number(const std::string& text, const std::string& where, const char* what) {
+  char* end = nullptr;
+  const std::string t(Trim(text));
+  const double v = std::strtod(t.c_str(), &end);
+  if (t.empty() || *end != '\0' || !std::isfinite(v) || v < 0 || v > 1e12) {
+    return InvalidArgument(where + ": " + what + " '" + t + "' is not a non-negative number");
+  }
+  return v;
+}
+
+}  // namespace
+
+StatusOr<std::vector<TraceJob>> ParseTrace(const std::string& text, const std::string& origin) {
+  std::vector<std::string> lines = Split(text, '\n');
+  for (std::string& l : lines)
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+  while (!lines.empty() && Trim(lines.back()).empty()) lines.pop_back();
+  if (lines.empty()) return InvalidArgument(origin + ": empty trace");
+  const std::vector<std::string> header = Split(lines[0], ',');
+  auto column = [&](const char* name) {
+    const auto it = std::find(header.begin(), header.end(), name);
+    return it == header.end() ? -1 : static_cast<int>(it - header.begin());
+  };
+  int submit = column("submit"), duration = column("duration"), gpus = column("gpus");
+  const int team = column("team"), priority = column("priority");
+  if (submit < 0) submit = column("submit_time");
+  if (submit < 0) submit = column("submission_time");
+  if (gpus < 0) gpus = column("num_gpu");
+  if (submit < 0 || duration < 0 || gpus < 0) {
+    return InvalidArgument(origin + ":1: unknown trace header '" + lines[0] +
+                           "': expected Tiresias (job_id,num_gpu,submit_time,...,duration,...), ElasticFlow "
+                           "(job_id,submission_time,duration,num_gpu) or id,submit,duration,gpus[,team[,priority]]");
+  }
+  std::vector<TraceJob> jobs;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const std::string where = origin + ":" + std::to_string(i + 1);
+    const std::vector<std::string> f = Split(lines[i], ',');
+    if (static_cast<int>(f.size()) <= std::max({submit, duration, gpus, team, priority})) {
+      return InvalidArgument(where + ": " + std::to_string(f.size()) + " fields, the header has " +
+                             std::to_string(header.size()));
+    }
+    TraceJob j;
+    GL_ASSIGN_OR_RETURN(j.submit, Number(f[static_cast<size_t>(submit)], where, "submit time"));
+    GL_ASSIGN_OR_RETURN(j.duration, Number(f[static_cast<size_t>(duration)], where, "duration"));
+    GL_ASSIGN_OR_RETURN(double g, Number(f[static_cast<size_t>(gpus)], where, "GPU count"));
+    if (g < 1 || g != std::floor(g) || g > 100000) {
+      return InvalidArgument(where + ": GPU count '" + f[static_cast<size_t>(gpus)] + "' must be a whole number from 1");
+    }
+    j.gpus = static_cast<int>(g);
+    if (team >= 0) {
+      GL_ASSIGN_OR_RETURN(double t, Number(f[static_cast<size_t>(team)], where, "team"));
+      j.team = static_cast<int>(t);
+    }
+    if (priority >= 0) {
+      GL_ASSIGN_OR_RETURN(double p, Number(f[static_cast<size_t>(priority)], where, "priority"));
+      j.priority = static_cast<int>(p);
+    }
+    jobs.push_back(j);
+  }
+  std::stable_sort(jobs.begin(), jobs.end(), [](const TraceJob& a, const TraceJob& b) { return a.submit < b.submit; });
+  for (size_t i = 0; i < jobs.size(); ++i) jobs[i].id = static_cast<int>(i);
+  return jobs;
+}
+
+StatusOr<std::vector<TraceJob>> LoadTrace(const std::string& path) {
+  GL_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "trace"));
+  return ParseTrace(text, path);
+}
+
+void AssignTeams(std::vector<TraceJob>& jobs, int teams) {
+  for (TraceJob& j : jobs) j.team = teams > 0 ? j.id % teams : 0;
+}
+
+}  // namespace gpulaunch::pool

@@ -1,0 +1,53 @@
+// Team GPU quotas with borrowing (the Kueue / YARN capacity-scheduler model):
+//   guarantee     GPUs the team always gets back (reclaim never takes it below)
+//   nominal       its share of the pool; jobs within it are never preempted
+//                 by reclaim
+//   borrow_limit  how far above nominal it may go on other teams' idle quota
+//   lend_limit    how much of its own idle nominal others may borrow
+// A job that takes its team above nominal is "borrowed": admitted only while
+// other teams' idle, lendable quota covers all borrowing, and reclaimable by
+// a team that needs its nominal back (after the grace period).
+#pragma once
+
+#include <climits>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace gpulaunch::pool {
+
+struct TeamQuota {
+  std::string team;
+  int guarantee = 0;
+  int nominal = 0;
+  int borrow_limit = 0;
+  int lend_limit = INT_MAX;
+};
+
+enum class QuotaVerdict { kWithinNominal, kBorrowed, kOverBorrowLimit, kNothingToBorrow };
+const char* QuotaVerdictName(QuotaVerdict v);
+
+class QuotaBook {
+ public:
+  QuotaBook() = default;  // no quotas: every job is within nominal
+  explicit QuotaBook(std::vector<TeamQuota> teams);
+  // "a:guarantee/nominal/borrow[/lend],b:..." e.g. "ml:32/64/32,infra:16/64/0".
+  static StatusOr<QuotaBook> Parse(const std::string& text);
+
+  bool enabled() const { return !teams_.empty(); }
+  int teams() const { return static_cast<int>(teams_.size()); }
+  const TeamQuota& quota(int team) const { return teams_[static_cast<size_t>(team)]; }
+  int used(int team) const { return enabled() ? used_[static_cast<size_t>(team)] : 0; }
+
+  // Whether `team` may start `gpus` more now, and on what terms.
+  QuotaVerdict Check(int team, int gpus) const;
+  void Add(int team, int gpus);
+  void Remove(int team, int gpus);
+
+ private:
+  std::vector<TeamQuota> teams_;
+  std::vector<int> used_;
+};
+
+}  // namespace gpulaunch::pool

@@ -1,0 +1,223 @@
+#include "policies/pool/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace gpulaunch::pool {
+
+Scheduler::Scheduler(GpuPool pool, SchedulerConfig config) : pool_(std::move(pool)), config_(std::move(config)) {}
+
+void Scheduler::Submit(const PoolJob& job) { queue_.push_back(job); }
+
+Status Scheduler::Finish(int job) {
+  auto it = running_.find(job);
+  if (it == running_.end()) return NotFound("job " + std::to_string(job) + " is not running");
+  GL_RETURN_IF_ERROR(pool_.Give(it->second.allocation));
+  config_.quotas.Remove(it->second.job.team, it->second.job.gpus);
+  running_.erase(it);
+  return Status::Ok();
+}
+
+double Scheduler::EffectivePriority(const PoolJob& j, double now) const {
+  if (config_.order == QueueOrder::kFifo) return 0;
+  const double amount = j.gpus * std::max(1.0, j.estimate);
+  const double size =
+      config_.size_reference > 0 ? std::max(0.0, std::floor(std::log2(config_.size_reference / amount))) : 0;
+  return j.priority + size + std::floor(std::max(0.0, now - j.submit) / config_.aging_s);
+}
+
+std::vector<PoolJob> Scheduler::Ordered(double now) const {
+  std::vector<PoolJob> q = queue_;
+  std::stable_sort(q.begin(), q.end(), [&](const PoolJob& a, const PoolJob& b) {
+    const double pa = EffectivePriority(a, now), pb = EffectivePriority(b, now);
+    if (pa != pb) return pa > pb;
+    if (a.submit != b.submit) return a.submit < b.submit;
+    return a.id < b.id;
+  });
+  return q;
+}
+
+Status Scheduler::Commit(const PoolJob& job, const Allocation& a, bool borrowed, double now) {
+  GL_RETURN_IF_ERROR(pool_.Take(a));
+  config_.quotas.Add(job.team, job.gpus);
+  running_[job.id] = RunningJob{job, a, now, borrowed};
+  std::erase_if(queue_, [&](const PoolJob& q) { return q.id == job.id; });
+  return Status::Ok();
+}
+
+std::optional<Decision> Scheduler::TryStart(const PoolJob& job, double now) {
+  const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
+  if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) return std::nullopt;
+  auto a = PlaceGang(pool_, job.gpus, config_.style);
+  if (!a) return std::nullopt;
+  const bool borrowed = v == QuotaVerdict::kBorrowed;
+  if (!Commit(job, *a, borrowed, now).ok()) return std::nullopt;
+  Decision d;
+  d.job = job.id;
+  d.allocation = *a;
+  d.borrowed = borrowed;
+  return d;
+}
+
+StatusOr<std::vector<Decision>> Scheduler::TryPreempt(const PoolJob& job, double now) {
+  std::vector<Decision> out;
+  const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
+  if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) return out;
+  const bool reclaims = config_.quotas.enabled() && v == QuotaVerdict::kWithinNominal;
+  // Victims of a lower class only: borrowed jobs of other teams (reclaim),
+  // or jobs of a lower priority class; never below a team's guarantee.
+  std::vector<const RunningJob*> candidates;
+  for (const auto& [id, r] : running_) {
+    if (now - r.start < config_.grace_s) continue;
+    const bool reclaim = reclaims && r.borrowed && r.job.team != job.team &&
+                         config_.quotas.used(r.job.team) - r.job.gpus >= config_.quotas.quota(r.job.team).guarantee;
+    const bool lower = r.job.priority < job.priority;
+    if (reclaim || lower) candidates.push_back(&r);
+  }
+  if (candidates.empty()) return out;
+  auto cost = [&](const RunningJob* r) { return r->job.gpus * (now - r->start); };  // GPU-seconds lost
+  std::stable_sort(candidates.begin(), candidates.end(), [&](const RunningJob* a, const RunningJob* b) {
+    return cost(a) != cost(b) ? cost(a) < cost(b) : a->job.id < b->job.id;
+  });
+  GpuPool trial = pool_;
+  std::vector<const RunningJob*> victims;
+  for (const RunningJob* c : candidates) {
+    GL_RETURN_IF_ERROR(trial.Give(c->allocation));
+    victims.push_back(c);
+    if (PlaceGang(trial, job.gpus, config_.style)) break;
+  }
+  if (!PlaceGang(trial, job.gpus, config_.style)) return out;
+  // Keep only the victims it really needs, dearest first.
+  for (size_t i = victims.size(); i-- > 0;) {
+    GL_RETURN_IF_ERROR(trial.Take(victims[i]->allocation));
+    if (PlaceGang(trial, job.gpus, config_.style)) {
+      victims.erase(victims.begin() + static_cast<long>(i));
+    } else {
+      GL_RETURN_IF_ERROR(trial.Give(victims[i]->allocation));
+    }
+  }
+  for (const RunningJob* victim : victims) {
+    Decision d;
+    d.kind = Decision::Kind::kPreempt;
+    d.job = victim->job.id;
+    d.allocation = victim->allocation;
+    d.preempted_by = job.id;
+    const PoolJob requeue = victim->job;
+    GL_RETURN_IF_ERROR(Finish(victim->job.id));
+    queue_.push_back(requeue);  // it keeps its submit time, so its age
+    out.push_back(d);
+  }
+  auto started = TryStart(job, now);
+  if (!started) return Internal("job " + std::to_string(job.id) + " did not fit after its victims were preempted");
+  out.push_back(*started);
+  return out;
+}
+
+double Scheduler::ShadowTime(const PoolJob& head, double now, int* extra) const {
+  std::vector<std::pair<double, int>> ends;
+  for (const auto& [id, r] : running_) {
+    ends.emplace_back(r.job.estimate > 0 ? r.start + r.job.estimate : std::numeric_limits<double>::infinity(),
+                      r.job.gpus);
+  }
+  std::sort(ends.begin(), ends.end());
+  int free = pool_.free_gpus();
+  for (const auto& [end, gpus] : ends) {
+    if (free >= head.gpus) break;
+    free += gpus;
+    if (free >= head.gpus) {
+      *extra = free - head.gpus;
+      return std::max(end, now);
+    }
+  }
+  *extra = 0;
+  return free >= head.gpus ? now : std::numeric_limits<double>::infinity();
+}
+
+StatusOr<std::vector<Decision>> Scheduler::Schedule(double now) {
+  std::vector<Decision> out;
+  bool blocked = false;
+  double shadow = 0;
+  int extra = 0;
+  for (const PoolJob& job : Ordered(now)) {
+    if (!blocked) {
+      if (auto d = TryStart(job, now)) {
+        out.push_back(*d);
+        continue;
+      }
+      if (config_.preempt) {
+        GL_ASSIGN_OR_RETURN(std::vector<Decision> p, TryPreempt(job, now));
+        if (!p.empty()) {
+          out.insert(out.end(), p.begin(), p.end());
+          continue;
+        }
+      }
+      blocked = true;
+      if (!config_.backfill) break;
+      shadow = ShadowTime(job, now, &extra);
+      if (std::isinf(shadow)) break;  // its start cannot be predicted: nothing may jump ahead of it
+      continue;
+    }
+    if (job.estimate <= 0) continue;
+    const bool done_before = now + job.estimate <= shadow;
+    if (!done_before && job.gpus > extra) continue;
+    if (auto d = TryStart(job, now)) {
+      d->backfilled = true;
+      if (!done_before) extra -= job.gpus;
+      out.push_back(*d);
+    }
+  }
+  // Reclaim for every job still waiting within its team's nominal quota, not
+  // only the first one: a team owed its quota must not wait behind a
+  // borrowing team's job at the head of the queue.
+  if (config_.preempt && config_.quotas.enabled()) {
+    for (const PoolJob& job : Ordered(now)) {
+      if (config_.quotas.Check(job.team, job.gpus) != QuotaVerdict::kWithinNominal) continue;
+      if (PlaceGang(pool_, job.gpus, config_.style)) continue;  // it fits: backfill's rules decide
+      GL_ASSIGN_OR_RETURN(std::vector<Decision> p, TryPreempt(job, now));
+      out.insert(out.end(), p.begin(), p.end());
+    }
+  }
+  return out;
+}
+
+std::vector<WaitReason> Scheduler::Waiting(double now) const {
+  std::vector<WaitReason> out;
+  int largest_host = 0, whole_hosts = 0;
+  for (int h = 0; h < static_cast<int>(pool_.hosts().size()); ++h) {
+    if (!pool_.usable(h)) continue;
+    largest_host = std::max(largest_host, pool_.free_on(h));
+    whole_hosts += pool_.free_on(h) == pool_.hosts()[h].gpus ? 1 : 0;
+  }
+  const int per = pool_.hosts().empty() ? 0 : pool_.hosts().front().gpus;
+  int first = -1;
+  for (const PoolJob& job : Ordered(now)) {
+    WaitReason w;
+    w.job = job.id;
+    const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
+    if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) {
+      const TeamQuota& q = config_.quotas.quota(job.team);
+      w.constraint = "quota";
+      w.detail = "team " + q.team + " holds " + std::to_string(config_.quotas.used(job.team)) + " GPUs of nominal " +
+                 std::to_string(q.nominal) + " (borrow limit " + std::to_string(q.borrow_limit) + "); " +
+                 std::to_string(job.gpus) + " more would be " + QuotaVerdictName(v);
+    } else if (!PlaceGang(pool_, job.gpus, config_.style)) {
+      w.constraint = "placement";
+      w.detail = "needs " + std::to_string(job.gpus) + " GPUs " +
+                 (job.gpus <= per ? std::string("on one host")
+                                  : "on " + std::to_string(job.gpus / per) + " whole hosts" +
+                                        (job.gpus % per ? " and " + std::to_string(job.gpus % per) + " more" : "")) +
+                 "; " + std::to_string(pool_.free_gpus()) + " free in the pool, at most " +
+                 std::to_string(largest_host) + " on one host, " + std::to_string(whole_hosts) + " whole hosts free";
+    } else {
+      w.constraint = "queue";
+      w.detail = first >= 0 ? "behind job " + std::to_string(first) + ", which comes first in the queue order"
+                            : "starts at the next scheduling pass";
+    }
+    if (first < 0) first = job.id;
+    out.push_back(w);
+  }
+  return out;
+}
+
+}  // namespace gpulaunch::pool

@@ -1,0 +1,119 @@
+// The pool scheduler: admission and placement as one decision. A queued job
+// starts only with a concrete allocation, and its quota terms are committed
+// together with it (Schedule applies every decision to its own pool and
+// quota book before returning them).
+//
+// Each Schedule(now):
+//   1. orders the queue: FIFO, or by priority with aging (a job gains one
+//      level per `aging_s` waited, so streams of higher-priority or smaller
+//      jobs cannot starve it); ties by submit time, then id;
+//   2. starts jobs in that order while they fit (quota and placement);
+//   3. when the first job that does not fit is within its team's nominal
+//      quota (or of a higher priority class), looks for the cheapest set of
+//      victims (borrowed jobs of other teams, or lower-class jobs, that ran
+//      at least the grace period) whose removal lets it fit, preempts them
+//      and starts it on the GPUs they freed, in the same decision; victims
+//      are never of the preemptor's class or above, so preemption cannot
+//      loop; reclaim never takes a team below its guarantee;
+//   4. backfills (EASY): later jobs may start if they fit now and do not
+//      delay that first job's earliest start (its shadow time, from the
+//      running jobs' expected ends), or use only GPUs it will not need.
+// Every job left waiting has a structured reason (Waiting()).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policies/pool/gang_placement.h"
+#include "policies/pool/gpu_pool.h"
+#include "policies/pool/quota.h"
+
+namespace gpulaunch::pool {
+
+struct PoolJob {
+  int id = 0;
+  int team = 0;             // index into the quota book (0 without quotas)
+  int gpus = 1;
+  int priority = 0;         // class: higher first; higher classes may preempt lower ones
+  double submit = 0;
+  double estimate = 0;      // expected run time (s) for backfill; 0: unknown (never backfilled ahead of others)
+};
+
+enum class QueueOrder { kFifo, kPriorityAging };
+
+struct SchedulerConfig {
+  PlacementStyle style = PlacementStyle::kTopology;
+  QueueOrder order = QueueOrder::kPriorityAging;
+  bool backfill = true;
+  bool preempt = true;
+  double aging_s = 3600;        // one priority level per this much waiting
+  // Smaller jobs first: a job gains log2(size_reference / its size) levels
+  // (at least 0), its size being GPUs x estimated seconds (GPUs alone when
+  // there is no estimate), so a short 1-GPU job starts ahead of a week-long
+  // 64-GPU one that arrived at the same time, until aging lifts the big one
+  // (0: off).
+  double size_reference = 0;
+  double grace_s = 300;         // a job may be preempted only after running this long
+  QuotaBook quotas;             // empty: no quotas
+};
+
+struct Decision {
+  enum class Kind { kStart, kPreempt };
+  Kind kind = Kind::kStart;
+  int job = 0;
+  Allocation allocation;        // kStart: where; kPreempt: what it gave back
+  bool borrowed = false;        // kStart: above its team's nominal quota (reclaimable)
+  bool backfilled = false;
+  int preempted_by = -1;        // kPreempt: the job that needed the GPUs
+};
+
+// Why a job waits: the constraint, what is short, and what blocks it.
+struct WaitReason {
+  int job = 0;
+  std::string constraint;       // "quota", "placement", "queue"
+  std::string detail;           // e.g. "needs 16 GPUs on 2 whole hosts; 9 free, largest free host has 4"
+};
+
+struct RunningJob {
+  PoolJob job;
+  Allocation allocation;
+  double start = 0;
+  bool borrowed = false;
+};
+
+class Scheduler {
+ public:
+  Scheduler(GpuPool pool, SchedulerConfig config);
+
+  void Submit(const PoolJob& job);
+  // The job ended: its GPUs and quota go back.
+  Status Finish(int job);
+  // Decisions taken now, already applied to the pool.
+  StatusOr<std::vector<Decision>> Schedule(double now);
+  std::vector<WaitReason> Waiting(double now) const;
+
+  const GpuPool& pool() const { return pool_; }
+  GpuPool& mutable_pool() { return pool_; }
+  const QuotaBook& quotas() const { return config_.quotas; }
+  const std::map<int, RunningJob>& running() const { return running_; }
+  const std::vector<PoolJob>& queue() const { return queue_; }
+
+ private:
+  std::vector<PoolJob> Ordered(double now) const;
+  double EffectivePriority(const PoolJob& j, double now) const;
+  // Starts `job` now if quota and placement allow; nullopt otherwise.
+  std::optional<Decision> TryStart(const PoolJob& job, double now);
+  // Preempts the cheapest victims that let `job` fit, and starts it.
+  StatusOr<std::vector<Decision>> TryPreempt(const PoolJob& job, double now);
+  double ShadowTime(const PoolJob& head, double now, int* extra) const;
+  Status Commit(const PoolJob& job, const Allocation& a, bool borrowed, double now);
+
+  GpuPool pool_;
+  SchedulerConfig config_;
+  std::vector<PoolJob> queue_;
+  std::map<int, RunningJob> running_;
+};
+
+}  // namespace gpulaunch::pool

@@ -1,0 +1,299 @@
+// The multi-tenant pool: GPU bookkeeping, gang placement styles, quotas,
+// the scheduler (backfill, aging, reclaim), traces and the simulator.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <random>
+
+#include "policies/pool/gang_placement.h"
+#include "policies/pool/job_trace.h"
+#include "policies/pool/quota.h"
+#include "policies/pool/scheduler.h"
+#include "policies/pool/simulator.h"
+
+namespace gpulaunch::pool {
+namespace {
+
+GpuPool Pool(const std::string& spec) {
+  auto p = GpuPool::FromSpec(spec);
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  return *p;
+}
+
+Allocation On(int host, uint64_t mask) { return Allocation{{HostShare{host, mask}}}; }
+
+TEST(GpuPool, NeverHoldsAGpuTwice) {
+  GpuPool p = Pool("leaf:2 node:2 gpu:4");
+  EXPECT_EQ(p.total_gpus(), 16);
+  EXPECT_EQ(p.leaves(), 2);
+  ASSERT_TRUE(p.Take(On(1, 0b0011)).ok());
+  EXPECT_EQ(p.free_on(1), 2);
+  EXPECT_EQ(p.free_gpus(), 14);
+  const Status twice = p.Take(On(1, 0b0110));
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.message().find("a GPU would be assigned twice"), std::string::npos);
+  EXPECT_EQ(p.free_gpus(), 14);  // nothing changed
+  EXPECT_FALSE(p.Give(On(1, 0b0100)).ok());
+  EXPECT_FALSE(p.Take(On(1, 0b10000)).ok());  // GPU 4 of a 4-GPU host
+  ASSERT_TRUE(p.Give(On(1, 0b0011)).ok());
+  EXPECT_EQ(p.free_gpus(), 16);
+  for (const char* bad : {"node:0", "leaf:2", "leaf:x node:2", "rack:2 node:2", "node:2 gpu:65"}) {
+    EXPECT_FALSE(GpuPool::FromSpec(bad).ok()) << bad;
+  }
+}
+
+TEST(GangPlacement, StylesChooseTheirHosts) {
+  GpuPool p = Pool("leaf:2 node:2 gpu:4");  // hosts 0,1 under leaf 0; 2,3 under leaf 1
+  ASSERT_TRUE(p.Take(On(0, 0b0001)).ok());  // host 0: 3 free
+  ASSERT_TRUE(p.Take(On(2, 0b0011)).ok());  // host 2: 2 free
+  // 2 GPUs: first fit takes host 0; best fit and topology the fullest, host 2.
+  EXPECT_EQ(PlaceGang(p, 2, PlacementStyle::kFirstFit)->shares[0].host, 0);
+  EXPECT_EQ(PlaceGang(p, 2, PlacementStyle::kBestFit)->shares[0].host, 2);
+  EXPECT_EQ(PlaceGang(p, 2, PlacementStyle::kTopology)->shares[0].host, 2);
+  // 8 GPUs need two whole hosts: only hosts 1 and 3 are whole.
+  auto eight = PlaceGang(p, 8, PlacementStyle::kTopology);
+  ASSERT_TRUE(eight);
+  EXPECT_EQ(eight->hosts(), 2);
+  EXPECT_EQ(eight->gpus(), 8);
+  EXPECT_EQ(LeavesOf(p, *eight), 2);
+  EXPECT_FALSE(PlaceGang(p, 12, PlacementStyle::kTopology));  // 13 free, but only 2 whole hosts
+  // Hard: avoided hosts are never used; preferred ones only among those that fit.
+  GangConstraints c;
+  c.avoid = {false, false, true, false};
+  EXPECT_EQ(PlaceGang(p, 2, PlacementStyle::kTopology, c)->shares[0].host, 0);
+  c.avoid.clear();
+  c.preferred = {false, false, false, true};
+  EXPECT_EQ(PlaceGang(p, 2, PlacementStyle::kTopology, c)->shares[0].host, 3);
+  c.preferred = {false, false, true, false};
+  EXPECT_EQ(PlaceGang(p, 3, PlacementStyle::kTopology, c)->shares[0].host, 0);  // host 2 cannot take 3
+}
+
+TEST(GangPlacement, TopologyKeepsAMultiHostJobUnderOneLeaf) {
+  GpuPool p = Pool("leaf:2 node:4 gpu:8");
+  ASSERT_TRUE(p.Take(On(0, 0xff)).ok());  // leaf 0: 3 whole hosts left; leaf 1: 4
+  ASSERT_TRUE(p.Take(On(5, 0x01)).ok());  // leaf 1: 3 whole hosts left
+  // 16 GPUs: first fit takes hosts 1 and 2 (leaf 0); topology the leaf with
+  // the least room that fits; best fit ignores leaves.
+  auto a = PlaceGang(p, 16, PlacementStyle::kTopology);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(LeavesOf(p, *a), 1);
+  // 24 + 4: three whole hosts and 4 more, all in one leaf when one can.
+  auto b = PlaceGang(p, 28, PlacementStyle::kTopology);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->gpus(), 28);
+  EXPECT_EQ(b->hosts(), 4);
+  EXPECT_EQ(LeavesOf(p, *b), 1);
+  EXPECT_EQ(MinHosts(p, 28), 4);
+  EXPECT_EQ(MinLeaves(p, 28), 1);
+  EXPECT_EQ(MinLeaves(p, 40), 2);
+}
+
+TEST(Quota, VerdictsAndParsing) {
+  auto book = QuotaBook::Parse("a:4/8/4,b:4/8/0/2");
+  ASSERT_TRUE(book.ok()) << book.status().message();
+  QuotaBook q = *book;
+  EXPECT_EQ(q.Check(0, 8), QuotaVerdict::kWithinNominal);
+  EXPECT_EQ(q.Check(0, 10), QuotaVerdict::kBorrowed);          // b lends at most 2
+  EXPECT_EQ(q.Check(0, 11), QuotaVerdict::kNothingToBorrow);
+  EXPECT_EQ(q.Check(0, 13), QuotaVerdict::kOverBorrowLimit);
+  EXPECT_EQ(q.Check(1, 9), QuotaVerdict::kOverBorrowLimit);    // b may not borrow
+  q.Add(1, 7);                                                 // b idle: 1
+  EXPECT_EQ(q.Check(0, 10), QuotaVerdict::kNothingToBorrow);
+  EXPECT_EQ(q.Check(0, 9), QuotaVerdict::kBorrowed);
+  for (const char* bad : {"a:4/8", "a:9/8/0", "a:x/8/0", ":1/2/3", "a:1/2/3/4/5"}) {
+    EXPECT_FALSE(QuotaBook::Parse(bad).ok()) << bad;
+  }
+  EXPECT_EQ(QuotaBook().Check(0, 1000), QuotaVerdict::kWithinNominal);  // no quotas
+}
+
+SchedulerConfig Config(PlacementStyle style = PlacementStyle::kTopology) {
+  SchedulerConfig c;
+  c.style = style;
+  c.order = QueueOrder::kFifo;
+  c.grace_s = 10;
+  return c;
+}
+
+TEST(Scheduler, BackfillNeverDelaysTheFirstBlockedJob) {
+  Scheduler s(Pool("leaf:1 node:2 gpu:4"), Config());
+  s.Submit(PoolJob{1, 0, 4, 0, 0, 100});  // ends at 100
+  s.Submit(PoolJob{2, 0, 2, 0, 0, 300});  // ends at 300: 2 GPUs left
+  ASSERT_EQ(s.Schedule(0)->size(), 2u);
+  s.Submit(PoolJob{3, 0, 8, 0, 1, 50});   // needs both hosts: shadow time 300
+  s.Submit(PoolJob{4, 0, 2, 0, 2, 500});  // would end after 300 on GPUs job 3 needs
+  s.Submit(PoolJob{5, 0, 2, 0, 3, 200});  // ends by 300: may go first
+  auto d = s.Schedule(3);
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->size(), 1u);
+  EXPECT_EQ((*d)[0].job, 5);
+  EXPECT_TRUE((*d)[0].backfilled);
+  const auto waiting = s.Waiting(3);
+  ASSERT_EQ(waiting.size(), 2u);
+  EXPECT_EQ(waiting[0].job, 3);
+  EXPECT_EQ(waiting[0].constraint, "placement");
+  EXPECT_NE(waiting[0].detail.find("needs 8 GPUs on 2 whole hosts"), std::string::npos) << waiting[0].detail;
+}
+
+TEST(Scheduler, AgingLetsABigJobPassAStreamOfSmallOnes) {
+  SchedulerConfig c = Config();
+  c.order = QueueOrder::kPriorityAging;
+  c.size_reference = 1e6;
+  c.aging_s = 100;
+  c.backfill = false;
+  Scheduler s(Pool("leaf:1 node:1 gpu:4"), c);
+  s.Submit(PoolJob{1, 0, 4, 0, 0, 1000});  // big: few levels
+  // Small jobs keep arriving and are ahead by size...
+  int started_big_at = -1;
+  for (int t = 0, id = 2; t < 2000 && started_big_at < 0; t += 10) {
+    s.Submit(PoolJob{id++, 0, 1, 0, static_cast<double>(t), 10});
+    auto d = s.Schedule(t);
+    ASSERT_TRUE(d.ok());
+    for (const Decision& x : *d) {
+      if (x.job == 1) started_big_at = t;
+    }
+    std::vector<int> done;
+    for (const auto& [id2, r] : s.running())
+      if (r.start + r.job.estimate <= t + 10) done.push_back(id2);
+    for (int j : done) ASSERT_TRUE(s.Finish(j).ok());
+  }
+  // ... until it has waited enough levels to come first.
+  EXPECT_GT(started_big_at, 0);
+  EXPECT_LT(started_big_at, 2000);
+}
+
+TEST(Scheduler, ReclaimPreemptsTheCheapestBorrowedJobsAndNeverBelowAGuarantee) {
+  SchedulerConfig c = Config();
+  c.quotas = *QuotaBook::Parse("a:0/4/8,b:2/4/0");
+  Scheduler s(Pool("leaf:1 node:2 gpu:4"), c);
+  s.Submit(PoolJob{1, 0, 4, 0, 0, 1000});  // a within nominal
+  s.Submit(PoolJob{2, 0, 2, 0, 0, 1000});  // a borrows 2
+  s.Submit(PoolJob{3, 0, 2, 0, 0, 1000});  // a borrows 2 more
+  ASSERT_EQ(s.Schedule(0)->size(), 3u);
+  EXPECT_TRUE(s.running().at(2).borrowed && s.running().at(3).borrowed);
+  EXPECT_FALSE(s.running().at(1).borrowed);
+  s.Submit(PoolJob{4, 1, 2, 0, 5, 100});  // b wants its quota back
+  ASSERT_TRUE(s.Schedule(5)->empty());    // the borrowed jobs are inside their grace period
+  auto d = s.Schedule(20);
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->size(), 2u);
+  EXPECT_EQ((*d)[0].kind, Decision::Kind::kPreempt);
+  EXPECT_EQ((*d)[0].preempted_by, 4);
+  EXPECT_EQ((*d)[1].kind, Decision::Kind::kStart);
+  EXPECT_EQ((*d)[1].job, 4);
+  EXPECT_TRUE(s.running().count(1));  // within nominal: never a victim
+  EXPECT_EQ(s.queue().size(), 1u);    // the victim waits again
+  EXPECT_EQ(s.quotas().used(1), 2);
+  // b's job is within nominal: a cannot take it back by borrowing.
+  s.Submit(PoolJob{5, 0, 2, 0, 30, 100});
+  auto again = s.Schedule(100);
+  ASSERT_TRUE(again.ok());
+  for (const Decision& x : *again) EXPECT_NE(x.kind, Decision::Kind::kPreempt);
+}
+
+// Property: over random job streams, styles and quotas, no GPU is ever held
+// twice, every decision is applied to the pool, and every job ends.
+TEST(Scheduler, RandomStreamsNeverAssignAGpuTwice) {
+  for (int seed = 1; seed <= 30; ++seed) {
+    std::mt19937 rng(seed);
+    SchedulerConfig c = Config(static_cast<PlacementStyle>(seed % 3));
+    c.order = seed % 2 ? QueueOrder::kPriorityAging : QueueOrder::kFifo;
+    c.size_reference = 1e6;
+    if (seed % 4 == 0) c.quotas = *QuotaBook::Parse("a:8/16/16,b:8/16/8,c:0/0/32");
+    Scheduler s(Pool("leaf:2 node:3 gpu:8"), c);
+    std::map<int, double> ends;
+    int next = 0, finished = 0;
+    const int jobs = 200;
+    for (double t = 0; finished < jobs; t += 1) {
+      if (next < jobs && rng() % 3 == 0) {
+        const int sizes[] = {1, 1, 2, 4, 8, 8, 16, 24, 48};
+        // With quotas, 48 GPUs is beyond every team's nominal + borrow limit:
+        // such a job could never start.
+        const int g = sizes[rng() % (c.quotas.enabled() ? 8 : 9)];
+        s.Submit(PoolJob{next, static_cast<int>(rng() % 3), g, static_cast<int>(rng() % 2), t,
+                         static_cast<double>(5 + rng() % 60)});
+        ++next;
+      }
+      for (auto it = ends.begin(); it != ends.end();) {
+        if (it->second <= t) {
+          ASSERT_TRUE(s.Finish(it->first).ok());
+          ++finished;
+          it = ends.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      auto d = s.Schedule(t);
+      ASSERT_TRUE(d.ok()) << "seed " << seed << ": " << d.status().message();
+      for (const Decision& x : *d) {
+        if (x.kind == Decision::Kind::kPreempt) {
+          ends.erase(x.job);
+        } else {
+          ends[x.job] = t + s.running().at(x.job).job.estimate;
+        }
+      }
+      // Independently of the pool's own check: the running jobs' GPUs are disjoint.
+      std::vector<uint64_t> held(s.pool().hosts().size(), 0);
+      int total = 0;
+      for (const auto& [id, r] : s.running()) {
+        for (const HostShare& share : r.allocation.shares) {
+          ASSERT_EQ(held[static_cast<size_t>(share.host)] & share.gpus, 0u) << "seed " << seed << " job " << id;
+          held[static_cast<size_t>(share.host)] |= share.gpus;
+        }
+        total += r.allocation.gpus();
+        ASSERT_EQ(r.allocation.gpus(), r.job.gpus);
+      }
+      ASSERT_EQ(total, s.pool().total_gpus() - s.pool().free_gpus());
+      ASSERT_LT(t, 100000) << "seed " << seed << ": jobs never finish";
+    }
+  }
+}
+
+TEST(Trace, ReadsTiresiasElasticFlowAndItsOwnFormWithFileLineErrors) {
+  auto t = ParseTrace("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\r\n"
+                      "0,2,10,100,vgg16,125,5\r\n1,8,0,100,resnet50,300,5", "60_job.csv");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->size(), 2u);
+  EXPECT_EQ((*t)[0].gpus, 8);  // sorted by submit time, ids renumbered
+  EXPECT_EQ((*t)[0].id, 0);
+  EXPECT_DOUBLE_EQ((*t)[1].duration, 125);
+  auto e = ParseTrace("job_id,submission_time,duration,num_gpu\nx,16566,4321,8\n", "cluster06.csv");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ((*e)[0].gpus, 8);
+  auto own = ParseTrace("id,submit,duration,gpus,team,priority\n0,0,60,4,2,1\n", "own.csv");
+  ASSERT_TRUE(own.ok());
+  EXPECT_EQ((*own)[0].team, 2);
+  EXPECT_EQ((*own)[0].priority, 1);
+  auto bad = ParseTrace("id,submit,duration,gpus\n0,0,60,4\n1,0,x,4\n", "bad.csv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("bad.csv:3: duration 'x'"), std::string::npos) << bad.status().message();
+  EXPECT_FALSE(ParseTrace("a,b,c\n1,2,3\n", "x.csv").ok());
+  EXPECT_FALSE(ParseTrace("id,submit,duration,gpus\n0,0,60,0\n", "x.csv").ok());
+}
+
+TEST(Simulator, SmallTraceIsDeterministicAndEveryJobRunsItsDuration) {
+  auto jobs = LoadTrace(std::string(GL_TEST_DATA) + "/traces/tiresias/60_job.csv");
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  ASSERT_EQ(jobs->size(), 60u);
+  for (const char* name : {"topology", "fifo-first-fit", "best-fit"}) {
+    auto config = PolicyConfig(name, QuotaBook());
+    ASSERT_TRUE(config.ok());
+    auto a = Simulate(Pool("leaf:2 node:2 gpu:4"), *jobs, *config, name);
+    auto b = Simulate(Pool("leaf:2 node:2 gpu:4"), *jobs, *config, name);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->jobs, 60);
+    EXPECT_DOUBLE_EQ(a->avg_jct_s, b->avg_jct_s) << name;
+    EXPECT_DOUBLE_EQ(a->stranded_gpus, b->stranded_gpus) << name;
+    for (const JobOutcome& o : a->outcomes) {
+      const TraceJob& j = (*jobs)[static_cast<size_t>(o.id)];
+      EXPECT_GE(o.start, j.submit);
+      EXPECT_DOUBLE_EQ(o.end - o.start, j.duration) << name << " job " << o.id;  // no preemption without quotas
+      EXPECT_GE(o.hosts, o.min_hosts);
+    }
+    EXPECT_GT(a->utilization, 0.1);
+    EXPECT_LE(a->utilization, 1.0);
+  }
+  EXPECT_FALSE(PolicyConfig("round-robin", QuotaBook()).ok());
+}
+
+}  // namespace
+}  // namespace gpulaunch::pool
