@@ -9,17 +9,11 @@
 #include "common/file_write.h"
 #include "common/json.h"
 #include "common/parallel_layout.h"
+#include "common/stats.h"
 #include "common/strings.h"
 
 namespace gpulaunch {
 namespace {
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t at = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
-  return v[std::min(v.size() - 1, at == 0 ? 0 : at - 1)];
-}
 
 std::string Ms(double s) {
   char buf[32];
@@ -120,8 +114,8 @@ RunReport AnalyzeRun(const RunProfile& p) {
     times.push_back(t);
     if (t > r.step_max_s) r.step_max_s = t, r.step_max_at = step;
   }
-  r.step_median_s = Percentile(times, 0.5);
-  r.step_p95_s = Percentile(times, 0.95);
+  r.step_median_s = Quantile(times, 0.5);
+  r.step_p95_s = Quantile(times, 0.95);
   for (auto& [name, g] : groups) {
     g.share = total_step > 0 ? g.comm_s / total_step : 0;
     g.gbps = g.comm_s > 0 ? static_cast<double>(g.bytes) * 8 / g.comm_s / 1e9 : 0;
@@ -132,7 +126,7 @@ RunReport AnalyzeRun(const RunProfile& p) {
   // Ties go to the lowest rank.
   std::vector<double> computes;
   for (const auto& [c, rank] : compute_by_rank) computes.push_back(c);
-  r.median_compute_s = Percentile(computes, 0.5);
+  r.median_compute_s = Quantile(computes, 0.5);
   const auto slowest = std::max_element(compute_by_rank.begin(), compute_by_rank.end(), [](const auto& a, const auto& b) {
     return a.first < b.first || (a.first == b.first && a.second > b.second);
   });

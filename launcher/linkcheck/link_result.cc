@@ -34,13 +34,6 @@ std::string Str(const Json& j, const std::string& key) {
 
 }  // namespace
 
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t at = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
-  return v[std::min(v.size() - 1, at == 0 ? 0 : at - 1)];
-}
-
 std::string LinkResultsJson(const std::vector<LinkResult>& links) {
   Json root = Json::Object();
   root.Set("format", "gpulaunch-linkcheck/v1");

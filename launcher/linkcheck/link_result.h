@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/stats.h"
 #include "common/status.h"
 
 namespace gpulaunch {
@@ -39,8 +40,5 @@ std::string RenderLinkTable(const std::vector<LinkResult>& links);
 // line each: "node1 -> node2: bandwidth 4 MiB 9.12 Gbps, 31% below 13.2".
 std::vector<std::string> CompareLinks(const std::vector<LinkResult>& baseline, const std::vector<LinkResult>& now,
                                       double tolerance_pct);
-
-// Median and 99th percentile of samples (nearest rank).
-double Quantile(std::vector<double> samples, double q);
 
 }  // namespace gpulaunch

@@ -158,6 +158,13 @@ StatusOr<std::vector<Decision>> Scheduler::Schedule(double now) {
       if (std::isinf(shadow)) break;  // its start cannot be predicted: nothing may jump ahead of it
       continue;
     }
+    // A job within its team's guarantee is owed its GPUs: the first blocked
+    // job's reservation does not hold it back.
+    if (config_.quotas.enabled() &&
+        config_.quotas.used(job.team) + job.gpus <= config_.quotas.quota(job.team).guarantee) {
+      if (auto d = TryStart(job, now)) out.push_back(*d);
+      continue;
+    }
     if (job.estimate <= 0) continue;
     const bool done_before = now + job.estimate <= shadow;
     if (!done_before && job.gpus > extra) continue;

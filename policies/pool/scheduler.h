@@ -17,7 +17,10 @@
 //      loop; reclaim never takes a team below its guarantee;
 //   4. backfills (EASY): later jobs may start if they fit now and do not
 //      delay that first job's earliest start (its shadow time, from the
-//      running jobs' expected ends), or use only GPUs it will not need.
+//      running jobs' expected ends), or use only GPUs it will not need; a job
+//      within its team's guarantee starts whenever it fits;
+//   5. reclaims for every other waiting job within its team's nominal quota
+//      that does not fit (as in 3).
 // Every job left waiting has a structured reason (Waiting()).
 #pragma once
 

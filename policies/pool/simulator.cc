@@ -8,15 +8,10 @@
 #include <queue>
 #include <set>
 
+#include "common/stats.h"
+
 namespace gpulaunch::pool {
 namespace {
-
-double Percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t at = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
-  return v[std::min(v.size() - 1, at == 0 ? 0 : at - 1)];
-}
 
 struct Event {
   double time;
@@ -176,9 +171,9 @@ StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& j
   }
   const double n = std::max<size_t>(1, outcome.size());
   report.avg_jct_s = std::accumulate(jct.begin(), jct.end(), 0.0) / n;
-  report.p95_jct_s = Percentile(jct, 0.95);
+  report.p95_jct_s = Quantile(jct, 0.95);
   report.avg_wait_s = std::accumulate(wait.begin(), wait.end(), 0.0) / n;
-  report.p95_wait_s = Percentile(wait, 0.95);
+  report.p95_wait_s = Quantile(wait, 0.95);
   report.max_wait_s = wait.empty() ? 0 : *std::max_element(wait.begin(), wait.end());
   report.avg_hosts_over_min = hosts_ratio / n;
   report.avg_leaves_over_min = leaves_ratio / n;
