@@ -1,14 +1,17 @@
 #include "launcher/plan_command.h"
 
+#include <sys/stat.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "common/cluster_json.h"
 #include "common/hostlist.h"
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "common/synthetic_cluster.h"
@@ -20,6 +23,7 @@
 #include "launcher/options.h"
 #include "policies/placement_engine.h"
 #include "slurm/slurm_config.h"
+#include "slurm/slurm_policy.h"
 
 namespace fs = std::filesystem;
 
@@ -215,21 +219,48 @@ int RunPlanCommand(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int RunSlurmConfigCommand(const std::vector<std::string>& args) {
+int RunSlurmConfigCommand(const std::vector<std::string>& all_args) {
+  // slurm-config places no job: its --policy is a policy file (slurm_policy.h).
+  std::vector<std::string> args;
+  std::optional<std::string> policy_file;
+  for (size_t i = 0; i < all_args.size(); ++i) {
+    if (all_args[i] == "--policy" && i + 1 < all_args.size()) {
+      policy_file = all_args[++i];
+    } else {
+      args.push_back(all_args[i]);
+    }
+  }
+  std::optional<PolicyFile> policy;
+  if (policy_file) {
+    auto text = ReadTextFile(*policy_file, "policy file");
+    auto p = text.ok() ? ParsePolicyFile(*text, *policy_file) : StatusOr<PolicyFile>(text.status());
+    if (!p.ok()) return Fail(p.status());
+    policy = std::move(p).value();
+  }
   auto parsed = ParsePlanCommandLine(args);
   if (!parsed.ok()) return Fail(parsed.status());
   if (parsed->help || !parsed->out_dir) {
     std::cout << "Usage: gpulaunch slurm-config --out DIR [-H hosts | --hostfile FILE | --topology-file [HOST=]XML |\n"
-                 "                              --synthetic SPEC | --cluster FILE] [--network topology.conf]\n\n"
+                 "                              --synthetic SPEC | --cluster FILE] [--network topology.conf]\n"
+                 "                              [--policy POLICY.json]\n\n"
                  "Writes DIR/topology.conf (the switch tree) and DIR/gres.conf (each host's GPUs with the\n"
-                 "cores of their NUMA node) for the cluster as gpulaunch sees it.\n";
+                 "cores of their NUMA node) for the cluster as gpulaunch sees it. With --policy, also the Slurm\n"
+                 "side of a gpulaunch-policy/v1 file: DIR/slurm-policy.conf (partition tiers for slurm.conf),\n"
+                 "DIR/apply.sh (scontrol: partitions and reservations on a running slurmctld) and DIR/qos.sh\n"
+                 "(sacctmgr: per-team GPU QOS; needs slurmdbd).\n";
     return parsed->help ? kExitOk : kExitUsage;
   }
   auto cluster = BuildCluster(*parsed);
   if (!cluster.ok()) return Fail(cluster.status());
   const std::string dir = *parsed->out_dir;
-  for (const auto& [name, text] : {std::pair<std::string, std::string>{"topology.conf", SlurmTopologyConf(*cluster)},
-                                   {"gres.conf", SlurmGresConf(*cluster)}}) {
+  std::vector<std::pair<std::string, std::string>> files = {{"topology.conf", SlurmTopologyConf(*cluster)},
+                                                            {"gres.conf", SlurmGresConf(*cluster)}};
+  if (policy) {
+    files.emplace_back("slurm-policy.conf", SlurmPolicyConf(*policy));
+    files.emplace_back("apply.sh", SlurmPolicyApplyScript(*policy));
+    files.emplace_back("qos.sh", SlurmPolicyQosScript(*policy));
+  }
+  for (const auto& [name, text] : files) {
     // Write beside, then rename: nothing half-written is left behind.
     const std::string path = dir + "/" + name, tmp = path + ".tmp";
     std::ofstream out(tmp);
@@ -239,8 +270,11 @@ int RunSlurmConfigCommand(const std::vector<std::string>& args) {
       std::remove(tmp.c_str());
       return Fail(InvalidArgument("cannot write " + path + ": check that the directory exists and is writable"));
     }
+    if (name.size() > 3 && name.substr(name.size() - 3) == ".sh") chmod(path.c_str(), 0755);
     std::cout << "wrote " << path << "\n";
   }
+  if (policy) std::cout << "simulate the same quotas with: gpulaunch sim --teams " << policy->teams.size()
+                        << " --quota " << PolicyQuotaText(*policy) << " ...\n";
   return kExitOk;
 }
 

@@ -1,0 +1,147 @@
+#include "slurm/slurm_policy.h"
+
+#include <regex>
+#include <set>
+
+#include "common/json.h"
+
+namespace gpulaunch {
+namespace {
+
+const std::regex kName("^[A-Za-z][A-Za-z0-9_-]{0,31}$");
+const std::regex kTime("^(now|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2})?)$");
+
+StatusOr<int> Count(const Json& j, const std::string& key, const std::string& where, int fallback, int lo, int hi) {
+  const Json* v = j.Find(key);
+  if (!v) return fallback;
+  if (!v->is(Json::Type::kNumber) || v->AsNumber() != static_cast<int>(v->AsNumber()) || v->AsNumber() < lo ||
+      v->AsNumber() > hi) {
+    return InvalidArgument(where + ": \"" + key + "\" must be a whole number from " + std::to_string(lo) + " to " +
+                           std::to_string(hi));
+  }
+  return static_cast<int>(v->AsNumber());
+}
+
+StatusOr<std::string> Text(const Json& j, const std::string& key, const std::string& where, const std::regex& pattern,
+                           const char* example) {
+  const Json* v = j.Find(key);
+  if (!v || !v->is(Json::Type::kString) || !std::regex_match(v->AsString(), pattern)) {
+    return InvalidArgument(where + ": \"" + key + "\" must be like " + example);
+  }
+  return v->AsString();
+}
+
+}  // namespace
+
+StatusOr<PolicyFile> ParsePolicyFile(const std::string& text, const std::string& origin) {
+  GL_ASSIGN_OR_RETURN(Json root, ParseJson(text, origin));
+  const Json* format = root.is(Json::Type::kObject) ? root.Find("format") : nullptr;
+  if (!format || !format->is(Json::Type::kString) || format->AsString() != "gpulaunch-policy/v1") {
+    return InvalidArgument(origin + ":1: not a policy file: \"format\" must be \"gpulaunch-policy/v1\"");
+  }
+  PolicyFile p;
+  GL_ASSIGN_OR_RETURN(p.grace_s, Count(root, "grace_s", origin, 300, 0, 86400));
+  const Json* teams = root.Find("teams");
+  if (!teams || !teams->is(Json::Type::kArray) || teams->items().empty()) {
+    return InvalidArgument(origin + ": \"teams\" must be a non-empty array");
+  }
+  std::set<std::string> names;
+  for (const Json& t : teams->items()) {
+    const std::string where = origin + ":" + std::to_string(t.line());
+    PolicyTeam team;
+    GL_ASSIGN_OR_RETURN(team.name, Text(t, "name", where, kName, "\"ml\" (a letter, then letters, digits, _ or -)"));
+    GL_ASSIGN_OR_RETURN(team.nominal, Count(t, "nominal", where, -1, 0, 10000000));
+    if (team.nominal < 0) return InvalidArgument(where + ": team " + team.name + " needs \"nominal\" (GPUs)");
+    GL_ASSIGN_OR_RETURN(team.guarantee, Count(t, "guarantee", where, 0, 0, 10000000));
+    GL_ASSIGN_OR_RETURN(team.borrow_limit, Count(t, "borrow_limit", where, 0, 0, 10000000));
+    GL_ASSIGN_OR_RETURN(team.lend_limit, Count(t, "lend_limit", where, -1, 0, 10000000));
+    if (team.guarantee > team.nominal) {
+      return InvalidArgument(where + ": team " + team.name + ": guarantee " + std::to_string(team.guarantee) +
+                             " exceeds nominal " + std::to_string(team.nominal));
+    }
+    if (!names.insert(team.name).second) return InvalidArgument(where + ": team " + team.name + " appears twice");
+    if (const Json* users = t.Find("users"); users) {
+      if (!users->is(Json::Type::kArray)) return InvalidArgument(where + ": \"users\" must be an array of names");
+      for (const Json& u : users->items()) {
+        if (!u.is(Json::Type::kString) || !std::regex_match(u.AsString(), kName)) {
+          return InvalidArgument(where + ": user names must be like \"alice\"");
+        }
+        team.users.push_back(u.AsString());
+      }
+    }
+    p.teams.push_back(team);
+  }
+  if (const Json* rs = root.Find("reservations"); rs) {
+    if (!rs->is(Json::Type::kArray)) return InvalidArgument(origin + ": \"reservations\" must be an array");
+    for (const Json& r : rs->items()) {
+      const std::string where = origin + ":" + std::to_string(r.line());
+      PolicyReservation res;
+      GL_ASSIGN_OR_RETURN(res.name, Text(r, "name", where, kName, "\"demo\""));
+      GL_ASSIGN_OR_RETURN(res.team, Text(r, "team", where, kName, "\"ml\""));
+      if (!names.count(res.team)) return InvalidArgument(where + ": reservation " + res.name + " names unknown team " + res.team);
+      GL_ASSIGN_OR_RETURN(res.start, Text(r, "start", where, kTime, "\"2026-12-01T10:00:00\" or \"now\""));
+      GL_ASSIGN_OR_RETURN(res.nodes, Count(r, "nodes", where, 1, 1, 100000));
+      GL_ASSIGN_OR_RETURN(res.minutes, Count(r, "minutes", where, 60, 1, 525600));
+      p.reservations.push_back(res);
+    }
+  }
+  return p;
+}
+
+std::string SlurmPolicyConf(const PolicyFile& p) {
+  return "# gpulaunch policy: two tiers over all nodes. Jobs within their team's nominal quota run in\n"
+         "# gl-guaranteed and are never preempted; jobs on borrowed quota run in gl-borrowed and are\n"
+         "# requeued, after the grace period, when a guaranteed job needs their nodes.\n"
+         "PreemptType=preempt/partition_prio\n"
+         "PreemptMode=REQUEUE\n"
+         "PartitionName=gl-guaranteed Nodes=ALL PriorityTier=2 PreemptMode=OFF State=UP\n"
+         "PartitionName=gl-borrowed Nodes=ALL PriorityTier=1 PreemptMode=REQUEUE GraceTime=" +
+         std::to_string(p.grace_s) + " State=UP\n";
+}
+
+std::string SlurmPolicyApplyScript(const PolicyFile& p) {
+  std::string s =
+      "#!/bin/sh\n"
+      "# Written by gpulaunch slurm-config --policy: creates the policy's partitions and reservations on the\n"
+      "# running slurmctld (scontrol, no restart). Keep slurm-policy.conf in slurm.conf so they survive one.\n"
+      "set -e\n"
+      "scontrol create PartitionName=gl-guaranteed Nodes=ALL PriorityTier=2 PreemptMode=OFF State=UP\n"
+      "scontrol create PartitionName=gl-borrowed Nodes=ALL PriorityTier=1 PreemptMode=REQUEUE GraceTime=" +
+      std::to_string(p.grace_s) + " State=UP\n";
+  for (const PolicyReservation& r : p.reservations) {
+    std::string users;
+    for (const PolicyTeam& t : p.teams)
+      if (t.name == r.team)
+        for (const std::string& u : t.users) users += (users.empty() ? "" : ",") + u;
+    s += "scontrol create reservation ReservationName=gl-" + r.name + " StartTime=" + r.start +
+         " Duration=" + std::to_string(r.minutes) + " NodeCnt=" + std::to_string(r.nodes) +
+         (users.empty() ? " Accounts=" + r.team : " Users=" + users) + "\n";
+  }
+  return s;
+}
+
+std::string SlurmPolicyQosScript(const PolicyFile& p) {
+  std::string s =
+      "#!/bin/sh\n"
+      "# Written by gpulaunch slurm-config --policy: per-team GPU limits as QOS. Needs slurmdbd\n"
+      "# (AccountingStorageType=accounting_storage/slurmdbd) and AccountingStorageEnforce=limits,qos.\n"
+      "set -e\n";
+  for (const PolicyTeam& t : p.teams) {
+    s += "sacctmgr -i add qos gl-" + t.name + " GrpTRES=gres/gpu=" + std::to_string(t.nominal) + "\n";
+    s += "sacctmgr -i add qos gl-" + t.name + "-borrow GrpTRES=gres/gpu=" + std::to_string(t.borrow_limit) + "\n";
+    s += "sacctmgr -i add account " + t.name + " QOS=gl-" + t.name + ",gl-" + t.name + "-borrow\n";
+    for (const std::string& u : t.users) s += "sacctmgr -i add user " + u + " Account=" + t.name + "\n";
+  }
+  return s;
+}
+
+std::string PolicyQuotaText(const PolicyFile& p) {
+  std::string s;
+  for (const PolicyTeam& t : p.teams) {
+    s += (s.empty() ? "" : ",") + t.name + ":" + std::to_string(t.guarantee) + "/" + std::to_string(t.nominal) + "/" +
+         std::to_string(t.borrow_limit) + (t.lend_limit >= 0 ? "/" + std::to_string(t.lend_limit) : "");
+  }
+  return s;
+}
+
+}  // namespace gpulaunch

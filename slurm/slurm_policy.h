@@ -1,0 +1,58 @@
+// The Slurm side of a gpulaunch multi-tenant policy file (`gpulaunch
+// slurm-config --policy FILE --out DIR`). The same file describes the teams'
+// quotas that gpulaunch's scheduler and simulator use (policies/pool/).
+//
+//   {"format": "gpulaunch-policy/v1", "grace_s": 300,
+//    "teams": [{"name": "ml", "guarantee": 16, "nominal": 32, "borrow_limit": 16,
+//               "lend_limit": 16, "users": ["alice"]}],
+//    "reservations": [{"name": "demo", "team": "ml", "nodes": 1,
+//                      "start": "2026-12-01T10:00:00", "minutes": 60}]}
+//
+// What Slurm gets:
+//   slurm-policy.conf  lines for slurm.conf: two partition tiers over all
+//                      nodes, gl-guaranteed (PriorityTier 2, never preempted)
+//                      and gl-borrowed (PriorityTier 1, PreemptMode=REQUEUE,
+//                      GraceTime = grace_s), and PreemptType=preempt/partition_prio
+//   apply.sh           the same partitions and every reservation, created on a
+//                      running slurmctld with scontrol (no restart)
+//   qos.sh             per team a QOS gl-<team> (GrpTRES=gres/gpu=nominal) for
+//                      the guaranteed tier and gl-<team>-borrow
+//                      (GrpTRES=gres/gpu=borrow_limit) for the borrowed one, with
+//                      sacctmgr: QOS limits need slurmdbd (accounting)
+// Names, users and times are checked against strict patterns, so the scripts
+// never carry anything a shell would interpret.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace gpulaunch {
+
+struct PolicyTeam {
+  std::string name;
+  int guarantee = 0, nominal = 0, borrow_limit = 0, lend_limit = -1;  // -1: unlimited
+  std::vector<std::string> users;
+};
+
+struct PolicyReservation {
+  std::string name, team, start;  // start: YYYY-MM-DDTHH:MM:SS or "now"
+  int nodes = 1, minutes = 60;
+};
+
+struct PolicyFile {
+  int grace_s = 300;
+  std::vector<PolicyTeam> teams;
+  std::vector<PolicyReservation> reservations;
+};
+
+StatusOr<PolicyFile> ParsePolicyFile(const std::string& text, const std::string& origin);
+
+std::string SlurmPolicyConf(const PolicyFile& policy);
+std::string SlurmPolicyApplyScript(const PolicyFile& policy);
+std::string SlurmPolicyQosScript(const PolicyFile& policy);
+// The quota string the simulator takes (--quota): "ml:16/32/16/16,...".
+std::string PolicyQuotaText(const PolicyFile& policy);
+
+}  // namespace gpulaunch

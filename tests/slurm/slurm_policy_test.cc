@@ -1,0 +1,80 @@
+#include "slurm/slurm_policy.h"
+
+#include <gtest/gtest.h>
+
+#include "common/strings.h"
+
+namespace gpulaunch {
+namespace {
+
+constexpr char kPolicy[] = R"({"format": "gpulaunch-policy/v1", "grace_s": 120,
+ "teams": [{"name": "ml", "guarantee": 8, "nominal": 16, "borrow_limit": 8, "users": ["alice", "bob"]},
+           {"name": "infra", "guarantee": 4, "nominal": 8, "lend_limit": 4}],
+ "reservations": [{"name": "demo", "team": "ml", "nodes": 2, "start": "2026-12-01T10:00:00", "minutes": 90},
+                  {"name": "ops", "team": "infra", "start": "now"}]})";
+
+TEST(SlurmPolicy, PartitionsReservationsAndQos) {
+  auto p = ParsePolicyFile(kPolicy, "policy.json");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->teams.size(), 2u);
+  EXPECT_EQ(p->teams[1].borrow_limit, 0);
+  EXPECT_EQ(PolicyQuotaText(*p), "ml:8/16/8,infra:4/8/0/4");
+  const std::string conf = SlurmPolicyConf(*p);
+  EXPECT_NE(conf.find("PartitionName=gl-borrowed Nodes=ALL PriorityTier=1 PreemptMode=REQUEUE GraceTime=120 State=UP\n"),
+            std::string::npos)
+      << conf;
+  EXPECT_NE(conf.find("PartitionName=gl-guaranteed Nodes=ALL PriorityTier=2 PreemptMode=OFF"), std::string::npos);
+  const std::string apply = SlurmPolicyApplyScript(*p);
+  EXPECT_NE(apply.find("scontrol create reservation ReservationName=gl-demo StartTime=2026-12-01T10:00:00 Duration=90 "
+                       "NodeCnt=2 Users=alice,bob\n"),
+            std::string::npos)
+      << apply;
+  EXPECT_NE(apply.find("ReservationName=gl-ops StartTime=now Duration=60 NodeCnt=1 Accounts=infra\n"), std::string::npos);
+  const std::string qos = SlurmPolicyQosScript(*p);
+  EXPECT_NE(qos.find("sacctmgr -i add qos gl-ml GrpTRES=gres/gpu=16\n"), std::string::npos) << qos;
+  EXPECT_NE(qos.find("sacctmgr -i add qos gl-ml-borrow GrpTRES=gres/gpu=8\n"), std::string::npos);
+  EXPECT_NE(qos.find("sacctmgr -i add user bob Account=ml\n"), std::string::npos);
+  // Every command line holds only names, numbers and Slurm's own syntax:
+  // nothing a shell would interpret.
+  for (const std::string& script : {apply, qos}) {
+    for (const std::string& line : Split(script, '\n')) {
+      if (line.empty() || line[0] == '#') continue;
+      EXPECT_EQ(line.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 _=/,.:-"),
+                std::string::npos)
+          << line;
+    }
+  }
+}
+
+TEST(SlurmPolicy, BadFilesSayWhereAndWhat) {
+  const struct {
+    const char* text;
+    const char* says;
+  } cases[] = {
+      {R"({"format": "x"})", "policy.json:1: not a policy file"},
+      {R"({"format": "gpulaunch-policy/v1", "teams": []})", "\"teams\" must be a non-empty array"},
+      {R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a;rm -rf /", "nominal": 1}]})", "\"name\" must be like"},
+      {R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a"}]})", "team a needs \"nominal\""},
+      {R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a", "nominal": 4, "guarantee": 8}]})",
+       "guarantee 8 exceeds nominal 4"},
+      {R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a", "nominal": 4}, {"name": "a", "nominal": 4}]})",
+       "team a appears twice"},
+      {R"J({"format": "gpulaunch-policy/v1", "teams": [{"name": "a", "nominal": 4, "users": ["$(id)"]}]})J",
+       "user names must be like"},
+      {R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a", "nominal": 4}],
+           "reservations": [{"name": "r", "team": "b", "start": "now"}]})",
+       "names unknown team b"},
+      {R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a", "nominal": 4}],
+           "reservations": [{"name": "r", "team": "a", "start": "tomorrow"}]})",
+       "\"start\" must be like"},
+      {R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a", "nominal": 1.5}]})", "must be a whole number"},
+  };
+  for (const auto& c : cases) {
+    auto p = ParsePolicyFile(c.text, "policy.json");
+    ASSERT_FALSE(p.ok()) << c.text;
+    EXPECT_NE(p.status().message().find(c.says), std::string::npos) << p.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace gpulaunch
