@@ -81,6 +81,7 @@ std::optional<Allocation> PlaceGang(const GpuPool& pool, int gpus, PlacementStyl
   if (gpus <= 0 || pool.hosts().empty() || gpus > pool.free_gpus()) return std::nullopt;
   const int per = pool.hosts().front().gpus;
   if (gpus <= per) {
+    if (c.min_leaves > 1) return std::nullopt;  // one host cannot span leaves
     const int h = PickHost(pool, gpus, style, c);
     if (h < 0) return std::nullopt;
     return Build(pool, {{h, gpus}});
@@ -94,7 +95,28 @@ std::optional<Allocation> PlaceGang(const GpuPool& pool, int gpus, PlacementStyl
     }
   }
   std::vector<int> chosen;
-  if (style == PlacementStyle::kTopology) {
+  if (c.min_leaves > 1) {
+    // Spread: one whole host per leaf in turn, leaves with the most room first.
+    std::vector<int> order(static_cast<size_t>(pool.leaves()));
+    for (int l = 0; l < pool.leaves(); ++l) order[static_cast<size_t>(l)] = l;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return free_hosts[static_cast<size_t>(a)].size() > free_hosts[static_cast<size_t>(b)].size();
+    });
+    std::set<int> leaves_used;
+    for (size_t round = 0; static_cast<int>(chosen.size()) < whole; ++round) {
+      bool took = false;
+      for (int l : order) {
+        const auto& hs = free_hosts[static_cast<size_t>(l)];
+        if (round < hs.size() && static_cast<int>(chosen.size()) < whole) {
+          chosen.push_back(hs[round]);
+          leaves_used.insert(l);
+          took = true;
+        }
+      }
+      if (!took) break;
+    }
+    if (static_cast<int>(leaves_used.size()) < c.min_leaves) return std::nullopt;
+  } else if (style == PlacementStyle::kTopology) {
     // One leaf with room for all (whole hosts, plus the remainder there):
     // the one with the least room left.
     int best_leaf = -1;

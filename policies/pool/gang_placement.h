@@ -10,8 +10,10 @@
 //               a multi-host job under one leaf switch when one has room
 //               (the one with the least room left), else over the fewest
 //               leaves: whole free hosts and leaves stay whole for big jobs
-// Options: hosts to avoid (hard), preferred hosts (data locality: a
-// preference among hosts that already satisfy everything hard, never more).
+// Options: hosts to avoid (hard), a fault-domain spread (hard: whole hosts
+// taken round-robin over the leaves with the most room), preferred hosts
+// (data locality: a preference among hosts that already satisfy everything
+// hard, never more).
 #pragma once
 
 #include <optional>
@@ -28,6 +30,9 @@ const char* PlacementStyleName(PlacementStyle s);
 struct GangConstraints {
   std::vector<bool> avoid;      // by host: must not be used (empty: none)
   std::vector<bool> preferred;  // by host: use when it makes no other difference (empty: none)
+  // Fault-domain spread: a multi-host job's hosts under at least this many
+  // leaf switches (a leaf is a fault domain); 0 or 1: no spread asked.
+  int min_leaves = 0;
 };
 
 std::optional<Allocation> PlaceGang(const GpuPool& pool, int gpus, PlacementStyle style,

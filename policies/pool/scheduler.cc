@@ -46,10 +46,28 @@ Status Scheduler::Commit(const PoolJob& job, const Allocation& a, bool borrowed,
   return Status::Ok();
 }
 
+GangConstraints Scheduler::ConstraintsFor(const PoolJob& job) const {
+  GangConstraints c;
+  c.min_leaves = job.min_leaves;
+  if (job.user >= 0) {
+    for (const auto& [id, r] : running_) {
+      if (r.job.user != job.user || r.job.priority == job.priority) continue;
+      if (c.avoid.empty()) c.avoid.assign(pool_.hosts().size(), false);
+      for (const HostShare& s : r.allocation.shares) c.avoid[static_cast<size_t>(s.host)] = true;
+    }
+  }
+  if (!job.data_hosts.empty()) {
+    c.preferred.assign(pool_.hosts().size(), false);
+    for (int h : job.data_hosts)
+      if (h >= 0 && h < static_cast<int>(pool_.hosts().size())) c.preferred[static_cast<size_t>(h)] = true;
+  }
+  return c;
+}
+
 std::optional<Decision> Scheduler::TryStart(const PoolJob& job, double now) {
   const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
   if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) return std::nullopt;
-  auto a = PlaceGang(pool_, job.gpus, config_.style);
+  auto a = PlaceGang(pool_, job.gpus, config_.style, ConstraintsFor(job));
   if (!a) return std::nullopt;
   const bool borrowed = v == QuotaVerdict::kBorrowed;
   if (!Commit(job, *a, borrowed, now).ok()) return std::nullopt;
@@ -85,13 +103,13 @@ StatusOr<std::vector<Decision>> Scheduler::TryPreempt(const PoolJob& job, double
   for (const RunningJob* c : candidates) {
     GL_RETURN_IF_ERROR(trial.Give(c->allocation));
     victims.push_back(c);
-    if (PlaceGang(trial, job.gpus, config_.style)) break;
+    if (PlaceGang(trial, job.gpus, config_.style, ConstraintsFor(job))) break;
   }
-  if (!PlaceGang(trial, job.gpus, config_.style)) return out;
+  if (!PlaceGang(trial, job.gpus, config_.style, ConstraintsFor(job))) return out;
   // Keep only the victims it really needs, dearest first.
   for (size_t i = victims.size(); i-- > 0;) {
     GL_RETURN_IF_ERROR(trial.Take(victims[i]->allocation));
-    if (PlaceGang(trial, job.gpus, config_.style)) {
+    if (PlaceGang(trial, job.gpus, config_.style, ConstraintsFor(job))) {
       victims.erase(victims.begin() + static_cast<long>(i));
     } else {
       GL_RETURN_IF_ERROR(trial.Give(victims[i]->allocation));
@@ -130,8 +148,14 @@ double Scheduler::ShadowTime(const PoolJob& head, double now, int* extra) const 
       return std::max(end, now);
     }
   }
+  // Enough GPUs are free already (the head is blocked by their shape, not
+  // their number): what it leaves over may be used now.
+  if (free >= head.gpus) {
+    *extra = free - head.gpus;
+    return now;
+  }
   *extra = 0;
-  return free >= head.gpus ? now : std::numeric_limits<double>::infinity();
+  return std::numeric_limits<double>::infinity();
 }
 
 StatusOr<std::vector<Decision>> Scheduler::Schedule(double now) {
@@ -180,12 +204,53 @@ StatusOr<std::vector<Decision>> Scheduler::Schedule(double now) {
   if (config_.preempt && config_.quotas.enabled()) {
     for (const PoolJob& job : Ordered(now)) {
       if (config_.quotas.Check(job.team, job.gpus) != QuotaVerdict::kWithinNominal) continue;
-      if (PlaceGang(pool_, job.gpus, config_.style)) continue;  // it fits: backfill's rules decide
+      if (PlaceGang(pool_, job.gpus, config_.style, ConstraintsFor(job))) continue;  // it fits: backfill's rules decide
       GL_ASSIGN_OR_RETURN(std::vector<Decision> p, TryPreempt(job, now));
       out.insert(out.end(), p.begin(), p.end());
     }
   }
   return out;
+}
+
+StatusOr<std::vector<int>> Scheduler::ApplyHealth(const NodeHealth& health, double now) {
+  std::vector<bool> bad(pool_.hosts().size(), false);
+  for (int h = 0; h < static_cast<int>(pool_.hosts().size()); ++h) {
+    const NodeState state = health.State(h, now);
+    pool_.set_usable(h, state == NodeState::kHealthy);
+    bad[static_cast<size_t>(h)] = state == NodeState::kBad;
+  }
+  // Expired leases: those GPUs are free again (the host's old work is gone).
+  for (auto it = leases_.begin(); it != leases_.end();) {
+    if (now >= it->expiry) {
+      GL_RETURN_IF_ERROR(pool_.Give(Allocation{{it->share}}));
+      it = leases_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::vector<int> lost;
+  for (const auto& [id, r] : running_) {
+    for (const HostShare& s : r.allocation.shares)
+      if (bad[static_cast<size_t>(s.host)]) {
+        lost.push_back(id);
+        break;
+      }
+  }
+  for (int id : lost) {
+    const RunningJob r = running_.at(id);
+    Allocation healthy_part;
+    for (const HostShare& s : r.allocation.shares) {
+      if (bad[static_cast<size_t>(s.host)]) {
+        leases_.push_back(Lease{s, health.LeaseExpiry(s.host)});
+      } else {
+        healthy_part.shares.push_back(s);
+      }
+    }
+    GL_RETURN_IF_ERROR(pool_.Give(healthy_part));
+    config_.quotas.Remove(r.job.team, r.job.gpus);
+    running_.erase(id);
+  }
+  return lost;
 }
 
 std::vector<WaitReason> Scheduler::Waiting(double now) const {
@@ -208,14 +273,16 @@ std::vector<WaitReason> Scheduler::Waiting(double now) const {
       w.detail = "team " + q.team + " holds " + std::to_string(config_.quotas.used(job.team)) + " GPUs of nominal " +
                  std::to_string(q.nominal) + " (borrow limit " + std::to_string(q.borrow_limit) + "); " +
                  std::to_string(job.gpus) + " more would be " + QuotaVerdictName(v);
-    } else if (!PlaceGang(pool_, job.gpus, config_.style)) {
+    } else if (!PlaceGang(pool_, job.gpus, config_.style, ConstraintsFor(job))) {
       w.constraint = "placement";
       w.detail = "needs " + std::to_string(job.gpus) + " GPUs " +
                  (job.gpus <= per ? std::string("on one host")
                                   : "on " + std::to_string(job.gpus / per) + " whole hosts" +
                                         (job.gpus % per ? " and " + std::to_string(job.gpus % per) + " more" : "")) +
                  "; " + std::to_string(pool_.free_gpus()) + " free in the pool, at most " +
-                 std::to_string(largest_host) + " on one host, " + std::to_string(whole_hosts) + " whole hosts free";
+                 std::to_string(largest_host) + " on one host, " + std::to_string(whole_hosts) + " whole hosts free" +
+                 (job.min_leaves > 1 ? ", spread over " + std::to_string(job.min_leaves) + " leaf switches" : "") +
+                 (job.user >= 0 ? "; not beside this user's jobs of another priority class" : "");
     } else {
       w.constraint = "queue";
       w.detail = first >= 0 ? "behind job " + std::to_string(first) + ", which comes first in the queue order"

@@ -31,17 +31,26 @@
 
 #include "policies/pool/gang_placement.h"
 #include "policies/pool/gpu_pool.h"
+#include "policies/pool/node_health.h"
 #include "policies/pool/quota.h"
 
 namespace gpulaunch::pool {
 
 struct PoolJob {
+  PoolJob() = default;
+  PoolJob(int id_, int team_, int gpus_, int priority_, double submit_, double estimate_)
+      : id(id_), team(team_), gpus(gpus_), priority(priority_), submit(submit_), estimate(estimate_) {}
   int id = 0;
   int team = 0;             // index into the quota book (0 without quotas)
   int gpus = 1;
   int priority = 0;         // class: higher first; higher classes may preempt lower ones
   double submit = 0;
   double estimate = 0;      // expected run time (s) for backfill; 0: unknown (never backfilled ahead of others)
+  // The user: a user's jobs of different priority classes never share a
+  // host (-1: no such rule for this job).
+  int user = -1;
+  int min_leaves = 0;              // fault-domain spread (gang_placement.h)
+  std::vector<int> data_hosts;     // hosts holding its data: preferred, never required
 };
 
 enum class QueueOrder { kFifo, kPriorityAging };
@@ -97,6 +106,12 @@ class Scheduler {
   StatusOr<std::vector<Decision>> Schedule(double now);
   std::vector<WaitReason> Waiting(double now) const;
 
+  // Applies node health at `now`: only healthy hosts get new work; every job
+  // with GPUs on a bad host ends (returned, to be failed or requeued by the
+  // caller); its GPUs on other hosts are free at once, those on the bad host
+  // only when that host's lease expires.
+  StatusOr<std::vector<int>> ApplyHealth(const NodeHealth& health, double now);
+
   const GpuPool& pool() const { return pool_; }
   GpuPool& mutable_pool() { return pool_; }
   const QuotaBook& quotas() const { return config_.quotas; }
@@ -111,12 +126,19 @@ class Scheduler {
   // Preempts the cheapest victims that let `job` fit, and starts it.
   StatusOr<std::vector<Decision>> TryPreempt(const PoolJob& job, double now);
   double ShadowTime(const PoolJob& head, double now, int* extra) const;
+  // The job's hard and soft placement constraints in the pool as it is now.
+  GangConstraints ConstraintsFor(const PoolJob& job) const;
   Status Commit(const PoolJob& job, const Allocation& a, bool borrowed, double now);
 
   GpuPool pool_;
   SchedulerConfig config_;
   std::vector<PoolJob> queue_;
   std::map<int, RunningJob> running_;
+  struct Lease {
+    HostShare share;
+    double expiry;
+  };
+  std::vector<Lease> leases_;  // GPUs of lost jobs still held on bad hosts
 };
 
 }  // namespace gpulaunch::pool

@@ -297,3 +297,87 @@ TEST(Simulator, SmallTraceIsDeterministicAndEveryJobRunsItsDuration) {
 
 }  // namespace
 }  // namespace gpulaunch::pool
+
+namespace gpulaunch::pool {
+namespace {
+
+TEST(Scheduler, AUsersJobsOfTwoPriorityClassesNeverShareAHost) {
+  Scheduler s(Pool("leaf:1 node:2 gpu:4"), Config());
+  PoolJob low(1, 0, 2, 0, 0, 100);
+  low.user = 7;
+  s.Submit(low);
+  ASSERT_EQ(s.Schedule(0)->size(), 1u);
+  const int low_host = s.running().at(1).allocation.shares[0].host;
+  PoolJob high(2, 0, 2, 1, 1, 100);
+  high.user = 7;
+  PoolJob other(3, 0, 2, 1, 1, 100);  // another user: best fit puts it beside job 1
+  s.Submit(high);
+  s.Submit(other);
+  ASSERT_EQ(s.Schedule(1)->size(), 2u);
+  EXPECT_NE(s.running().at(2).allocation.shares[0].host, low_host);
+  EXPECT_EQ(s.running().at(3).allocation.shares[0].host, low_host);
+}
+
+TEST(Scheduler, FaultDomainSpreadAndDataLocality) {
+  Scheduler s(Pool("leaf:2 node:2 gpu:4"), Config());
+  PoolJob spread(1, 0, 8, 0, 0, 100);
+  spread.min_leaves = 2;
+  s.Submit(spread);
+  ASSERT_EQ(s.Schedule(0)->size(), 1u);
+  EXPECT_EQ(LeavesOf(s.pool(), s.running().at(1).allocation), 2);
+  PoolJob single(2, 0, 4, 0, 1, 100);
+  single.min_leaves = 2;  // one host cannot span two leaves: it waits, with the reason
+  s.Submit(single);
+  ASSERT_TRUE(s.Schedule(1)->empty());
+  EXPECT_NE(s.Waiting(1)[0].detail.find("spread over 2 leaf switches"), std::string::npos);
+  // Locality: the data's host when it fits, and nothing more.
+  const int free_host = [&] {
+    for (int h = 0; h < 4; ++h)
+      if (s.pool().free_on(h) == 4) return h;
+    return -1;
+  }();
+  ASSERT_GE(free_host, 0);
+  PoolJob local(3, 0, 2, 0, 2, 100);
+  local.data_hosts = {free_host};
+  s.Submit(local);
+  ASSERT_EQ(s.Schedule(2)->size(), 1u);
+  EXPECT_EQ(s.running().at(3).allocation.shares[0].host, free_host);
+}
+
+TEST(NodeHealth, SuspectThenBadAndLostJobsGpusReturnWhenTheLeaseExpires) {
+  HealthConfig hc;  // heartbeats every 4 s, suspect after 2 missed, bad at 15 s, lease 30 s
+  NodeHealth health(4, hc, 0);
+  Scheduler s(Pool("leaf:1 node:4 gpu:4"), Config());
+  s.Submit(PoolJob(1, 0, 8, 0, 0, 1000));  // hosts 0 and 1 (whole)
+  ASSERT_EQ(s.Schedule(0)->size(), 1u);
+  const Allocation a = s.running().at(1).allocation;
+  const int dying = a.shares[0].host, other = a.shares[1].host;
+  for (int t = 4; t <= 8; t += 4)
+    for (int h = 0; h < 4; ++h)
+      if (h != dying) health.Heartbeat(h, t);
+  EXPECT_EQ(health.State(dying, 7.9), NodeState::kHealthy);
+  EXPECT_EQ(health.State(dying, 8.0), NodeState::kSuspect);
+  ASSERT_TRUE(s.ApplyHealth(health, 8)->empty());  // suspect: no new work, jobs keep running
+  EXPECT_FALSE(s.pool().usable(dying));
+  EXPECT_EQ(health.State(dying, 15), NodeState::kBad);
+  for (int h = 0; h < 4; ++h)
+    if (h != dying) health.Heartbeat(h, 15);
+  auto lost = s.ApplyHealth(health, 15);
+  ASSERT_TRUE(lost.ok());
+  EXPECT_EQ(*lost, std::vector<int>{1});
+  EXPECT_EQ(s.pool().free_on(other), 4);   // freed at once
+  EXPECT_EQ(s.pool().free_on(dying), 0);   // still leased: the host may still run the job
+  for (int h = 0; h < 4; ++h)
+    if (h != dying) health.Heartbeat(h, 29);
+  ASSERT_TRUE(s.ApplyHealth(health, 29).ok());
+  EXPECT_EQ(s.pool().free_on(dying), 0);   // lease: last heartbeat 0 + 30 s
+  health.Heartbeat(dying, 31);             // back, after the lease ran out
+  for (int h = 0; h < 4; ++h) health.Heartbeat(h, 31);
+  ASSERT_TRUE(s.ApplyHealth(health, 31).ok());
+  EXPECT_EQ(s.pool().free_on(dying), 4);
+  EXPECT_TRUE(s.pool().usable(dying));
+  EXPECT_EQ(s.pool().free_gpus(), 16);
+}
+
+}  // namespace
+}  // namespace gpulaunch::pool
