@@ -1,5 +1,7 @@
 // libFuzzer: Slurm topology.conf and `scontrol show topology` output,
-// `scontrol show job -d` details and `scontrol show node -o` states.
+// `scontrol show job -d` details and `scontrol show node -o` states; and the
+// other line formats gpulaunch reads: job traces, quota and cluster specs,
+// the storage probe's answers.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -8,6 +10,10 @@
 #include "common/network_tree.h"
 #include "common/slurm_allocation.h"
 #include "launcher/node_table.h"
+#include "launcher/storage_probe.h"
+#include "policies/pool/gpu_pool.h"
+#include "policies/pool/job_trace.h"
+#include "policies/pool/quota.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -16,5 +22,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)gpulaunch::ParseScontrolJobDetail(text, "fuzz");
   std::vector<gpulaunch::NodeRow> rows = {gpulaunch::DownRow("node1", ""), gpulaunch::DownRow("node2", "")};
   gpulaunch::ApplySlurmStates(rows, std::string(text));
+  (void)gpulaunch::pool::ParseTrace(std::string(text), "fuzz");
+  (void)gpulaunch::pool::QuotaBook::Parse(std::string(text));
+  (void)gpulaunch::pool::GpuPool::FromSpec(std::string(text).substr(0, 200));
+  (void)gpulaunch::ParseStorageWriteLine(std::string(text));
+  (void)gpulaunch::ParseStorageReadLine(std::string(text));
+  (void)gpulaunch::ParseGpuMemoryComment(std::string(text));
   return 0;
 }
