@@ -46,9 +46,17 @@ Status Scheduler::Commit(const PoolJob& job, const Allocation& a, bool borrowed,
   return Status::Ok();
 }
 
-GangConstraints Scheduler::ConstraintsFor(const PoolJob& job) const {
+GangConstraints Scheduler::ConstraintsFor(const PoolJob& job, double now) const {
   GangConstraints c;
   c.min_leaves = job.min_leaves;
+  for (const PoolReservation& r : reservations_) {
+    if (now >= r.end) continue;
+    const bool owner_inside = job.team == r.team && now >= r.start;
+    const bool done_before = job.estimate > 0 && now + job.estimate <= r.start;
+    if (owner_inside || done_before) continue;
+    if (c.avoid.empty()) c.avoid.assign(pool_.hosts().size(), false);
+    for (int h : r.hosts) c.avoid[static_cast<size_t>(h)] = true;
+  }
   if (job.user >= 0) {
     for (const auto& [id, r] : running_) {
       if (r.job.user != job.user || r.job.priority == job.priority) continue;
@@ -67,7 +75,7 @@ GangConstraints Scheduler::ConstraintsFor(const PoolJob& job) const {
 std::optional<Decision> Scheduler::TryStart(const PoolJob& job, double now) {
   const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
   if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) return std::nullopt;
-  auto a = PlaceGang(pool_, job.gpus, config_.style, ConstraintsFor(job));
+  auto a = PlaceGang(pool_, job.gpus, config_.style, ConstraintsFor(job, now));
   if (!a) return std::nullopt;
   const bool borrowed = v == QuotaVerdict::kBorrowed;
   if (!Commit(job, *a, borrowed, now).ok()) return std::nullopt;
@@ -103,13 +111,13 @@ StatusOr<std::vector<Decision>> Scheduler::TryPreempt(const PoolJob& job, double
   for (const RunningJob* c : candidates) {
     GL_RETURN_IF_ERROR(trial.Give(c->allocation));
     victims.push_back(c);
-    if (PlaceGang(trial, job.gpus, config_.style, ConstraintsFor(job))) break;
+    if (PlaceGang(trial, job.gpus, config_.style, ConstraintsFor(job, now))) break;
   }
-  if (!PlaceGang(trial, job.gpus, config_.style, ConstraintsFor(job))) return out;
+  if (!PlaceGang(trial, job.gpus, config_.style, ConstraintsFor(job, now))) return out;
   // Keep only the victims it really needs, dearest first.
   for (size_t i = victims.size(); i-- > 0;) {
     GL_RETURN_IF_ERROR(trial.Take(victims[i]->allocation));
-    if (PlaceGang(trial, job.gpus, config_.style, ConstraintsFor(job))) {
+    if (PlaceGang(trial, job.gpus, config_.style, ConstraintsFor(job, now))) {
       victims.erase(victims.begin() + static_cast<long>(i));
     } else {
       GL_RETURN_IF_ERROR(trial.Give(victims[i]->allocation));
@@ -204,12 +212,40 @@ StatusOr<std::vector<Decision>> Scheduler::Schedule(double now) {
   if (config_.preempt && config_.quotas.enabled()) {
     for (const PoolJob& job : Ordered(now)) {
       if (config_.quotas.Check(job.team, job.gpus) != QuotaVerdict::kWithinNominal) continue;
-      if (PlaceGang(pool_, job.gpus, config_.style, ConstraintsFor(job))) continue;  // it fits: backfill's rules decide
+      if (PlaceGang(pool_, job.gpus, config_.style, ConstraintsFor(job, now))) continue;  // it fits: backfill's rules decide
       GL_ASSIGN_OR_RETURN(std::vector<Decision> p, TryPreempt(job, now));
       out.insert(out.end(), p.begin(), p.end());
     }
   }
   return out;
+}
+
+StatusOr<PoolReservation> Scheduler::Reserve(const std::string& name, int team, int hosts, double start,
+                                              double end) {
+  if (hosts < 1 || hosts > static_cast<int>(pool_.hosts().size()) || !(end > start)) {
+    return InvalidArgument("reservation " + name + ": needs 1 to " + std::to_string(pool_.hosts().size()) +
+                           " hosts and an end after its start");
+  }
+  // The shape on an empty pool of the same hosts, minus hosts other
+  // reservations hold over an overlapping window.
+  std::vector<PoolHost> all = pool_.hosts();
+  GpuPool empty(all);
+  GangConstraints c;
+  c.avoid.assign(all.size(), false);
+  for (const PoolReservation& other : reservations_) {
+    if (other.start < end && start < other.end)
+      for (int h : other.hosts) c.avoid[static_cast<size_t>(h)] = true;
+  }
+  const int per = all.front().gpus;
+  auto a = PlaceGang(empty, hosts * per, PlacementStyle::kTopology, c);
+  if (!a) {
+    return Infeasible("reservation " + name + ": " + std::to_string(hosts) +
+                      " whole hosts are not free of other reservations in that window");
+  }
+  PoolReservation r{name, team, {}, start, end};
+  for (const HostShare& s : a->shares) r.hosts.push_back(s.host);
+  reservations_.push_back(r);
+  return r;
 }
 
 StatusOr<std::vector<int>> Scheduler::ApplyHealth(const NodeHealth& health, double now) {
@@ -273,7 +309,7 @@ std::vector<WaitReason> Scheduler::Waiting(double now) const {
       w.detail = "team " + q.team + " holds " + std::to_string(config_.quotas.used(job.team)) + " GPUs of nominal " +
                  std::to_string(q.nominal) + " (borrow limit " + std::to_string(q.borrow_limit) + "); " +
                  std::to_string(job.gpus) + " more would be " + QuotaVerdictName(v);
-    } else if (!PlaceGang(pool_, job.gpus, config_.style, ConstraintsFor(job))) {
+    } else if (!PlaceGang(pool_, job.gpus, config_.style, ConstraintsFor(job, now))) {
       w.constraint = "placement";
       w.detail = "needs " + std::to_string(job.gpus) + " GPUs " +
                  (job.gpus <= per ? std::string("on one host")
@@ -282,7 +318,8 @@ std::vector<WaitReason> Scheduler::Waiting(double now) const {
                  "; " + std::to_string(pool_.free_gpus()) + " free in the pool, at most " +
                  std::to_string(largest_host) + " on one host, " + std::to_string(whole_hosts) + " whole hosts free" +
                  (job.min_leaves > 1 ? ", spread over " + std::to_string(job.min_leaves) + " leaf switches" : "") +
-                 (job.user >= 0 ? "; not beside this user's jobs of another priority class" : "");
+                 (job.user >= 0 ? "; not beside this user's jobs of another priority class" : "") +
+                 (reservations_.empty() ? "" : "; reserved hosts excluded unless it ends before their window");
     } else {
       w.constraint = "queue";
       w.detail = first >= 0 ? "behind job " + std::to_string(first) + ", which comes first in the queue order"

@@ -55,6 +55,17 @@ struct PoolJob {
 
 enum class QueueOrder { kFifo, kPriorityAging };
 
+// Whole hosts held for one team's jobs during [start, end). Before the
+// window, other jobs may use those hosts only if their estimate ends before
+// it starts (backfill respects the reservation); during it only the team's
+// jobs may start there. Jobs already there when it starts keep running.
+struct PoolReservation {
+  std::string name;
+  int team = 0;
+  std::vector<int> hosts;
+  double start = 0, end = 0;
+};
+
 struct SchedulerConfig {
   PlacementStyle style = PlacementStyle::kTopology;
   QueueOrder order = QueueOrder::kPriorityAging;
@@ -106,6 +117,10 @@ class Scheduler {
   StatusOr<std::vector<Decision>> Schedule(double now);
   std::vector<WaitReason> Waiting(double now) const;
 
+  // Holds `hosts` whole hosts (under one leaf when one has them) for `team`
+  // during [start, end); the hosts it holds are in the reservation returned.
+  StatusOr<PoolReservation> Reserve(const std::string& name, int team, int hosts, double start, double end);
+
   // Applies node health at `now`: only healthy hosts get new work; every job
   // with GPUs on a bad host ends (returned, to be failed or requeued by the
   // caller); its GPUs on other hosts are free at once, those on the bad host
@@ -127,7 +142,7 @@ class Scheduler {
   StatusOr<std::vector<Decision>> TryPreempt(const PoolJob& job, double now);
   double ShadowTime(const PoolJob& head, double now, int* extra) const;
   // The job's hard and soft placement constraints in the pool as it is now.
-  GangConstraints ConstraintsFor(const PoolJob& job) const;
+  GangConstraints ConstraintsFor(const PoolJob& job, double now) const;
   Status Commit(const PoolJob& job, const Allocation& a, bool borrowed, double now);
 
   GpuPool pool_;
@@ -139,6 +154,7 @@ class Scheduler {
     double expiry;
   };
   std::vector<Lease> leases_;  // GPUs of lost jobs still held on bad hosts
+  std::vector<PoolReservation> reservations_;
 };
 
 }  // namespace gpulaunch::pool

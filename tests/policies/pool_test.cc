@@ -2,6 +2,7 @@
 // the scheduler (backfill, aging, reclaim), traces and the simulator.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <random>
 
@@ -377,6 +378,59 @@ TEST(NodeHealth, SuspectThenBadAndLostJobsGpusReturnWhenTheLeaseExpires) {
   EXPECT_EQ(s.pool().free_on(dying), 4);
   EXPECT_TRUE(s.pool().usable(dying));
   EXPECT_EQ(s.pool().free_gpus(), 16);
+}
+
+}  // namespace
+}  // namespace gpulaunch::pool
+
+namespace gpulaunch::pool {
+namespace {
+
+TEST(Scheduler, ReservationsHoldWholeHostsAndBackfillRespectsThem) {
+  Scheduler s(Pool("leaf:2 node:2 gpu:4"), Config());
+  auto r = s.Reserve("demo", 1, 2, 100, 200);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->hosts.size(), 2u);
+  EXPECT_EQ(s.pool().hosts()[static_cast<size_t>(r->hosts[0])].leaf,
+            s.pool().hosts()[static_cast<size_t>(r->hosts[1])].leaf);  // one leaf
+  auto reserved = [&](int job) {
+    const int h = s.running().at(job).allocation.shares[0].host;
+    return std::find(r->hosts.begin(), r->hosts.end(), h) != r->hosts.end();
+  };
+  // Before the window: a job that ends before it may use the reserved hosts ...
+  s.Submit(PoolJob(1, 0, 4, 0, 0, 50));
+  s.Submit(PoolJob(2, 0, 4, 0, 0, 50));
+  s.Submit(PoolJob(3, 0, 4, 0, 0, 50));
+  ASSERT_EQ(s.Schedule(0)->size(), 3u);
+  EXPECT_TRUE(reserved(1) || reserved(2) || reserved(3));
+  for (int j : {1, 2, 3}) ASSERT_TRUE(s.Finish(j).ok());
+  // ... one that would run into it may not.
+  s.Submit(PoolJob(4, 0, 4, 0, 60, 150));
+  s.Submit(PoolJob(5, 0, 4, 0, 60, 150));
+  s.Submit(PoolJob(6, 0, 4, 0, 60, 150));
+  ASSERT_EQ(s.Schedule(60)->size(), 2u);
+  EXPECT_FALSE(reserved(4));
+  EXPECT_FALSE(reserved(5));
+  EXPECT_NE(s.Waiting(60)[0].detail.find("reserved hosts excluded"), std::string::npos);
+  // In the window only the team's jobs start there.
+  s.Submit(PoolJob(7, 1, 4, 0, 100, 50));
+  auto d = s.Schedule(100);
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->size(), 1u);
+  EXPECT_EQ((*d)[0].job, 7);
+  EXPECT_TRUE(reserved(7));
+  // After it, everyone again.
+  ASSERT_TRUE(s.Finish(7).ok());
+  auto after = s.Schedule(200);
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->size(), 1u);
+  EXPECT_EQ((*after)[0].job, 6);
+  // A second reservation cannot take the same hosts in an overlapping window.
+  EXPECT_TRUE(s.Reserve("again", 0, 2, 150, 250).ok());  // the other leaf
+  auto none = s.Reserve("third", 0, 1, 150, 250);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kInfeasible);
+  EXPECT_FALSE(s.Reserve("bad", 0, 1, 300, 300).ok());
 }
 
 }  // namespace
