@@ -153,11 +153,22 @@ std::optional<Allocation> PlaceGang(const GpuPool& pool, int gpus, PlacementStyl
     if (static_cast<int>(chosen.size()) > whole) chosen.resize(static_cast<size_t>(whole));
   }
   if (static_cast<int>(chosen.size()) < whole) return std::nullopt;
+  if (c.one_leaf) {
+    std::set<int> leaves;
+    for (int h : chosen) leaves.insert(pool.hosts()[static_cast<size_t>(h)].leaf);
+    if (leaves.size() > 1) return std::nullopt;
+  }
   std::vector<std::pair<int, int>> plan;
   for (int h : chosen) plan.emplace_back(h, per);
   if (remainder > 0) {
     const int leaf = pool.hosts()[static_cast<size_t>(chosen.front())].leaf;
-    const int h = PickHost(pool, remainder, style, c, std::set<int>(chosen.begin(), chosen.end()), leaf);
+    GangConstraints same_leaf = c;
+    if (c.one_leaf) {
+      same_leaf.avoid.resize(pool.hosts().size(), false);
+      for (int x = 0; x < static_cast<int>(pool.hosts().size()); ++x)
+        if (pool.hosts()[static_cast<size_t>(x)].leaf != leaf) same_leaf.avoid[static_cast<size_t>(x)] = true;
+    }
+    const int h = PickHost(pool, remainder, style, same_leaf, std::set<int>(chosen.begin(), chosen.end()), leaf);
     if (h < 0) return std::nullopt;
     plan.emplace_back(h, remainder);
   }

@@ -33,6 +33,8 @@ struct GangConstraints {
   // Fault-domain spread: a multi-host job's hosts under at least this many
   // leaf switches (a leaf is a fault domain); 0 or 1: no spread asked.
   int min_leaves = 0;
+  // Affinity: all hosts under one leaf switch (a template's "affinity=leaf").
+  bool one_leaf = false;
 };
 
 std::optional<Allocation> PlaceGang(const GpuPool& pool, int gpus, PlacementStyle style,

@@ -29,17 +29,20 @@ GpuPool::GpuPool(std::vector<PoolHost> hosts) : hosts_(std::move(hosts)) {
 }
 
 StatusOr<GpuPool> GpuPool::FromSpec(const std::string& spec) {
-  int leaves = 1, nodes = 0, gpus = 8;
+  int leaves = 1, nodes = 0, gpus = 8, mem = 80, link = 100;
   std::istringstream in(spec);
   std::string word;
   while (in >> word) {
     const size_t colon = word.find(':');
     const int64_t n = colon == std::string::npos ? -1 : ParseInt(word.substr(colon + 1)).value_or(-1);
     const std::string key = word.substr(0, colon);
-    if (n < 1 || n > 100000 || (key != "leaf" && key != "switch" && key != "node" && key != "gpu")) {
+    if (n < 1 || n > 100000 ||
+        (key != "leaf" && key != "switch" && key != "node" && key != "gpu" && key != "mem" && key != "link")) {
       return InvalidArgument("cluster spec '" + spec + "': '" + word +
-                             "' is not leaf:N, node:N or gpu:N (e.g. \"leaf:2 node:8 gpu:8\")");
+                             "' is not leaf:N, node:N, gpu:N, mem:GIB or link:GBPS (e.g. \"leaf:2 node:8 gpu:8\")");
     }
+    if (key == "mem") mem = static_cast<int>(n);
+    if (key == "link") link = static_cast<int>(n);
     if (key == "leaf" || key == "switch") leaves = static_cast<int>(n);
     if (key == "node") nodes = static_cast<int>(n);
     if (key == "gpu") gpus = static_cast<int>(n);
@@ -50,7 +53,8 @@ StatusOr<GpuPool> GpuPool::FromSpec(const std::string& spec) {
   std::vector<PoolHost> hosts;
   for (int l = 0; l < leaves; ++l) {
     for (int n = 0; n < nodes; ++n) {
-      hosts.push_back(PoolHost{"s" + std::to_string(l) + "n" + std::to_string(n), l, gpus});
+      hosts.push_back(PoolHost{"s" + std::to_string(l) + "n" + std::to_string(n), l, gpus, static_cast<double>(mem),
+                               static_cast<double>(link)});
     }
   }
   return GpuPool(std::move(hosts));

@@ -17,6 +17,8 @@ struct PoolHost {
   std::string name;
   int leaf = 0;   // index of its leaf switch (its fault domain)
   int gpus = 8;   // at most 64
+  double gpu_memory_gib = 80;  // per GPU
+  double link_gbps = 100;      // the host's network link
 };
 
 // GPUs on one host, as a bit mask of GPU indices.
@@ -37,7 +39,8 @@ class GpuPool {
  public:
   GpuPool() = default;
   explicit GpuPool(std::vector<PoolHost> hosts);
-  // "leaf:2 node:8 gpu:8": 2 leaf switches of 8 hosts of 8 GPUs.
+  // "leaf:2 node:8 gpu:8 [mem:80] [link:100]": 2 leaf switches of 8 hosts of
+  // 8 GPUs (80 GiB each, 100 Gb/s links by default).
   static StatusOr<GpuPool> FromSpec(const std::string& spec);
 
   const std::vector<PoolHost>& hosts() const { return hosts_; }

@@ -49,6 +49,14 @@ Status Scheduler::Commit(const PoolJob& job, const Allocation& a, bool borrowed,
 GangConstraints Scheduler::ConstraintsFor(const PoolJob& job, double now) const {
   GangConstraints c;
   c.min_leaves = job.min_leaves;
+  c.one_leaf = job.one_leaf;
+  if (job.min_gpu_memory_gib > 0 || job.min_link_gbps > 0) {
+    c.avoid.assign(pool_.hosts().size(), false);
+    for (size_t h = 0; h < pool_.hosts().size(); ++h) {
+      const PoolHost& host = pool_.hosts()[h];
+      c.avoid[h] = host.gpu_memory_gib < job.min_gpu_memory_gib || host.link_gbps < job.min_link_gbps;
+    }
+  }
   for (const PoolReservation& r : reservations_) {
     if (now >= r.end) continue;
     const bool owner_inside = job.team == r.team && now >= r.start;

@@ -50,6 +50,9 @@ struct PoolJob {
   // host (-1: no such rule for this job).
   int user = -1;
   int min_leaves = 0;              // fault-domain spread (gang_placement.h)
+  bool one_leaf = false;           // every host under one leaf switch
+  double min_gpu_memory_gib = 0;   // hosts whose GPUs have at least this memory
+  double min_link_gbps = 0;        // hosts with at least this network link
   std::vector<int> data_hosts;     // hosts holding its data: preferred, never required
 };
 

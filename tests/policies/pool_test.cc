@@ -9,6 +9,7 @@
 #include "policies/pool/gang_placement.h"
 #include "policies/pool/job_trace.h"
 #include "policies/pool/quota.h"
+#include "policies/pool/resource_template.h"
 #include "policies/pool/scheduler.h"
 #include "policies/pool/simulator.h"
 
@@ -296,11 +297,6 @@ TEST(Simulator, SmallTraceIsDeterministicAndEveryJobRunsItsDuration) {
   EXPECT_FALSE(PolicyConfig("round-robin", QuotaBook()).ok());
 }
 
-}  // namespace
-}  // namespace gpulaunch::pool
-
-namespace gpulaunch::pool {
-namespace {
 
 TEST(Scheduler, AUsersJobsOfTwoPriorityClassesNeverShareAHost) {
   Scheduler s(Pool("leaf:1 node:2 gpu:4"), Config());
@@ -380,11 +376,6 @@ TEST(NodeHealth, SuspectThenBadAndLostJobsGpusReturnWhenTheLeaseExpires) {
   EXPECT_EQ(s.pool().free_gpus(), 16);
 }
 
-}  // namespace
-}  // namespace gpulaunch::pool
-
-namespace gpulaunch::pool {
-namespace {
 
 TEST(Scheduler, ReservationsHoldWholeHostsAndBackfillRespectsThem) {
   Scheduler s(Pool("leaf:2 node:2 gpu:4"), Config());
@@ -431,6 +422,40 @@ TEST(Scheduler, ReservationsHoldWholeHostsAndBackfillRespectsThem) {
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().code(), StatusCode::kInfeasible);
   EXPECT_FALSE(s.Reserve("bad", 0, 1, 300, 300).ok());
+}
+
+
+TEST(ResourceTemplate, GpusMemoryLinkAndAffinityBecomeHardConstraints) {
+  // Leaf 0: two hosts of 40 GiB GPUs on 100 Gb/s; leaf 1: two of 80 GiB on 400 Gb/s.
+  GpuPool pool({{"a0", 0, 4, 40, 100}, {"a1", 0, 4, 40, 100}, {"b0", 1, 4, 80, 400}, {"b1", 1, 4, 80, 400}});
+  auto templates = ParseTemplates("infer:gpus=2,mem=80;train:gpus=8,link=200,affinity=leaf;safe:gpus=8,affinity=spread:2");
+  ASSERT_TRUE(templates.ok()) << templates.status().message();
+  ASSERT_EQ(templates->size(), 3u);
+  Scheduler s(pool, Config(PlacementStyle::kFirstFit));  // first fit would pick leaf 0 without the constraints
+  s.Submit(WithTemplate(PoolJob(1, 0, 0, 0, 0, 100), (*templates)[0]));
+  ASSERT_EQ(s.Schedule(0)->size(), 1u);
+  EXPECT_EQ(s.pool().hosts()[static_cast<size_t>(s.running().at(1).allocation.shares[0].host)].leaf, 1);
+  ASSERT_TRUE(s.Finish(1).ok());
+  s.Submit(WithTemplate(PoolJob(2, 0, 0, 0, 1, 100), (*templates)[1]));
+  ASSERT_EQ(s.Schedule(1)->size(), 1u);
+  EXPECT_EQ(LeavesOf(s.pool(), s.running().at(2).allocation), 1);
+  EXPECT_EQ(s.running().at(2).allocation.shares[0].host, 2);
+  ASSERT_TRUE(s.Finish(2).ok());
+  s.Submit(WithTemplate(PoolJob(3, 0, 0, 0, 2, 100), (*templates)[2]));
+  ASSERT_EQ(s.Schedule(2)->size(), 1u);
+  EXPECT_EQ(LeavesOf(s.pool(), s.running().at(3).allocation), 2);
+  // 40 GiB hosts can never hold an 80 GiB template job, however free.
+  ASSERT_TRUE(s.Finish(3).ok());
+  auto big = ParseTemplates("big:gpus=12,mem=80");
+  ASSERT_TRUE(big.ok());
+  s.Submit(WithTemplate(PoolJob(4, 0, 0, 0, 3, 100), (*big)[0]));
+  EXPECT_TRUE(s.Schedule(3)->empty());
+  for (const char* bad : {"x", "x:mem=80", "x:gpus=0", "x:gpus=2,affinity=rack", "x:gpus=2,affinity=spread:1",
+                          ":gpus=2", "x:gpus=2,colour=red"}) {
+    EXPECT_FALSE(ParseTemplates(bad).ok()) << bad;
+  }
+  EXPECT_TRUE(GpuPool::FromSpec("leaf:1 node:2 gpu:8 mem:141 link:400").ok());
+  EXPECT_DOUBLE_EQ(GpuPool::FromSpec("leaf:1 node:2 gpu:8 mem:141")->hosts()[0].gpu_memory_gib, 141);
 }
 
 }  // namespace
