@@ -43,7 +43,7 @@ TEST(Sim, BadInputIsAUsageErrorThatSaysWhere) {
   };
   const Case cases[] = {
       {{"sim", "--cluster", "node:2"}, "sim needs --trace FILE and --cluster SPEC"},
-      {{"sim", "--trace", kTiresias, "--cluster", "rack:2"}, "is not leaf:N, node:N or gpu:N"},
+      {{"sim", "--trace", kTiresias, "--cluster", "rack:2"}, "is not leaf:N, node:N, gpu:N"},
       {{"sim", "--trace", kTiresias, "--cluster", "node:2", "--policy", "lottery"}, "unknown policy 'lottery'"},
       {{"sim", "--trace", kTiresias, "--cluster", "node:2", "--quota", "a:1/2/3"}, "--quota needs --teams N"},
       {{"sim", "--trace", "/nonexistent.csv", "--cluster", "node:2"}, "/nonexistent.csv"},
