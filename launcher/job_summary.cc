@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 
 #include "common/json.h"
+#include "common/utc_time.h"
 #include "common/strings.h"
 
 namespace gpulaunch {
@@ -18,17 +18,6 @@ double Seconds(ControlClock::duration d) { return std::chrono::duration<double>(
 std::string Fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-std::string IsoTime(std::chrono::system_clock::time_point t) {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
   return buf;
 }
 
@@ -226,7 +215,8 @@ std::string RenderRootCause(const RootCause& cause, const std::string& summary_p
 std::string SummaryJson(const JobOutcome& job, const std::map<int, RankRecord>& ranks,
                         const std::optional<RootCause>& cause) {
   auto wall = [&](ControlClock::time_point t) {
-    return IsoTime(job.started_wall + std::chrono::duration_cast<std::chrono::system_clock::duration>(t - job.started));
+    return UtcTimestamp(job.started_wall + std::chrono::duration_cast<std::chrono::system_clock::duration>(t - job.started),
+                        true);
   };
   Json root = Json::Object();
   root.Set("format", "gpulaunch-summary/v1");
@@ -237,7 +227,7 @@ std::string SummaryJson(const JobOutcome& job, const std::map<int, RankRecord>& 
   root.Set("program", program);
   root.Set("restart", job.restart);
   root.Set("exit_code", job.exit_code);
-  root.Set("started_at", IsoTime(job.started_wall));
+  root.Set("started_at", UtcTimestamp(job.started_wall, true));
   root.Set("runtime_s", Seconds(job.ended - job.started));
   if (cause) {
     Json c = Json::Object();

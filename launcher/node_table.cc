@@ -2,24 +2,14 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
 #include <sstream>
 
 #include "common/json.h"
+#include "common/utc_time.h"
 #include "common/strings.h"
 
 namespace gpulaunch {
 namespace {
-
-std::string Clock(std::chrono::system_clock::time_point t) {
-  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[80];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec);
-  return buf;
-}
 
 std::string Gib(uint64_t bytes, bool zero_is_known = false) {
   if (bytes == 0 && !zero_is_known) return "-";
@@ -164,7 +154,7 @@ std::string RenderNodeTable(const std::vector<NodeRow>& rows) {
                 "MODEL", "MEMORY", "IN USE", "FREE", "CORES", "ANSWERED", "REASON");
   out << line;
   for (const NodeRow& r : rows) {
-    const std::string answered = r.answered ? Clock(*r.answered) : "never";
+    const std::string answered = r.answered ? UtcTimestamp(*r.answered) : "never";
     std::vector<GpuGroup> groups = r.gpus;
     if (groups.empty()) groups.push_back(GpuGroup{"-", 0, 0, std::nullopt});
     for (const GpuGroup& g : groups) {
@@ -191,7 +181,7 @@ std::string RenderNodeJson(const std::vector<NodeRow>& rows) {
     h.Set("host", r.host);
     h.Set("state", r.state);
     h.Set("reason", r.reason);
-    h.Set("answered_at", r.answered ? Json(Clock(*r.answered)) : Json());
+    h.Set("answered_at", r.answered ? Json(UtcTimestamp(*r.answered)) : Json());
     h.Set("cores", r.cores);
     Json gpus = Json::Array();
     for (const GpuGroup& g : r.gpus) {
