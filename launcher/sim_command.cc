@@ -94,6 +94,7 @@ Json ReportJson(const SimReport& r) {
   j.Set("avg_leaves_over_min", r.avg_leaves_over_min);
   j.Set("jobs_over_min_leaves", r.jobs_over_min_leaves);
   j.Set("preemptions", r.preemptions);
+  j.Set("migrations", r.migrations);
   j.Set("gpu_hours_lost", r.gpu_hours_lost);
   j.Set("guarantee_violations", r.guarantee_violations);
   j.Set("decision_us_avg", r.decision_us_avg);
@@ -187,14 +188,14 @@ int RunSimCommand(const std::vector<std::string>& args) {
               o.cluster.c_str(), pool->total_gpus(),
               o.teams ? ("teams: " + std::to_string(o.teams) + " round-robin" + (o.quota.empty() ? "" : ", quotas " + o.quota)).c_str()
                       : "no teams");
-  std::printf("%-15s %9s %9s %9s %9s %9s %6s %9s %10s %11s %8s %8s %6s %12s\n", "POLICY", "AVG JCT", "P95 JCT",
-              "AVG WAIT", "P95 WAIT", "MAX WAIT", "UTIL", "STRANDED", "HOSTS/MIN", "LEAVES/MIN", "PREEMPT", "GPU-H LOST",
-              "VIOL", "DECISION us");
+  std::printf("%-15s %9s %9s %9s %9s %9s %6s %9s %10s %11s %8s %8s %10s %6s %12s\n", "POLICY", "AVG JCT", "P95 JCT",
+              "AVG WAIT", "P95 WAIT", "MAX WAIT", "UTIL", "STRANDED", "HOSTS/MIN", "LEAVES/MIN", "PREEMPT", "MIGRATE",
+              "GPU-H LOST", "VIOL", "DECISION us");
   for (const SimReport& r : reports) {
-    std::printf("%-15s %9s %9s %9s %9s %9s %5.1f%% %9.2f %10.3f %11.3f %8d %8.1f %6d %6.1f/%-5.0f\n", r.policy.c_str(),
-                Hours(r.avg_jct_s).c_str(), Hours(r.p95_jct_s).c_str(), Hours(r.avg_wait_s).c_str(),
+    std::printf("%-15s %9s %9s %9s %9s %9s %5.1f%% %9.2f %10.3f %11.3f %8d %8d %10.1f %6d %6.1f/%-5.0f\n",
+                r.policy.c_str(), Hours(r.avg_jct_s).c_str(), Hours(r.p95_jct_s).c_str(), Hours(r.avg_wait_s).c_str(),
                 Hours(r.p95_wait_s).c_str(), Hours(r.max_wait_s).c_str(), r.utilization * 100, r.stranded_gpus, r.avg_hosts_over_min,
-                r.avg_leaves_over_min, r.preemptions, r.gpu_hours_lost, r.guarantee_violations, r.decision_us_avg,
+                r.avg_leaves_over_min, r.preemptions, r.migrations, r.gpu_hours_lost, r.guarantee_violations, r.decision_us_avg,
                 r.decision_us_max);
   }
   if (reports.front().dropped) {

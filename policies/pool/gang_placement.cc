@@ -29,8 +29,12 @@ int PickHost(const GpuPool& pool, int gpus, PlacementStyle style, const GangCons
   auto key = [&](int h) {
     const int leaf = pool.hosts()[h].leaf;
     // Smaller is better.
+    double extension = 0;
+    if (style == PlacementStyle::kTopology && c.ends_at > 0 && !c.host_busy_until.empty())
+      extension = std::max(0.0, c.ends_at - c.host_busy_until[static_cast<size_t>(h)]);
     return std::make_tuple(Preferred(c, h) ? 0 : 1,
                            style == PlacementStyle::kTopology && prefer_leaf >= 0 && leaf != prefer_leaf ? 1 : 0,
+                           extension,
                            style == PlacementStyle::kFirstFit ? 0 : pool.free_on(h),
                            style == PlacementStyle::kTopology ? leaf_free[static_cast<size_t>(leaf)] : 0, h);
   };

@@ -35,6 +35,11 @@ struct GangConstraints {
   int min_leaves = 0;
   // Affinity: all hosts under one leaf switch (a template's "affinity=leaf").
   bool one_leaf = false;
+  // Expected times (kTopology): when each host's current jobs end (by host;
+  // empty: unknown), and when this job would end (0: unknown). A job then
+  // goes where it delays least the moment its host is whole again.
+  std::vector<double> host_busy_until;
+  double ends_at = 0;
 };
 
 std::optional<Allocation> PlaceGang(const GpuPool& pool, int gpus, PlacementStyle style,

@@ -1,10 +1,15 @@
 #include "policies/pool/scheduler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
 namespace gpulaunch::pool {
+
+double RunningJob::ExpectedEnd() const {
+  return job.estimate > 0 ? start + job.estimate + delay : std::numeric_limits<double>::infinity();
+}
 
 Scheduler::Scheduler(GpuPool pool, SchedulerConfig config) : pool_(std::move(pool)), config_(std::move(config)) {}
 
@@ -72,6 +77,15 @@ GangConstraints Scheduler::ConstraintsFor(const PoolJob& job, double now) const 
       for (const HostShare& s : r.allocation.shares) c.avoid[static_cast<size_t>(s.host)] = true;
     }
   }
+  if (job.estimate > 0 && config_.style == PlacementStyle::kTopology) {
+    c.ends_at = now + job.estimate;
+    c.host_busy_until.assign(pool_.hosts().size(), now);
+    for (const auto& [id, r] : running_) {
+      const double end = r.ExpectedEnd();
+      for (const HostShare& s : r.allocation.shares)
+        c.host_busy_until[static_cast<size_t>(s.host)] = std::max(c.host_busy_until[static_cast<size_t>(s.host)], end);
+    }
+  }
   if (!job.data_hosts.empty()) {
     c.preferred.assign(pool_.hosts().size(), false);
     for (int h : job.data_hosts)
@@ -103,7 +117,7 @@ StatusOr<std::vector<Decision>> Scheduler::TryPreempt(const PoolJob& job, double
   // or jobs of a lower priority class; never below a team's guarantee.
   std::vector<const RunningJob*> candidates;
   for (const auto& [id, r] : running_) {
-    if (now - r.start < config_.grace_s) continue;
+    if (now - r.start < config_.grace_s || now - r.moved_at < config_.grace_s) continue;
     const bool reclaim = reclaims && r.borrowed && r.job.team != job.team &&
                          config_.quotas.used(r.job.team) - r.job.gpus >= config_.quotas.quota(r.job.team).guarantee;
     const bool lower = r.job.priority < job.priority;
@@ -148,12 +162,109 @@ StatusOr<std::vector<Decision>> Scheduler::TryPreempt(const PoolJob& job, double
   return out;
 }
 
+StatusOr<std::vector<Decision>> Scheduler::TryDefragment(const PoolJob& job, double now) {
+  std::vector<Decision> out;
+  const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
+  if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) return out;
+  if (pool_.free_gpus() < job.gpus) return out;  // blocked by number, not by shape
+  const int per = pool_.hosts().front().gpus;
+  const int n_hosts = static_cast<int>(pool_.hosts().size());
+  const GangConstraints wanted = ConstraintsFor(job, now);
+  auto allowed = [&](int h) { return pool_.usable(h) && (wanted.avoid.empty() || !wanted.avoid[static_cast<size_t>(h)]); };
+  // Jobs on each host that may move: single-host, smaller than a host, not
+  // moved within the grace period.
+  std::vector<std::vector<const RunningJob*>> on_host(static_cast<size_t>(n_hosts));
+  std::vector<int> pinned(static_cast<size_t>(n_hosts), 0);  // GPUs held by jobs that may not move
+  for (const auto& [id, r] : running_) {
+    const bool movable = r.allocation.hosts() == 1 && r.job.gpus < per && now - r.moved_at >= config_.grace_s;
+    for (const HostShare& share : r.allocation.shares) {
+      if (movable) on_host[static_cast<size_t>(share.host)].push_back(&r);
+      else pinned[static_cast<size_t>(share.host)] += std::popcount(share.gpus);
+    }
+  }
+  GpuPool trial = pool_;
+  std::vector<bool> cleared(static_cast<size_t>(n_hosts), false);
+  std::map<int, Allocation> moved;  // job -> its new GPUs in `trial`
+  // Each round frees one host's GPUs enough for one whole host of the job
+  // (or, for the rest of it, its remainder), moving the fewest GPUs.
+  const int rounds = MinHosts(pool_, job.gpus);
+  for (int round = 0; round < rounds && !PlaceGang(trial, job.gpus, config_.style, wanted); ++round) {
+    int whole = 0;
+    for (int h = 0; h < n_hosts; ++h) whole += allowed(h) && trial.free_on(h) == per ? 1 : 0;
+    const int need = job.gpus <= per ? job.gpus : (whole < job.gpus / per ? per : job.gpus % per);
+    if (need == 0) break;
+    std::vector<std::pair<int, int>> candidates;  // (GPUs to move, host)
+    for (int h = 0; h < n_hosts; ++h) {
+      if (!allowed(h) || cleared[static_cast<size_t>(h)] || trial.free_on(h) >= need) continue;
+      if (per - pinned[static_cast<size_t>(h)] < need) continue;
+      candidates.emplace_back(need - trial.free_on(h), h);
+    }
+    std::sort(candidates.begin(), candidates.end());
+    bool done = false;
+    for (const auto& [to_move, h] : candidates) {
+      // Smallest jobs first, until enough is free on h.
+      std::vector<const RunningJob*> jobs = on_host[static_cast<size_t>(h)];
+      std::erase_if(jobs, [&](const RunningJob* r) { return moved.count(r->job.id) > 0; });
+      std::stable_sort(jobs.begin(), jobs.end(),
+                       [](const RunningJob* a, const RunningJob* b) { return a->job.gpus < b->job.gpus; });
+      GpuPool attempt = trial;
+      std::map<int, Allocation> attempt_moves;
+      int freed = 0;
+      bool placed_all = true;
+      for (const RunningJob* r : jobs) {
+        if (freed >= to_move) break;
+        GangConstraints c = ConstraintsFor(r->job, now);
+        if (c.avoid.empty()) c.avoid.assign(static_cast<size_t>(n_hosts), false);
+        // Only into other partly used hosts: never onto a whole free host
+        // (that would fragment it) nor back onto a host being cleared.
+        for (int x = 0; x < n_hosts; ++x) {
+          if (x == h || cleared[static_cast<size_t>(x)] || attempt.free_on(x) == per) c.avoid[static_cast<size_t>(x)] = true;
+        }
+        auto to = PlaceGang(attempt, r->job.gpus, config_.style, c);
+        if (!to) {
+          placed_all = false;
+          break;
+        }
+        GL_RETURN_IF_ERROR(attempt.Give(r->allocation));
+        GL_RETURN_IF_ERROR(attempt.Take(*to));
+        attempt_moves[r->job.id] = *to;
+        freed += r->job.gpus;
+      }
+      if (!placed_all || freed < to_move) continue;
+      trial = std::move(attempt);
+      moved.insert(attempt_moves.begin(), attempt_moves.end());
+      cleared[static_cast<size_t>(h)] = true;
+      done = true;
+      break;
+    }
+    if (!done) break;
+  }
+  if (moved.empty() || !PlaceGang(trial, job.gpus, config_.style, wanted)) return out;
+  // Commit: every move at once (old GPUs back first, then the new ones).
+  for (const auto& [id, to] : moved) GL_RETURN_IF_ERROR(pool_.Give(running_.at(id).allocation));
+  for (const auto& [id, to] : moved) {
+    GL_RETURN_IF_ERROR(pool_.Take(to));
+    RunningJob& r = running_.at(id);
+    Decision d;
+    d.kind = Decision::Kind::kMigrate;
+    d.job = id;
+    d.previous = r.allocation;
+    d.allocation = to;
+    d.preempted_by = job.id;
+    r.allocation = to;
+    r.delay += config_.migration_cost_s;
+    r.moved_at = now;
+    out.push_back(d);
+  }
+  auto started = TryStart(job, now);
+  if (!started) return Internal("job " + std::to_string(job.id) + " did not fit after migrations made room for it");
+  out.push_back(*started);
+  return out;
+}
+
 double Scheduler::ShadowTime(const PoolJob& head, double now, int* extra) const {
   std::vector<std::pair<double, int>> ends;
-  for (const auto& [id, r] : running_) {
-    ends.emplace_back(r.job.estimate > 0 ? r.start + r.job.estimate : std::numeric_limits<double>::infinity(),
-                      r.job.gpus);
-  }
+  for (const auto& [id, r] : running_) ends.emplace_back(r.ExpectedEnd(), r.job.gpus);
   std::sort(ends.begin(), ends.end());
   int free = pool_.free_gpus();
   for (const auto& [end, gpus] : ends) {
@@ -184,6 +295,13 @@ StatusOr<std::vector<Decision>> Scheduler::Schedule(double now) {
       if (auto d = TryStart(job, now)) {
         out.push_back(*d);
         continue;
+      }
+      if (config_.defragment) {
+        GL_ASSIGN_OR_RETURN(std::vector<Decision> m, TryDefragment(job, now));
+        if (!m.empty()) {
+          out.insert(out.end(), m.begin(), m.end());
+          continue;
+        }
       }
       if (config_.preempt) {
         GL_ASSIGN_OR_RETURN(std::vector<Decision> p, TryPreempt(job, now));

@@ -21,6 +21,12 @@
 //      within its team's guarantee starts whenever it fits;
 //   5. reclaims for every other waiting job within its team's nominal quota
 //      that does not fit (as in 3).
+// With `defragment`, a job that is blocked by the shape of the free GPUs
+// rather than their number (enough are free, scattered over partly used
+// hosts) is first given room by migrating single-host jobs: each moved job
+// is checkpointed and restarted on free GPUs of other partly used hosts,
+// which costs it `migration_cost_s`, and no job is moved twice within the
+// grace period (so migration cannot loop).
 // Every job left waiting has a structured reason (Waiting()).
 #pragma once
 
@@ -82,17 +88,20 @@ struct SchedulerConfig {
   // (0: off).
   double size_reference = 0;
   double grace_s = 300;         // a job may be preempted only after running this long
+  bool defragment = false;      // migrate single-host jobs to make room (see above)
+  double migration_cost_s = 120;  // a migrated job's checkpoint, move and restart
   QuotaBook quotas;             // empty: no quotas
 };
 
 struct Decision {
-  enum class Kind { kStart, kPreempt };
+  enum class Kind { kStart, kPreempt, kMigrate };
   Kind kind = Kind::kStart;
   int job = 0;
-  Allocation allocation;        // kStart: where; kPreempt: what it gave back
+  Allocation allocation;        // kStart and kMigrate: where; kPreempt: what it gave back
+  Allocation previous;          // kMigrate: where it ran before
   bool borrowed = false;        // kStart: above its team's nominal quota (reclaimable)
   bool backfilled = false;
-  int preempted_by = -1;        // kPreempt: the job that needed the GPUs
+  int preempted_by = -1;        // kPreempt and kMigrate: the job that needed the GPUs
 };
 
 // Why a job waits: the constraint, what is short, and what blocks it.
@@ -107,6 +116,10 @@ struct RunningJob {
   Allocation allocation;
   double start = 0;
   bool borrowed = false;
+  double delay = 0;             // added to its expected end by migrations
+  double moved_at = -1e300;     // its last migration
+  // When it is expected to end (infinity without an estimate).
+  double ExpectedEnd() const;
 };
 
 class Scheduler {
@@ -143,6 +156,9 @@ class Scheduler {
   std::optional<Decision> TryStart(const PoolJob& job, double now);
   // Preempts the cheapest victims that let `job` fit, and starts it.
   StatusOr<std::vector<Decision>> TryPreempt(const PoolJob& job, double now);
+  // Migrates single-host jobs so that `job`, blocked by the shape of the
+  // free GPUs, fits; then starts it. Empty when no such moves exist.
+  StatusOr<std::vector<Decision>> TryDefragment(const PoolJob& job, double now);
   double ShadowTime(const PoolJob& head, double now, int* extra) const;
   // The job's hard and soft placement constraints in the pool as it is now.
   GangConstraints ConstraintsFor(const PoolJob& job, double now) const;

@@ -35,6 +35,7 @@ StatusOr<SchedulerConfig> PolicyConfig(const std::string& name, const QuotaBook&
     c.aging_s = 86400;                    // a level per day waited
     c.backfill = true;
     c.preempt = true;
+    c.defragment = true;
   } else if (name == "fifo-first-fit") {
     c.style = PlacementStyle::kFirstFit;
     c.order = QueueOrder::kFifo;
@@ -60,6 +61,7 @@ StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& j
   std::map<int, JobOutcome> outcome;
   std::map<int, int> generation;
   std::map<int, double> run_start;  // of the current run
+  std::map<int, double> run_end;    // when the current run will end
   std::map<int, const TraceJob*> by_id;
   for (const TraceJob& j : jobs) {
     if (j.gpus > pool.total_gpus()) {
@@ -101,6 +103,20 @@ StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& j
     ++report.passes;
     for (const Decision& d : decisions) {
       JobOutcome& o = outcome[d.job];
+      if (d.kind == Decision::Kind::kMigrate) {
+        // It goes on elsewhere after its checkpoint and restart: the same
+        // work left, later by the migration cost.
+        const double left = run_end[d.job] - now;
+        run_end[d.job] = now + left + config.migration_cost_s;
+        ++generation[d.job];
+        ++o.migrations;
+        ++report.migrations;
+        o.gpu_seconds_lost += config.migration_cost_s * o.gpus;
+        o.hosts = d.allocation.hosts();
+        o.leaves = LeavesOf(pool, d.allocation);
+        events.push(Event{run_end[d.job], 0, d.job, generation[d.job]});
+        continue;
+      }
       if (d.kind == Decision::Kind::kPreempt) {
         ++generation[d.job];
         ++o.preemptions;
@@ -114,7 +130,8 @@ StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& j
       o.leaves = LeavesOf(pool, d.allocation);
       o.min_hosts = MinHosts(pool, o.gpus);
       o.min_leaves = MinLeaves(pool, o.gpus);
-      events.push(Event{now + by_id[d.job]->duration, 0, d.job, generation[d.job]});
+      run_end[d.job] = now + by_id[d.job]->duration;
+      events.push(Event{run_end[d.job], 0, d.job, generation[d.job]});
       if (config.preempt) events.push(Event{now + config.grace_s, 2, d.job, generation[d.job]});
     }
     busy_now = pool.total_gpus() - scheduler.pool().free_gpus();

@@ -21,8 +21,8 @@ struct JobOutcome {
   int id = 0, gpus = 0, team = 0;
   double submit = 0, start = -1, end = -1;  // start: the first one
   int hosts = 0, leaves = 0, min_hosts = 0, min_leaves = 0;  // of its last placement
-  int preemptions = 0;
-  double gpu_seconds_lost = 0;
+  int preemptions = 0, migrations = 0;
+  double gpu_seconds_lost = 0;  // work redone after preemptions, and migration costs
 };
 
 struct SimReport {
@@ -35,7 +35,8 @@ struct SimReport {
   double avg_hosts_over_min = 0, avg_leaves_over_min = 0;  // per multi-... job: spanned / minimum
   int jobs_over_min_leaves = 0;
   int preemptions = 0;
-  double gpu_hours_lost = 0;
+  int migrations = 0;                      // jobs moved to make room (defragmentation)
+  double gpu_hours_lost = 0;               // preempted work redone, plus migration costs
   // Episodes in which a team wanted GPUs within its guarantee while others
   // held borrowed GPUs, and did not get them within the grace period + 60 s.
   int guarantee_violations = 0;

@@ -192,15 +192,77 @@ TEST(Scheduler, ReclaimPreemptsTheCheapestBorrowedJobsAndNeverBelowAGuarantee) {
   for (const Decision& x : *again) EXPECT_NE(x.kind, Decision::Kind::kPreempt);
 }
 
+PoolJob On(int id, int gpus, double submit, int host) {
+  PoolJob j{id, 0, gpus, 0, submit, 1000};
+  j.data_hosts = {host};
+  return j;
+}
+
+TEST(Scheduler, DefragmentMovesTheFewestGpusToStartAJobBlockedByShapeAndNeverTheSameJobTwiceInTheGrace) {
+  SchedulerConfig c = Config();
+  c.defragment = true;
+  c.migration_cost_s = 60;
+  c.backfill = false;
+  auto filled = [](const SchedulerConfig& config) {
+    Scheduler s(Pool("leaf:1 node:3 gpu:4"), config);
+    for (const PoolJob& j : {On(1, 1, 0, 0), On(2, 3, 0, 1), On(3, 4, 0, 2)}) s.Submit(j);
+    EXPECT_EQ(s.Schedule(0)->size(), 3u);
+    // 4 GPUs are free (3 on host 0, 1 on host 1) but no host has 4.
+    s.Submit(PoolJob{4, 0, 4, 0, 5, 100});
+    return s;
+  };
+  SchedulerConfig off = c;
+  off.defragment = false;
+  Scheduler without = filled(off);
+  auto none = without.Schedule(5);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());  // without defragmentation it waits, and says why
+  EXPECT_EQ(without.Waiting(5)[0].constraint, "placement");
+  Scheduler s = filled(c);
+  auto d = s.Schedule(5);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  ASSERT_EQ(d->size(), 2u);
+  // Emptying host 0 moves 1 GPU (job 1), host 1 would move 3: job 1 moves.
+  EXPECT_EQ((*d)[0].kind, Decision::Kind::kMigrate);
+  EXPECT_EQ((*d)[0].job, 1);
+  EXPECT_EQ((*d)[0].previous.shares[0].host, 0);
+  EXPECT_EQ((*d)[0].allocation.shares[0].host, 1);
+  EXPECT_EQ((*d)[0].preempted_by, 4);
+  EXPECT_EQ((*d)[1].kind, Decision::Kind::kStart);
+  EXPECT_EQ((*d)[1].job, 4);
+  EXPECT_EQ((*d)[1].allocation.shares[0].host, 0);
+  EXPECT_DOUBLE_EQ(s.running().at(1).ExpectedEnd(), 0 + 1000 + 60);  // it pays the migration
+  EXPECT_EQ(s.pool().free_gpus(), 0);
+  // Hosts 0 and 2 empty again; jobs 5 and 6 leave 1 GPU free on each; job 2
+  // ends, so host 1 has job 1 and 3 free GPUs.
+  for (int id : {4, 3}) ASSERT_TRUE(s.Finish(id).ok());
+  for (const PoolJob& j : {On(5, 3, 7, 0), On(6, 3, 7, 2)}) s.Submit(j);
+  ASSERT_EQ(s.Schedule(7)->size(), 2u);
+  ASSERT_TRUE(s.Finish(2).ok());
+  s.Submit(PoolJob{7, 0, 4, 0, 8, 100});
+  auto again = s.Schedule(8);
+  ASSERT_TRUE(again.ok());
+  // Moving job 1 again (1 GPU) would be cheapest, but it moved 3 s ago,
+  // within the grace period: job 5 (3 GPUs, host 0) moves instead.
+  ASSERT_EQ(again->size(), 2u);
+  EXPECT_EQ((*again)[0].job, 5);
+  EXPECT_EQ((*again)[0].allocation.shares[0].host, 1);
+  EXPECT_EQ((*again)[1].job, 7);
+  EXPECT_EQ((*again)[1].allocation.shares[0].host, 0);
+}
+
 // Property: over random job streams, styles and quotas, no GPU is ever held
 // twice, every decision is applied to the pool, and every job ends.
 TEST(Scheduler, RandomStreamsNeverAssignAGpuTwice) {
+  int migrations = 0;
   for (int seed = 1; seed <= 30; ++seed) {
     std::mt19937 rng(seed);
     SchedulerConfig c = Config(static_cast<PlacementStyle>(seed % 3));
     c.order = seed % 2 ? QueueOrder::kPriorityAging : QueueOrder::kFifo;
     c.size_reference = 1e6;
     if (seed % 4 == 0) c.quotas = *QuotaBook::Parse("a:8/16/16,b:8/16/8,c:0/0/32");
+    c.defragment = seed % 5 != 0;
+    c.migration_cost_s = 2;
     Scheduler s(Pool("leaf:2 node:3 gpu:8"), c);
     std::map<int, double> ends;
     int next = 0, finished = 0;
@@ -229,6 +291,12 @@ TEST(Scheduler, RandomStreamsNeverAssignAGpuTwice) {
       for (const Decision& x : *d) {
         if (x.kind == Decision::Kind::kPreempt) {
           ends.erase(x.job);
+        } else if (x.kind == Decision::Kind::kMigrate) {
+          ASSERT_TRUE(s.running().count(x.job)) << "seed " << seed << ": job " << x.job << " moved, then stopped";
+          ASSERT_EQ(s.running().at(x.job).allocation.shares, x.allocation.shares);
+          ASSERT_EQ(x.previous.gpus(), x.allocation.gpus());
+          ends[x.job] += c.migration_cost_s;
+          ++migrations;
         } else {
           ends[x.job] = t + s.running().at(x.job).job.estimate;
         }
@@ -248,6 +316,7 @@ TEST(Scheduler, RandomStreamsNeverAssignAGpuTwice) {
       ASSERT_LT(t, 100000) << "seed " << seed << ": jobs never finish";
     }
   }
+  EXPECT_GT(migrations, 0);  // the streams do exercise defragmentation
 }
 
 TEST(Trace, ReadsTiresiasElasticFlowAndItsOwnFormWithFileLineErrors) {
@@ -288,7 +357,8 @@ TEST(Simulator, SmallTraceIsDeterministicAndEveryJobRunsItsDuration) {
     for (const JobOutcome& o : a->outcomes) {
       const TraceJob& j = (*jobs)[static_cast<size_t>(o.id)];
       EXPECT_GE(o.start, j.submit);
-      EXPECT_DOUBLE_EQ(o.end - o.start, j.duration) << name << " job " << o.id;  // no preemption without quotas
+      // No preemption without quotas; a migration costs its checkpoint and restart.
+      EXPECT_DOUBLE_EQ(o.end - o.start, j.duration + o.migrations * config->migration_cost_s) << name << " job " << o.id;
       EXPECT_GE(o.hosts, o.min_hosts);
     }
     EXPECT_GT(a->utilization, 0.1);
@@ -307,7 +377,7 @@ TEST(Scheduler, AUsersJobsOfTwoPriorityClassesNeverShareAHost) {
   const int low_host = s.running().at(1).allocation.shares[0].host;
   PoolJob high(2, 0, 2, 1, 1, 100);
   high.user = 7;
-  PoolJob other(3, 0, 2, 1, 1, 100);  // another user: best fit puts it beside job 1
+  PoolJob other(3, 0, 2, 1, 1, 50);  // another user, ending first: best fit puts it beside job 1
   s.Submit(high);
   s.Submit(other);
   ASSERT_EQ(s.Schedule(1)->size(), 2u);
