@@ -1,5 +1,6 @@
 // Team GPU quotas with borrowing (the Kueue / YARN capacity-scheduler model):
-//   guarantee     GPUs the team always gets back (reclaim never takes it below)
+//   guarantee     GPUs the team always gets within the grace period: borrowed
+//                 jobs of other teams are reclaimed for it
 //   nominal       its share of the pool; jobs within it are never preempted
 //                 by reclaim
 //   borrow_limit  how far above nominal it may go on other teams' idle quota

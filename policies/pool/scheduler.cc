@@ -15,6 +15,15 @@ Scheduler::Scheduler(GpuPool pool, SchedulerConfig config) : pool_(std::move(poo
 
 void Scheduler::Submit(const PoolJob& job) { queue_.push_back(job); }
 
+Status Scheduler::SetEstimate(int job, double estimate) {
+  for (PoolJob& q : queue_) {
+    if (q.id != job) continue;
+    q.estimate = estimate;
+    return Status::Ok();
+  }
+  return NotFound("job " + std::to_string(job) + " is not queued");
+}
+
 Status Scheduler::Finish(int job) {
   auto it = running_.find(job);
   if (it == running_.end()) return NotFound("job " + std::to_string(job) + " is not running");
@@ -114,18 +123,28 @@ StatusOr<std::vector<Decision>> Scheduler::TryPreempt(const PoolJob& job, double
   if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) return out;
   const bool reclaims = config_.quotas.enabled() && v == QuotaVerdict::kWithinNominal;
   // Victims of a lower class only: borrowed jobs of other teams (reclaim),
-  // or jobs of a lower priority class; never below a team's guarantee.
+  // or jobs of a lower priority class. A borrowed job goes whole, even when
+  // its team then holds less than its guarantee (part of it was within the
+  // team's nominal): a gang cannot give back only its borrowed part, and a
+  // guarantee that a borrower could block would be no guarantee. That team
+  // is then owed its guarantee in turn.
   std::vector<const RunningJob*> candidates;
   for (const auto& [id, r] : running_) {
     if (now - r.start < config_.grace_s || now - r.moved_at < config_.grace_s) continue;
-    const bool reclaim = reclaims && r.borrowed && r.job.team != job.team &&
-                         config_.quotas.used(r.job.team) - r.job.gpus >= config_.quotas.quota(r.job.team).guarantee;
+    const bool reclaim = reclaims && r.borrowed && r.job.team != job.team;
     const bool lower = r.job.priority < job.priority;
     if (reclaim || lower) candidates.push_back(&r);
   }
   if (candidates.empty()) return out;
-  auto cost = [&](const RunningJob* r) { return r->job.gpus * (now - r->start); };  // GPU-seconds lost
+  // Cheapest first: jobs whose team keeps its guarantee without them, then
+  // by the GPU time their restart loses.
+  auto below = [&](const RunningJob* r) {
+    return config_.quotas.enabled() &&
+           config_.quotas.used(r->job.team) - r->job.gpus < config_.quotas.quota(r->job.team).guarantee;
+  };
+  auto cost = [&](const RunningJob* r) { return r->job.gpus * (now - r->start); };
   std::stable_sort(candidates.begin(), candidates.end(), [&](const RunningJob* a, const RunningJob* b) {
+    if (below(a) != below(b)) return !below(a);
     return cost(a) != cost(b) ? cost(a) < cost(b) : a->job.id < b->job.id;
   });
   GpuPool trial = pool_;

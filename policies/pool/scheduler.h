@@ -14,7 +14,10 @@
 //      at least the grace period) whose removal lets it fit, preempts them
 //      and starts it on the GPUs they freed, in the same decision; victims
 //      are never of the preemptor's class or above, so preemption cannot
-//      loop; reclaim never takes a team below its guarantee;
+//      loop; jobs within their team's nominal quota are never reclaimed, and
+//      victims whose team keeps its guarantee without them go first (a
+//      borrowed gang that also holds part of its team's guarantee is taken
+//      only when nothing else frees room: it cannot give back half);
 //   4. backfills (EASY): later jobs may start if they fit now and do not
 //      delay that first job's earliest start (its shadow time, from the
 //      running jobs' expected ends), or use only GPUs it will not need; a job
@@ -127,6 +130,9 @@ class Scheduler {
   Scheduler(GpuPool pool, SchedulerConfig config);
 
   void Submit(const PoolJob& job);
+  // A queued job's expected run time changed (e.g. it resumes from a
+  // checkpoint after a preemption).
+  Status SetEstimate(int job, double estimate);
   // The job ended: its GPUs and quota go back.
   Status Finish(int job);
   // Decisions taken now, already applied to the pool.

@@ -53,7 +53,7 @@ StatusOr<SchedulerConfig> PolicyConfig(const std::string& name, const QuotaBook&
 }
 
 StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& jobs, const SchedulerConfig& config,
-                             const std::string& policy_name) {
+                             const std::string& policy_name, const SimJobModel& model) {
   SimReport report;
   report.policy = policy_name;
   Scheduler scheduler(pool, config);
@@ -62,6 +62,8 @@ StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& j
   std::map<int, int> generation;
   std::map<int, double> run_start;  // of the current run
   std::map<int, double> run_end;    // when the current run will end
+  std::map<int, double> run_delay;  // migration time in the current run (no progress)
+  std::map<int, double> remaining;  // work left at the start of the current run
   std::map<int, const TraceJob*> by_id;
   for (const TraceJob& j : jobs) {
     if (j.gpus > pool.total_gpus()) {
@@ -71,6 +73,7 @@ StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& j
     by_id[j.id] = &j;
     events.push(Event{j.submit, 1, j.id, 0});
     outcome[j.id] = JobOutcome{j.id, j.gpus, j.team, j.submit};
+    remaining[j.id] = j.duration;
   }
   report.jobs = static_cast<int>(by_id.size());
   std::map<int, double> below_since;  // team -> since when its guarantee is owed (-1: counted)
@@ -108,6 +111,7 @@ StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& j
         // work left, later by the migration cost.
         const double left = run_end[d.job] - now;
         run_end[d.job] = now + left + config.migration_cost_s;
+        run_delay[d.job] += config.migration_cost_s;
         ++generation[d.job];
         ++o.migrations;
         ++report.migrations;
@@ -121,7 +125,17 @@ StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& j
         ++generation[d.job];
         ++o.preemptions;
         ++report.preemptions;
-        o.gpu_seconds_lost += (now - run_start[d.job]) * o.gpus;  // it starts over
+        // Work done in this run, and what of it a checkpoint kept.
+        const double ran = now - run_start[d.job];
+        const double progress = std::clamp(ran - run_delay[d.job], 0.0, remaining[d.job]);
+        const double kept = model.checkpoint_interval_s > 0
+                                ? std::floor(progress / model.checkpoint_interval_s) * model.checkpoint_interval_s
+                                : 0;
+        remaining[d.job] -= kept;
+        const double restart = model.checkpoint_interval_s > 0 ? config.migration_cost_s : 0;
+        remaining[d.job] += restart;
+        o.gpu_seconds_lost += (ran - kept + restart) * o.gpus;
+        GL_RETURN_IF_ERROR(scheduler.SetEstimate(d.job, remaining[d.job]));
         continue;
       }
       if (o.start < 0) o.start = now;
@@ -130,7 +144,8 @@ StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& j
       o.leaves = LeavesOf(pool, d.allocation);
       o.min_hosts = MinHosts(pool, o.gpus);
       o.min_leaves = MinLeaves(pool, o.gpus);
-      run_end[d.job] = now + by_id[d.job]->duration;
+      run_end[d.job] = now + remaining[d.job];
+      run_delay[d.job] = 0;
       events.push(Event{run_end[d.job], 0, d.job, generation[d.job]});
       if (config.preempt) events.push(Event{now + config.grace_s, 2, d.job, generation[d.job]});
     }

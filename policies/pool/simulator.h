@@ -1,7 +1,7 @@
 // A deterministic discrete-event simulator of the pool: jobs of a trace
 // arrive, the Scheduler (the same code that decides on a real pool) places
 // them, they run for their duration and leave; preempted jobs go back to the
-// queue and start over (the work since their start is lost). Events at one
+// queue and start over, or resume from their last checkpoint (SimJobModel). Events at one
 // time are taken as: finishes, then arrivals, then one scheduling pass; a
 // pass also happens when a running job's preemption grace ends, so reclaim
 // is not delayed to the next arrival. Same inputs, same result, bit for bit
@@ -46,8 +46,15 @@ struct SimReport {
   std::vector<JobOutcome> outcomes;
 };
 
+// How preempted jobs resume: from the start (checkpoint_interval_s 0), or
+// from their last checkpoint, written every checkpoint_interval_s of work;
+// a resumed job first spends the config's migration_cost_s restarting.
+struct SimJobModel {
+  double checkpoint_interval_s = 0;
+};
+
 StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& jobs, const SchedulerConfig& config,
-                             const std::string& policy_name);
+                             const std::string& policy_name, const SimJobModel& model = {});
 
 // The policies `gpulaunch sim` compares: "topology" (smaller jobs first by
 // GPUs x estimated time, aging one level per day waited, EASY backfill,

@@ -30,9 +30,13 @@ TEST(Sim, ComparesThePolicyWithBothBaselinesInOneRun) {
 
 TEST(Sim, TableWithTeamsAndQuotas) {
   const CapturedRun run = Launch({"sim", "--trace", kTiresias, "--cluster", "leaf:1 node:2 gpu:4", "--teams", "2",
-                                  "--quota", "a:2/4/4,b:2/4/4", "--policy", "topology"});
+                                  "--quota", "a:2/4/4,b:2/4/4", "--policy", "topology", "--checkpoint", "600"});
   ASSERT_EQ(ExitCode(run), 0) << run.err;
-  EXPECT_NE(run.out.find("teams: 2 round-robin, quotas a:2/4/4,b:2/4/4"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("teams: 2 round-robin, quotas a:2/4/4,b:2/4/4; preempted jobs resume from a checkpoint every "
+                         "600 s"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("MIGRATE"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("\ntopology "), std::string::npos) << run.out;
 }
 
@@ -47,6 +51,7 @@ TEST(Sim, BadInputIsAUsageErrorThatSaysWhere) {
       {{"sim", "--trace", kTiresias, "--cluster", "node:2", "--policy", "lottery"}, "unknown policy 'lottery'"},
       {{"sim", "--trace", kTiresias, "--cluster", "node:2", "--quota", "a:1/2/3"}, "--quota needs --teams N"},
       {{"sim", "--trace", "/nonexistent.csv", "--cluster", "node:2"}, "/nonexistent.csv"},
+      {{"sim", "--trace", kTiresias, "--cluster", "node:2", "--checkpoint", "often"}, "--checkpoint often: give a whole number"},
   };
   for (const Case& c : cases) {
     const CapturedRun run = Launch(c.args);

@@ -251,6 +251,45 @@ TEST(Scheduler, DefragmentMovesTheFewestGpusToStartAJobBlockedByShapeAndNeverThe
   EXPECT_EQ((*again)[1].allocation.shares[0].host, 0);
 }
 
+TEST(Scheduler, ReclaimSparesTeamsBelowTheirGuaranteeFirstButStillReclaimsAJobAboveNominal) {
+  SchedulerConfig c = Config();
+  c.quotas = *QuotaBook::Parse("a:4/4/4,b:4/8/0,c:2/2/4");
+  Scheduler s(Pool("leaf:1 node:3 gpu:4"), c);
+  s.Submit(PoolJob{1, 0, 4, 0, 0, 1000});  // a within nominal
+  s.Submit(PoolJob{2, 0, 4, 0, 0, 1000});  // a borrows 4
+  ASSERT_EQ(s.Schedule(0)->size(), 2u);
+  s.Submit(PoolJob{3, 2, 4, 0, 5, 1000});  // c: 2 of its 4 GPUs borrowed
+  ASSERT_EQ(s.Schedule(5)->size(), 1u);
+  ASSERT_TRUE(s.running().at(2).borrowed && s.running().at(3).borrowed);
+  s.Submit(PoolJob{4, 1, 4, 0, 20, 100});  // b wants its guarantee
+  auto d = s.Schedule(20);
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->size(), 2u);
+  // Job 3 lost less work (started later), but without it c would hold less
+  // than its guarantee: job 2 goes, and a keeps its 4.
+  EXPECT_EQ((*d)[0].kind, Decision::Kind::kPreempt);
+  EXPECT_EQ((*d)[0].job, 2);
+  EXPECT_EQ((*d)[1].job, 4);
+  EXPECT_EQ(s.quotas().used(0), 4);
+  // When the only borrowed job is one whose team then holds less than its
+  // guarantee, it is still reclaimed: its GPUs beyond nominal were borrowed,
+  // and a team owed its nominal quota gets it.
+  SchedulerConfig c2 = Config();
+  c2.quotas = *QuotaBook::Parse("a:2/2/2,b:4/6/0");
+  Scheduler t(Pool("leaf:1 node:2 gpu:4"), c2);
+  t.Submit(PoolJob{1, 0, 4, 0, 0, 1000});  // a: 2 of 4 borrowed
+  t.Submit(PoolJob{2, 1, 4, 0, 1, 1000});  // b within nominal
+  ASSERT_EQ(t.Schedule(1)->size(), 2u);
+  t.Submit(PoolJob{3, 1, 2, 0, 20, 100});  // b: 6 of its nominal 6
+  auto r = t.Schedule(20);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].job, 1);
+  EXPECT_EQ((*r)[0].kind, Decision::Kind::kPreempt);
+  EXPECT_EQ((*r)[1].job, 3);
+  EXPECT_EQ(t.quotas().used(0), 0);
+}
+
 // Property: over random job streams, styles and quotas, no GPU is ever held
 // twice, every decision is applied to the pool, and every job ends.
 TEST(Scheduler, RandomStreamsNeverAssignAGpuTwice) {
@@ -365,6 +404,38 @@ TEST(Simulator, SmallTraceIsDeterministicAndEveryJobRunsItsDuration) {
     EXPECT_LE(a->utilization, 1.0);
   }
   EXPECT_FALSE(PolicyConfig("round-robin", QuotaBook()).ok());
+}
+
+// With teams and quotas jobs are preempted; every GPU-second the pool was
+// busy is either a job's own work or work lost (redone, or spent moving and
+// restarting), and with checkpoints a preemption loses at most the work
+// since the last one plus the restart.
+TEST(Simulator, PreemptedWorkIsAccountedAndCheckpointsBoundTheLoss) {
+  auto jobs = LoadTrace(std::string(GL_TEST_DATA) + "/traces/tiresias/60_job.csv");
+  ASSERT_TRUE(jobs.ok());
+  AssignTeams(*jobs, 2);
+  auto config = PolicyConfig("topology", *QuotaBook::Parse("a:4/8/8,b:4/8/8"));
+  ASSERT_TRUE(config.ok());
+  config->grace_s = 30;
+  config->migration_cost_s = 5;
+  double own = 0;
+  for (const TraceJob& j : *jobs) own += j.duration * j.gpus;
+  for (double checkpoint : {0.0, 20.0}) {
+    SimJobModel model;
+    model.checkpoint_interval_s = checkpoint;
+    auto r = Simulate(Pool("leaf:2 node:2 gpu:4"), *jobs, *config, "topology", model);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_GT(r->preemptions, 0) << "the quotas make teams reclaim";
+    EXPECT_EQ(r->guarantee_violations, 0);
+    const double busy = r->utilization * 16 * r->makespan_s;
+    EXPECT_NEAR(busy, own + r->gpu_hours_lost * 3600, busy * 1e-9) << "checkpoint " << checkpoint;
+    if (checkpoint == 0) continue;
+    for (const JobOutcome& o : r->outcomes) {
+      const double bound = (o.preemptions * (checkpoint + config->migration_cost_s) +
+                            o.migrations * config->migration_cost_s) * o.gpus;
+      EXPECT_LE(o.gpu_seconds_lost, bound + 1e-6) << "job " << o.id;
+    }
+  }
 }
 
 
