@@ -21,7 +21,11 @@ Status Scheduler::SetEstimate(int job, double estimate) {
     q.estimate = estimate;
     return Status::Ok();
   }
-  return NotFound("job " + std::to_string(job) + " is not queued");
+  // Requeued and started again in the same pass (elsewhere).
+  auto it = running_.find(job);
+  if (it == running_.end()) return NotFound("job " + std::to_string(job) + " is neither queued nor running");
+  it->second.job.estimate = estimate;
+  return Status::Ok();
 }
 
 Status Scheduler::Finish(int job) {

@@ -130,8 +130,8 @@ class Scheduler {
   Scheduler(GpuPool pool, SchedulerConfig config);
 
   void Submit(const PoolJob& job);
-  // A queued job's expected run time changed (e.g. it resumes from a
-  // checkpoint after a preemption).
+  // A job's expected run time changed (it resumes from a checkpoint after a
+  // preemption): queued, or already started again in the same pass.
   Status SetEstimate(int job, double estimate);
   // The job ended: its GPUs and quota go back.
   Status Finish(int job);
