@@ -7,7 +7,10 @@
 #include "common/json.h"
 #include "common/strings.h"
 #include "launcher/exit_codes.h"
+#include "launcher/sim_output.h"
+#include "policies/pool/resource_template.h"
 #include "policies/pool/simulator.h"
+#include "policies/pool/synthetic_trace.h"
 
 namespace gpulaunch {
 namespace {
@@ -15,19 +18,26 @@ namespace {
 using namespace gpulaunch::pool;
 
 constexpr char kHelp[] =
-    "usage: gpulaunch sim --trace FILE --cluster SPEC [--policy topology|fifo-first-fit|best-fit|all]\n"
-    "                     [--teams N --quota TEAM:GUARANTEE/NOMINAL/BORROW[/LEND],...] [--grace S]\n"
-    "                     [--checkpoint S]\n"
-    "                     [--format table|json] [--out FILE]\n"
-    "Replays a job trace (Tiresias, ElasticFlow or id,submit,duration,gpus[,team,priority] CSV) on a\n"
-    "simulated pool (SPEC e.g. \"leaf:2 node:8 gpu:8\") under gpulaunch's policy (topology) and the baselines\n"
-    "(fifo-first-fit; best-fit, Slurm-like without topology), all by default, in one run. --teams N deals the\n"
-    "jobs round-robin to N teams (public traces have none); --quota gives the teams' quotas in that order.\n"
-    "Preempted jobs start over, or with --checkpoint S resume from their last checkpoint (one every S seconds\n"
-    "of work). Moving or resuming a job costs 120 s.\n";
+    "usage: gpulaunch sim (--trace FILE | --synthetic SPEC) --cluster SPEC\n"
+    "                     [--policy topology|fifo-first-fit|best-fit|all] [--templates DEFS]\n"
+    "                     [--teams N] [--quota TEAM:GUARANTEE/NOMINAL/BORROW[/LEND],...] [--grace S]\n"
+    "                     [--checkpoint S] [--reserve NAME:TEAM:HOSTS@START-END]... [--format table|json]\n"
+    "                     [--out FILE]\n"
+    "Replays a job trace (Tiresias, ElasticFlow, or id,submit,duration,gpus[,team,priority,user,template] CSV)\n"
+    "or a synthetic one (SPEC e.g. \"jobs:2000 days:14 teams:3 users:24 high:0.1 templated:0.2\") on a\n"
+    "simulated pool (SPEC e.g. \"leaf:2 node:8 gpu:8\"; groups of other hosts joined with '+', e.g.\n"
+    "\"leaf:1 node:8 gpu:8 mem:80 link:200 + leaf:1 node:8 gpu:8 mem:40\") under gpulaunch's policy\n"
+    "(topology) and the baselines (fifo-first-fit; best-fit, Slurm-like without topology), all by default, in\n"
+    "one run. --templates \"train:gpus=32,mem=80,link=200,affinity=leaf;...\" defines the templates jobs name.\n"
+    "--teams N deals the jobs round-robin to N teams (public traces have none); without it --quota uses the\n"
+    "trace's teams (0, 1, ... in the quota's order). Preempted jobs start over, or with --checkpoint S resume\n"
+    "from their last checkpoint (one every S seconds of work); moving or resuming a job costs 120 s.\n"
+    "--reserve holds HOSTS whole hosts for TEAM (its name in --quota, or its number) from START to END hours\n"
+    "after the first job's submission.\n";
 
 struct SimOptions {
-  std::string trace, cluster, policy = "all", format = "table", quota;
+  std::string trace, synthetic, cluster, policy = "all", format = "table", quota, templates;
+  std::vector<std::string> reserve;
   std::optional<std::string> out;
   int teams = 0;
   double grace_s = 300;
@@ -47,10 +57,17 @@ StatusOr<SimOptions> Parse(const std::vector<std::string>& args) {
       o.help = true;
     } else if (a == "--trace") {
       GL_ASSIGN_OR_RETURN(o.trace, value());
+    } else if (a == "--synthetic") {
+      GL_ASSIGN_OR_RETURN(o.synthetic, value());
     } else if (a == "--cluster") {
       GL_ASSIGN_OR_RETURN(o.cluster, value());
     } else if (a == "--policy") {
       GL_ASSIGN_OR_RETURN(o.policy, value());
+    } else if (a == "--templates") {
+      GL_ASSIGN_OR_RETURN(o.templates, value());
+    } else if (a == "--reserve") {
+      GL_ASSIGN_OR_RETURN(std::string v, value());
+      o.reserve.push_back(v);
     } else if (a == "--format") {
       GL_ASSIGN_OR_RETURN(o.format, value());
       if (o.format != "table" && o.format != "json") return InvalidArgument("sim: --format " + o.format + ": table or json");
@@ -71,54 +88,101 @@ StatusOr<SimOptions> Parse(const std::vector<std::string>& args) {
     }
   }
   if (o.help) return o;
-  if (o.trace.empty() || o.cluster.empty()) return InvalidArgument("sim needs --trace FILE and --cluster SPEC");
-  if (!o.quota.empty() && o.teams == 0) return InvalidArgument("sim: --quota needs --teams N (which team is which)");
+  if (o.trace.empty() == o.synthetic.empty() || o.cluster.empty()) {
+    return InvalidArgument("sim needs --trace FILE or --synthetic SPEC (one of them), and --cluster SPEC");
+  }
   return o;
 }
 
-std::string Hours(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, s >= 3600 ? "%.2f h" : "%.0f s", s >= 3600 ? s / 3600 : s);
-  return buf;
+// "NAME:TEAM:HOSTS@START-END" (hours after `origin`).
+StatusOr<SimReservation> ParseReservation(const std::string& text, const QuotaBook& quotas, double origin) {
+  auto bad = [&](const std::string& why) {
+    return InvalidArgument("sim: --reserve '" + text + "': " + why + " (e.g. demo:a:4@24-48)");
+  };
+  const size_t at = text.find('@');
+  const std::vector<std::string> who = Split(text.substr(0, at), ':');
+  if (at == std::string::npos || who.size() != 3 || who[0].empty()) return bad("give NAME:TEAM:HOSTS@START-END");
+  SimReservation r;
+  r.name = who[0];
+  r.team = -1;
+  for (int t = 0; t < quotas.teams(); ++t)
+    if (quotas.quota(t).team == who[1]) r.team = t;
+  const auto index = ParseInt(who[1]);
+  if (r.team < 0 && index && *index >= 0 && (*index < quotas.teams() || !quotas.enabled()) && *index <= 100000) {
+    r.team = static_cast<int>(*index);
+  }
+  if (r.team < 0) return bad("team '" + who[1] + "' is neither a team of --quota nor a team number");
+  const auto hosts = ParseInt(who[2]);
+  if (!hosts || *hosts < 1 || *hosts > 100000) return bad("HOSTS must be a whole number from 1");
+  r.hosts = static_cast<int>(*hosts);
+  const std::vector<std::string> window = Split(text.substr(at + 1), '-');
+  const auto start = window.size() == 2 ? ParseInt(window[0]) : std::nullopt;
+  const auto end = window.size() == 2 ? ParseInt(window[1]) : std::nullopt;
+  if (!start || !end || *start < 0 || *end <= *start || *end > 1000000) {
+    return bad("START-END must be whole hours, END after START");
+  }
+  r.start = origin + static_cast<double>(*start) * 3600;
+  r.end = origin + static_cast<double>(*end) * 3600;
+  return r;
 }
 
-Json ReportJson(const SimReport& r) {
-  Json j = Json::Object();
-  j.Set("policy", r.policy);
-  j.Set("jobs", r.jobs);
-  j.Set("dropped", r.dropped);
-  j.Set("avg_jct_s", r.avg_jct_s);
-  j.Set("p95_jct_s", r.p95_jct_s);
-  j.Set("avg_wait_s", r.avg_wait_s);
-  j.Set("p95_wait_s", r.p95_wait_s);
-  j.Set("max_wait_s", r.max_wait_s);
-  j.Set("utilization", r.utilization);
-  j.Set("stranded_gpus", r.stranded_gpus);
-  j.Set("makespan_s", r.makespan_s);
-  j.Set("avg_hosts_over_min", r.avg_hosts_over_min);
-  j.Set("avg_leaves_over_min", r.avg_leaves_over_min);
-  j.Set("jobs_over_min_leaves", r.jobs_over_min_leaves);
-  j.Set("preemptions", r.preemptions);
-  j.Set("migrations", r.migrations);
-  j.Set("gpu_hours_lost", r.gpu_hours_lost);
-  j.Set("guarantee_violations", r.guarantee_violations);
-  j.Set("decision_us_avg", r.decision_us_avg);
-  j.Set("decision_us_max", r.decision_us_max);
-  j.Set("passes", r.passes);
-  // At most ~500 points of the busy-GPU curve, and every job's JCT.
-  Json busy = Json::Array();
-  const size_t step = std::max<size_t>(1, r.busy.size() / 500);
-  for (size_t i = 0; i < r.busy.size(); i += step) {
-    Json p = Json::Array();
-    p.Push(r.busy[i].first);
-    p.Push(r.busy[i].second);
-    busy.Push(p);
+struct SimInputs {
+  GpuPool pool;
+  std::vector<TraceJob> jobs;
+  QuotaBook quotas;
+  SimSetup setup;
+  SimRunInfo info;
+};
+
+StatusOr<SimInputs> Load(const SimOptions& o) {
+  SimInputs in;
+  GL_ASSIGN_OR_RETURN(in.pool, GpuPool::FromSpec(o.cluster));
+  std::vector<ResourceTemplate> templates;
+  if (!o.templates.empty()) {
+    GL_ASSIGN_OR_RETURN(templates, ParseTemplates(o.templates));
   }
-  j.Set("busy", busy);
-  Json jct = Json::Array();
-  for (const JobOutcome& o : r.outcomes) jct.Push(o.end - o.submit);
-  j.Set("jct_s", jct);
-  return j;
+  if (!o.trace.empty()) {
+    GL_ASSIGN_OR_RETURN(in.jobs, LoadTrace(o.trace));
+    GL_RETURN_IF_ERROR(ApplyTemplates(in.jobs, templates, o.trace));
+    in.info.source = o.trace;
+  } else {
+    GL_ASSIGN_OR_RETURN(SyntheticSpec spec, ParseSyntheticSpec(o.synthetic));
+    GL_ASSIGN_OR_RETURN(in.jobs, SyntheticTrace(spec, templates));
+    in.info.source = "synthetic: " + o.synthetic;
+  }
+  if (!o.quota.empty()) {
+    GL_ASSIGN_OR_RETURN(in.quotas, QuotaBook::Parse(o.quota));
+  }
+  if (o.teams > 0) {
+    if (in.quotas.enabled() && in.quotas.teams() != o.teams) {
+      return InvalidArgument("sim: --quota names " + std::to_string(in.quotas.teams()) + " teams, --teams says " +
+                             std::to_string(o.teams));
+    }
+    AssignTeams(in.jobs, o.teams);
+  } else if (in.quotas.enabled()) {
+    for (const TraceJob& j : in.jobs) {
+      if (j.team >= in.quotas.teams()) {
+        return InvalidArgument("sim: " + in.info.source + (o.trace.empty() ? "" : ":" + std::to_string(j.line)) +
+                               ": team " + std::to_string(j.team) + ", but --quota names teams 0 to " +
+                               std::to_string(in.quotas.teams() - 1) + "; or deal the jobs with --teams N");
+      }
+    }
+  }
+  const double origin = in.jobs.empty() ? 0 : in.jobs.front().submit;
+  for (const std::string& text : o.reserve) {
+    GL_ASSIGN_OR_RETURN(SimReservation r, ParseReservation(text, in.quotas, origin));
+    in.setup.reservations.push_back(r);
+    in.info.reservations += (in.info.reservations.empty() ? "" : ", ") + text;
+  }
+  in.setup.checkpoint_interval_s = o.checkpoint_s;
+  in.info.cluster = o.cluster;
+  in.info.gpus = in.pool.total_gpus();
+  in.info.quota = o.quota;
+  in.info.checkpoint_s = o.checkpoint_s;
+  in.info.teams = o.teams ? "teams: " + std::to_string(o.teams) + " round-robin"
+                          : (in.quotas.enabled() ? "teams: the trace's" : "no teams");
+  if (!o.quota.empty()) in.info.teams += ", quotas " + o.quota;
+  return in;
 }
 
 }  // namespace
@@ -134,51 +198,31 @@ int RunSimCommand(const std::vector<std::string>& args) {
     std::cout << kHelp;
     return kExitOk;
   }
-  auto pool = GpuPool::FromSpec(o.cluster);
-  auto jobs = LoadTrace(o.trace);
-  auto quotas = o.quota.empty() ? StatusOr<QuotaBook>(QuotaBook()) : QuotaBook::Parse(o.quota);
-  for (const Status& s : {pool.status(), jobs.status(), quotas.status()}) {
-    if (!s.ok()) {
-      std::cerr << "gpulaunch: sim: " << s.message() << "\n";
-      return kExitUsage;
-    }
-  }
-  if (quotas->enabled() && quotas->teams() != o.teams) {
-    std::cerr << "gpulaunch: sim: --quota names " << quotas->teams() << " teams, --teams says " << o.teams << "\n";
+  auto in = Load(o);
+  if (!in.ok()) {
+    std::cerr << "gpulaunch: " << (StartsWith(in.status().message(), "sim") ? "" : "sim: ") << in.status().message()
+              << "\n";
     return kExitUsage;
   }
-  if (o.teams > 0) AssignTeams(*jobs, o.teams);
   const std::vector<std::string> names =
       o.policy == "all" ? std::vector<std::string>{"topology", "fifo-first-fit", "best-fit"} : Split(o.policy, ',');
   std::vector<SimReport> reports;
   for (const std::string& name : names) {
-    auto config = PolicyConfig(name, *quotas);
+    auto config = PolicyConfig(name, in->quotas);
     if (!config.ok()) {
       std::cerr << "gpulaunch: sim: " << config.status().message() << "\n";
       return kExitUsage;
     }
     config->grace_s = o.grace_s;
-    SimJobModel model;
-    model.checkpoint_interval_s = o.checkpoint_s;
-    auto r = Simulate(*pool, *jobs, *config, name, model);
+    auto r = Simulate(in->pool, in->jobs, *config, name, in->setup);
     if (!r.ok()) {
       std::cerr << "gpulaunch: sim: " << r.status().message() << "\n";
-      return 1;
+      const StatusCode c = r.status().code();
+      return c == StatusCode::kInfeasible || c == StatusCode::kInvalidArgument ? kExitUsage : 1;
     }
     reports.push_back(std::move(r).value());
   }
-  Json root = Json::Object();
-  root.Set("format", "gpulaunch-sim/v1");
-  root.Set("trace", o.trace);
-  root.Set("cluster", o.cluster);
-  root.Set("gpus", pool->total_gpus());
-  root.Set("teams", o.teams);
-  root.Set("quota", o.quota);
-  root.Set("checkpoint_s", o.checkpoint_s);
-  Json list = Json::Array();
-  for (const SimReport& r : reports) list.Push(ReportJson(r));
-  root.Set("policies", list);
-  const std::string json = root.Write() + "\n";
+  const std::string json = SimJson(in->info, o.teams, reports).Write() + "\n";
   if (o.out) {
     if (Status s = WriteFileAtomically(*o.out, json); !s.ok()) {
       std::cerr << "gpulaunch: sim: " << s.message() << "\n";
@@ -189,30 +233,7 @@ int RunSimCommand(const std::vector<std::string>& args) {
     std::cout << json;
     return kExitOk;
   }
-  std::printf("DECISION us: mean/max wall time of one scheduling pass. STRANDED: time-average free GPUs while a\n"
-              "queued job that fits by count cannot be placed. The simulator uses each job's trace duration as its\n"
-              "run-time estimate (a perfect user time limit), for backfill and for the topology policy's order.\n");
-  const std::string teams =
-      o.teams ? "teams: " + std::to_string(o.teams) + " round-robin" + (o.quota.empty() ? "" : ", quotas " + o.quota)
-              : "no teams";
-  const std::string resume = o.checkpoint_s > 0 ? "preempted jobs resume from a checkpoint every " +
-                                                      std::to_string(static_cast<long>(o.checkpoint_s)) + " s"
-                                                : "preempted jobs start over";
-  std::printf("gpulaunch sim: %s (%d jobs), cluster \"%s\" (%d GPUs), %s; %s\n", o.trace.c_str(),
-              reports.front().jobs, o.cluster.c_str(), pool->total_gpus(), teams.c_str(), resume.c_str());
-  std::printf("%-15s %9s %9s %9s %9s %9s %6s %9s %10s %11s %8s %8s %10s %6s %12s\n", "POLICY", "AVG JCT", "P95 JCT",
-              "AVG WAIT", "P95 WAIT", "MAX WAIT", "UTIL", "STRANDED", "HOSTS/MIN", "LEAVES/MIN", "PREEMPT", "MIGRATE",
-              "GPU-H LOST", "VIOL", "DECISION us");
-  for (const SimReport& r : reports) {
-    std::printf("%-15s %9s %9s %9s %9s %9s %5.1f%% %9.2f %10.3f %11.3f %8d %8d %10.1f %6d %6.1f/%-5.0f\n",
-                r.policy.c_str(), Hours(r.avg_jct_s).c_str(), Hours(r.p95_jct_s).c_str(), Hours(r.avg_wait_s).c_str(),
-                Hours(r.p95_wait_s).c_str(), Hours(r.max_wait_s).c_str(), r.utilization * 100, r.stranded_gpus, r.avg_hosts_over_min,
-                r.avg_leaves_over_min, r.preemptions, r.migrations, r.gpu_hours_lost, r.guarantee_violations, r.decision_us_avg,
-                r.decision_us_max);
-  }
-  if (reports.front().dropped) {
-    std::printf("%d jobs need more GPUs than the cluster has and were left out\n", reports.front().dropped);
-  }
+  PrintSimTable(in->info, reports);
   return kExitOk;
 }
 

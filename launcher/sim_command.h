@@ -1,10 +1,12 @@
-// `gpulaunch sim --trace FILE --cluster SPEC [--policy NAME|all] [--teams N
-// --quota SPEC] [--format table|json] [--out FILE]`: replays a job trace on
-// a simulated pool (policies/pool/simulator.h) under gpulaunch's policy and
-// the baselines, in one run, and reports JCT, queueing, utilisation,
-// fragmentation, topology spans, preemptions, guarantee violations and the
-// decision latency. `benchmarks/plot-sim` draws the JSON's utilisation and
-// JCT CDF.
+// `gpulaunch sim (--trace FILE | --synthetic SPEC) --cluster SPEC [--policy
+// NAME|all] [--templates DEFS] [--teams N] [--quota SPEC] [--checkpoint S]
+// [--reserve NAME:TEAM:HOSTS@START-END]... [--format table|json] [--out
+// FILE]`: replays a job trace, real or synthetic, on a simulated pool
+// (policies/pool/simulator.h) under gpulaunch's policy and the baselines, in
+// one run, and reports JCT, queueing, utilisation, fragmentation, topology
+// spans, preemptions, migrations, guarantee violations, the hard rules'
+// audit and the decision latency (launcher/sim_output.h). The benchmark
+// suite (benchmarks/run-suite) draws the JSON's utilisation and JCT CDF.
 #pragma once
 
 #include <string>

@@ -28,9 +28,13 @@ GpuPool::GpuPool(std::vector<PoolHost> hosts) : hosts_(std::move(hosts)) {
   free_total_ = total_;
 }
 
-StatusOr<GpuPool> GpuPool::FromSpec(const std::string& spec) {
+namespace {
+
+// One group "leaf:2 node:8 gpu:8 [mem:80] [link:100]", its leaves numbered
+// from `first_leaf`.
+Status AddGroup(const std::string& spec, const std::string& group, int first_leaf, std::vector<PoolHost>& hosts) {
   int leaves = 1, nodes = 0, gpus = 8, mem = 80, link = 100;
-  std::istringstream in(spec);
+  std::istringstream in(group);
   std::string word;
   while (in >> word) {
     const size_t colon = word.find(':');
@@ -47,15 +51,30 @@ StatusOr<GpuPool> GpuPool::FromSpec(const std::string& spec) {
     if (key == "node") nodes = static_cast<int>(n);
     if (key == "gpu") gpus = static_cast<int>(n);
   }
-  if (nodes == 0) return InvalidArgument("cluster spec '" + spec + "' needs node:N (hosts per leaf switch)");
+  if (nodes == 0) return InvalidArgument("cluster spec '" + spec + "' needs node:N (hosts per leaf switch) in each group");
   if (gpus > 64) return InvalidArgument("cluster spec '" + spec + "': at most 64 GPUs per host");
-  if (static_cast<int64_t>(leaves) * nodes > 100000) return InvalidArgument("cluster spec '" + spec + "': too many hosts");
-  std::vector<PoolHost> hosts;
+  if (static_cast<int64_t>(leaves) * nodes + static_cast<int64_t>(hosts.size()) > 100000) {
+    return InvalidArgument("cluster spec '" + spec + "': too many hosts");
+  }
+  if (!hosts.empty() && hosts.front().gpus != gpus) {
+    return InvalidArgument("cluster spec '" + spec + "': every group needs the same gpu:N (gangs take whole hosts)");
+  }
   for (int l = 0; l < leaves; ++l) {
     for (int n = 0; n < nodes; ++n) {
-      hosts.push_back(PoolHost{"s" + std::to_string(l) + "n" + std::to_string(n), l, gpus, static_cast<double>(mem),
-                               static_cast<double>(link)});
+      hosts.push_back(PoolHost{"s" + std::to_string(first_leaf + l) + "n" + std::to_string(n), first_leaf + l, gpus,
+                               static_cast<double>(mem), static_cast<double>(link)});
     }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<GpuPool> GpuPool::FromSpec(const std::string& spec) {
+  std::vector<PoolHost> hosts;
+  for (const std::string& group : Split(spec, '+')) {
+    const int first_leaf = hosts.empty() ? 0 : hosts.back().leaf + 1;
+    GL_RETURN_IF_ERROR(AddGroup(spec, group, first_leaf, hosts));
   }
   return GpuPool(std::move(hosts));
 }

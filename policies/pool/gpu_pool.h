@@ -40,7 +40,10 @@ class GpuPool {
   GpuPool() = default;
   explicit GpuPool(std::vector<PoolHost> hosts);
   // "leaf:2 node:8 gpu:8 [mem:80] [link:100]": 2 leaf switches of 8 hosts of
-  // 8 GPUs (80 GiB each, 100 Gb/s links by default).
+  // 8 GPUs (80 GiB each, 100 Gb/s links by default). Groups of different
+  // hosts join with '+' ("leaf:1 node:8 gpu:8 mem:80 + leaf:1 node:8 gpu:8
+  // mem:40 link:200"), each under leaf switches of its own; every group has
+  // the same GPUs per host.
   static StatusOr<GpuPool> FromSpec(const std::string& spec);
 
   const std::vector<PoolHost>& hosts() const { return hosts_; }

@@ -19,6 +19,14 @@ StatusOr<double> Number(const std::string& text, const std::string& where, const
   return v;
 }
 
+StatusOr<int> Whole(const std::string& text, const std::string& where, const char* what) {
+  GL_ASSIGN_OR_RETURN(double v, Number(text, where, what));
+  if (v != std::floor(v) || v > 1000000) {
+    return InvalidArgument(where + ": " + what + " '" + std::string(Trim(text)) + "' is not a whole number up to 1000000");
+  }
+  return static_cast<int>(v);
+}
+
 }  // namespace
 
 StatusOr<std::vector<TraceJob>> ParseTrace(const std::string& text, const std::string& origin) {
@@ -33,24 +41,27 @@ StatusOr<std::vector<TraceJob>> ParseTrace(const std::string& text, const std::s
     return it == header.end() ? -1 : static_cast<int>(it - header.begin());
   };
   int submit = column("submit"), duration = column("duration"), gpus = column("gpus");
-  const int team = column("team"), priority = column("priority");
+  const int team = column("team"), priority = column("priority"), user = column("user"),
+            template_name = column("template");
   if (submit < 0) submit = column("submit_time");
   if (submit < 0) submit = column("submission_time");
   if (gpus < 0) gpus = column("num_gpu");
   if (submit < 0 || duration < 0 || gpus < 0) {
     return InvalidArgument(origin + ":1: unknown trace header '" + lines[0] +
                            "': expected Tiresias (job_id,num_gpu,submit_time,...,duration,...), ElasticFlow "
-                           "(job_id,submission_time,duration,num_gpu) or id,submit,duration,gpus[,team[,priority]]");
+                           "(job_id,submission_time,duration,num_gpu) or "
+                           "id,submit,duration,gpus[,team[,priority[,user[,template]]]]");
   }
   std::vector<TraceJob> jobs;
   for (size_t i = 1; i < lines.size(); ++i) {
     const std::string where = origin + ":" + std::to_string(i + 1);
     const std::vector<std::string> f = Split(lines[i], ',');
-    if (static_cast<int>(f.size()) <= std::max({submit, duration, gpus, team, priority})) {
+    if (static_cast<int>(f.size()) <= std::max({submit, duration, gpus, team, priority, user, template_name})) {
       return InvalidArgument(where + ": " + std::to_string(f.size()) + " fields, the header has " +
                              std::to_string(header.size()));
     }
     TraceJob j;
+    j.line = static_cast<int>(i + 1);
     GL_ASSIGN_OR_RETURN(j.submit, Number(f[static_cast<size_t>(submit)], where, "submit time"));
     GL_ASSIGN_OR_RETURN(j.duration, Number(f[static_cast<size_t>(duration)], where, "duration"));
     GL_ASSIGN_OR_RETURN(double g, Number(f[static_cast<size_t>(gpus)], where, "GPU count"));
@@ -59,13 +70,15 @@ StatusOr<std::vector<TraceJob>> ParseTrace(const std::string& text, const std::s
     }
     j.gpus = static_cast<int>(g);
     if (team >= 0) {
-      GL_ASSIGN_OR_RETURN(double t, Number(f[static_cast<size_t>(team)], where, "team"));
-      j.team = static_cast<int>(t);
+      GL_ASSIGN_OR_RETURN(j.team, Whole(f[static_cast<size_t>(team)], where, "team"));
     }
     if (priority >= 0) {
-      GL_ASSIGN_OR_RETURN(double p, Number(f[static_cast<size_t>(priority)], where, "priority"));
-      j.priority = static_cast<int>(p);
+      GL_ASSIGN_OR_RETURN(j.priority, Whole(f[static_cast<size_t>(priority)], where, "priority"));
     }
+    if (user >= 0) {
+      GL_ASSIGN_OR_RETURN(j.user, Whole(f[static_cast<size_t>(user)], where, "user"));
+    }
+    if (template_name >= 0) j.template_name = std::string(Trim(f[static_cast<size_t>(template_name)]));
     jobs.push_back(j);
   }
   std::stable_sort(jobs.begin(), jobs.end(), [](const TraceJob& a, const TraceJob& b) { return a.submit < b.submit; });

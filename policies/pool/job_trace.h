@@ -2,7 +2,8 @@
 // apart by their header:
 //   Tiresias   job_id,num_gpu,submit_time,iterations,model_name,duration,interval
 //   ElasticFlow (raw ITP traces)  job_id,submission_time,duration,num_gpu
-//   gpulaunch  id,submit,duration,gpus[,team[,priority]]
+//   gpulaunch  id,submit,duration,gpus[,team[,priority[,user[,template]]]]
+//              (any order; template names a resource template, or is empty)
 // CRLF line ends and a missing final newline are fine. Every job needs all its
 // GPUs at once for `duration` seconds once started. Public traces carry no
 // team: AssignTeams deals jobs to teams round-robin in submit order (say so
@@ -23,6 +24,13 @@ struct TraceJob {
   int gpus = 1;
   int team = 0;
   int priority = 0;
+  int user = -1;               // -1: none given
+  std::string template_name;   // empty: none (ApplyTemplates resolves it)
+  int line = 0;                // in its file, for messages
+  // From its template: hard constraints on its hosts.
+  double min_gpu_memory_gib = 0, min_link_gbps = 0;
+  bool one_leaf = false;
+  int min_leaves = 0;
 };
 
 StatusOr<std::vector<TraceJob>> ParseTrace(const std::string& text, const std::string& origin);

@@ -54,4 +54,30 @@ PoolJob WithTemplate(PoolJob job, const ResourceTemplate& t) {
   return job;
 }
 
+Status ApplyTemplates(std::vector<TraceJob>& jobs, const std::vector<ResourceTemplate>& templates,
+                      const std::string& origin) {
+  for (TraceJob& j : jobs) {
+    if (j.template_name.empty()) continue;
+    const std::string where = origin + ":" + std::to_string(j.line);
+    const ResourceTemplate* t = nullptr;
+    for (const ResourceTemplate& c : templates)
+      if (c.name == j.template_name) t = &c;
+    if (!t) {
+      std::string names;
+      for (const ResourceTemplate& c : templates) names += (names.empty() ? "" : ", ") + c.name;
+      return InvalidArgument(where + ": template '" + j.template_name + "' is not defined" +
+                             (names.empty() ? " (give --templates)" : " (defined: " + names + ")"));
+    }
+    if (t->gpus != j.gpus) {
+      return InvalidArgument(where + ": the job asks for " + std::to_string(j.gpus) + " GPUs but template '" + t->name +
+                             "' is " + std::to_string(t->gpus) + " GPUs");
+    }
+    j.min_gpu_memory_gib = t->min_gpu_memory_gib;
+    j.min_link_gbps = t->min_link_gbps;
+    j.one_leaf = t->one_leaf;
+    j.min_leaves = t->spread_leaves;
+  }
+  return Status::Ok();
+}
+
 }  // namespace gpulaunch::pool

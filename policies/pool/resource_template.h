@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "policies/pool/job_trace.h"
 #include "policies/pool/scheduler.h"
 
 namespace gpulaunch::pool {
@@ -29,5 +30,10 @@ struct ResourceTemplate {
 StatusOr<std::vector<ResourceTemplate>> ParseTemplates(const std::string& text);
 // `job` asking for `t`: its GPU count and constraints.
 PoolJob WithTemplate(PoolJob job, const ResourceTemplate& t);
+// Gives every trace job that names a template (TraceJob::template_name) its
+// constraints. The job's GPU count must be the template's; an unknown name
+// or another count is an error naming the trace's file and line.
+Status ApplyTemplates(std::vector<TraceJob>& jobs, const std::vector<ResourceTemplate>& templates,
+                      const std::string& origin);
 
 }  // namespace gpulaunch::pool

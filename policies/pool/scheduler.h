@@ -154,6 +154,7 @@ class Scheduler {
   const QuotaBook& quotas() const { return config_.quotas; }
   const std::map<int, RunningJob>& running() const { return running_; }
   const std::vector<PoolJob>& queue() const { return queue_; }
+  const std::vector<PoolReservation>& reservations() const { return reservations_; }
 
  private:
   std::vector<PoolJob> Ordered(double now) const;

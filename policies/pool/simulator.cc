@@ -53,11 +53,17 @@ StatusOr<SchedulerConfig> PolicyConfig(const std::string& name, const QuotaBook&
 }
 
 StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& jobs, const SchedulerConfig& config,
-                             const std::string& policy_name, const SimJobModel& model) {
+                             const std::string& policy_name, const SimSetup& setup) {
   SimReport report;
   report.policy = policy_name;
   Scheduler scheduler(pool, config);
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
+  for (const SimReservation& r : setup.reservations) {
+    GL_RETURN_IF_ERROR(scheduler.Reserve(r.name, r.team, r.hosts, r.start, r.end).status());
+    events.push(Event{r.start, 2, -1, 0});  // passes when it begins and ends
+    events.push(Event{r.end, 2, -1, 0});
+  }
+  RuleAudit audit;
   std::map<int, JobOutcome> outcome;
   std::map<int, int> generation;
   std::map<int, double> run_start;  // of the current run
@@ -95,7 +101,13 @@ StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& j
         outcome[e.job].end = now;
       } else if (e.kind == 1) {
         const TraceJob& j = *by_id[e.job];
-        scheduler.Submit(PoolJob{j.id, j.team, j.gpus, j.priority, j.submit, j.duration});
+        PoolJob job{j.id, j.team, j.gpus, j.priority, j.submit, j.duration};
+        job.user = j.user;
+        job.min_gpu_memory_gib = j.min_gpu_memory_gib;
+        job.min_link_gbps = j.min_link_gbps;
+        job.one_leaf = j.one_leaf;
+        job.min_leaves = j.min_leaves;
+        scheduler.Submit(job);
       }
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -128,11 +140,11 @@ StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& j
         // Work done in this run, and what of it a checkpoint kept.
         const double ran = now - run_start[d.job];
         const double progress = std::clamp(ran - run_delay[d.job], 0.0, remaining[d.job]);
-        const double kept = model.checkpoint_interval_s > 0
-                                ? std::floor(progress / model.checkpoint_interval_s) * model.checkpoint_interval_s
+        const double kept = setup.checkpoint_interval_s > 0
+                                ? std::floor(progress / setup.checkpoint_interval_s) * setup.checkpoint_interval_s
                                 : 0;
         remaining[d.job] -= kept;
-        const double restart = model.checkpoint_interval_s > 0 ? config.migration_cost_s : 0;
+        const double restart = setup.checkpoint_interval_s > 0 ? config.migration_cost_s : 0;
         remaining[d.job] += restart;
         o.gpu_seconds_lost += (ran - kept + restart) * o.gpus;
         GL_RETURN_IF_ERROR(scheduler.SetEstimate(d.job, remaining[d.job]));
@@ -149,6 +161,7 @@ StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& j
       events.push(Event{run_end[d.job], 0, d.job, generation[d.job]});
       if (config.preempt) events.push(Event{now + config.grace_s, 2, d.job, generation[d.job]});
     }
+    audit.Check(scheduler, now);
     busy_now = pool.total_gpus() - scheduler.pool().free_gpus();
     report.busy.emplace_back(now, busy_now);
     // Stranded: free GPUs while a queued job that fits by count (and by
@@ -189,6 +202,7 @@ StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& j
     }
   }
   report.guarantee_violations = violations;
+  report.rules = audit.counts();
   std::vector<double> jct, wait;
   double hosts_ratio = 0, leaves_ratio = 0;
   for (auto& [id, o] : outcome) {
@@ -209,7 +223,9 @@ StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& j
   report.max_wait_s = wait.empty() ? 0 : *std::max_element(wait.begin(), wait.end());
   report.avg_hosts_over_min = hosts_ratio / n;
   report.avg_leaves_over_min = leaves_ratio / n;
-  report.makespan_s = last - first;
+  double last_end = first;
+  for (const auto& [id, o] : outcome) last_end = std::max(last_end, o.end);
+  report.makespan_s = last_end - first;  // passes for a reservation's end may come later
   report.utilization = report.makespan_s > 0 ? busy_area / (pool.total_gpus() * report.makespan_s) : 0;
   report.stranded_gpus = report.makespan_s > 0 ? stranded_area / report.makespan_s : 0;
   report.decision_us_avg = report.passes ? decision_total_us / report.passes : 0;

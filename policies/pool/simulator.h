@@ -13,6 +13,7 @@
 
 #include "common/status.h"
 #include "policies/pool/job_trace.h"
+#include "policies/pool/rule_audit.h"
 #include "policies/pool/scheduler.h"
 
 namespace gpulaunch::pool {
@@ -40,21 +41,32 @@ struct SimReport {
   // Episodes in which a team wanted GPUs within its guarantee while others
   // held borrowed GPUs, and did not get them within the grace period + 60 s.
   int guarantee_violations = 0;
+  RuleCounts rules;                        // hard rules broken (rule_audit.h): all 0 unless a bug
   double decision_us_avg = 0, decision_us_max = 0;  // per scheduling pass, wall clock
   int passes = 0;
   std::vector<std::pair<double, int>> busy;  // (time, busy GPUs) after each pass
   std::vector<JobOutcome> outcomes;
 };
 
-// How preempted jobs resume: from the start (checkpoint_interval_s 0), or
-// from their last checkpoint, written every checkpoint_interval_s of work;
-// a resumed job first spends the config's migration_cost_s restarting.
-struct SimJobModel {
+// Whole hosts held for a team during a window (Scheduler::Reserve).
+struct SimReservation {
+  std::string name;
+  int team = 0;
+  int hosts = 1;
+  double start = 0, end = 0;  // s, on the trace's clock
+};
+
+// What the simulation adds to the trace and the policy: how preempted jobs
+// resume, from the start (checkpoint_interval_s 0) or from their last
+// checkpoint, written every checkpoint_interval_s of work (a resumed job
+// first spends the config's migration_cost_s restarting); and reservations.
+struct SimSetup {
   double checkpoint_interval_s = 0;
+  std::vector<SimReservation> reservations;
 };
 
 StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& jobs, const SchedulerConfig& config,
-                             const std::string& policy_name, const SimJobModel& model = {});
+                             const std::string& policy_name, const SimSetup& setup = {});
 
 // The policies `gpulaunch sim` compares: "topology" (smaller jobs first by
 // GPUs x estimated time, aging one level per day waited, EASY backfill,

@@ -40,19 +40,61 @@ TEST(Sim, TableWithTeamsAndQuotas) {
   EXPECT_NE(run.out.find("\ntopology "), std::string::npos) << run.out;
 }
 
+// A synthetic trace with users, two priority classes, teams with quotas and
+// templates, on two kinds of hosts, with a reservation: every policy keeps
+// every hard rule (the simulator's audit after each pass finds nothing), and
+// the template and reservation are really in play.
+TEST(Sim, SyntheticTraceWithUsersTemplatesAndAReservationBreaksNoRule) {
+  const std::vector<std::string> args = {"sim", "--synthetic", "jobs:600 days:5 seed:3 teams:3 users:12 high:0.2 templated:0.3", "--templates",
+                                          "big:gpus=16,mem=80,link=200,affinity=leaf;safe:gpus=16,affinity=spread:2;infer:gpus=1,mem=80",
+                                          "--cluster", "leaf:2 node:4 gpu:8 mem:80 link:200 + leaf:1 node:4 gpu:8 mem:40", "--quota",
+                                          "a:8/32/32,b:8/32/32,c:8/32/32", "--checkpoint", "1800", "--reserve", "maint:b:2@24-48", "--format",
+                                          "json"};
+  const CapturedRun run = Launch(args);
+  ASSERT_EQ(ExitCode(run), 0) << run.err;
+  auto json = ParseJson(run.out, "sim output");
+  ASSERT_TRUE(json.ok()) << json.status().message();
+  EXPECT_EQ(json->Find("gpus")->AsNumber(), 96);
+  EXPECT_EQ(json->Find("reservations")->AsString(), "maint:b:2@24-48");
+  for (const Json& p : json->Find("policies")->items()) {
+    const std::string name = p.Find("policy")->AsString();
+    EXPECT_EQ(p.Find("jobs")->AsNumber(), 600) << name;
+    for (const char* rule : {"gpus_held_twice", "user_class_conflicts", "constraint_breaks", "reservation_intrusions"})
+      EXPECT_EQ(p.Find("rules")->Find(rule)->AsNumber(), 0) << name << " " << rule;
+  }
+  EXPECT_EQ(json->Find("policies")->items()[0].Find("guarantee_violations")->AsNumber(), 0);
+  // The same trace twice is the same trace: deterministic.
+  const CapturedRun again = Launch(args);
+  auto json2 = ParseJson(again.out, "sim output");
+  ASSERT_TRUE(json2.ok());
+  EXPECT_EQ(json2->Find("policies")->items()[0].Find("jct_s")->Write(),
+            json->Find("policies")->items()[0].Find("jct_s")->Write());
+}
+
 TEST(Sim, BadInputIsAUsageErrorThatSaysWhere) {
   struct Case {
     std::vector<std::string> args;
     std::string says;
   };
   const Case cases[] = {
-      {{"sim", "--cluster", "node:2"}, "sim needs --trace FILE and --cluster SPEC"},
+      {{"sim", "--cluster", "node:2"}, "sim needs --trace FILE or --synthetic SPEC (one of them)"},
+      {{"sim", "--trace", kTiresias, "--synthetic", "jobs:10", "--cluster", "node:2"}, "(one of them)"},
       {{"sim", "--trace", kTiresias, "--cluster", "rack:2"}, "is not leaf:N, node:N, gpu:N"},
+      {{"sim", "--trace", kTiresias, "--cluster", "node:2 gpu:8 + node:2 gpu:4"}, "every group needs the same gpu:N"},
       {{"sim", "--trace", kTiresias, "--cluster", "node:2", "--policy", "lottery"}, "unknown policy 'lottery'"},
-      {{"sim", "--trace", kTiresias, "--cluster", "node:2", "--quota", "a:1/2/3"}, "--quota needs --teams N"},
+      {{"sim", "--trace", kTiresias, "--cluster", "node:2", "--teams", "3", "--quota", "a:1/2/3"},
+       "--quota names 1 teams, --teams says 3"},
+      {{"sim", "--synthetic", "jobs:10 teams:3", "--cluster", "node:2", "--quota", "a:1/2/3"},
+       "but --quota names teams 0 to 0; or deal the jobs with --teams N"},
+      {{"sim", "--synthetic", "jobs:ten", "--cluster", "node:2"}, "'jobs:ten' is not jobs:N"},
+      {{"sim", "--synthetic", "jobs:10 templated:0.5", "--cluster", "node:2"}, "needs --templates"},
+      {{"sim", "--trace", kTiresias, "--cluster", "node:2", "--reserve", "maint:0:1"}, "give NAME:TEAM:HOSTS@START-END"},
+      {{"sim", "--trace", kTiresias, "--cluster", "node:2", "--reserve", "maint:x:1@0-5"}, "team 'x' is neither"},
+      {{"sim", "--trace", kTiresias, "--cluster", "node:2", "--reserve", "maint:0:3@0-5"}, "reservation maint: needs 1 to 2 hosts"},
       {{"sim", "--trace", "/nonexistent.csv", "--cluster", "node:2"}, "/nonexistent.csv"},
       {{"sim", "--trace", kTiresias, "--cluster", "node:2", "--checkpoint", "often"}, "--checkpoint often: give a whole number"},
   };
+
   for (const Case& c : cases) {
     const CapturedRun run = Launch(c.args);
     EXPECT_EQ(ExitCode(run), 2) << c.says << "\n" << run.err;

@@ -1,6 +1,7 @@
 // libFuzzer: Slurm topology.conf and `scontrol show topology` output,
 // `scontrol show job -d` details and `scontrol show node -o` states; and the
 // other line formats gpulaunch reads: job traces, quota and cluster specs,
+// resource templates and synthetic trace specs,
 // the storage probe's answers.
 #include <cstdint>
 #include <string>
@@ -14,6 +15,8 @@
 #include "policies/pool/gpu_pool.h"
 #include "policies/pool/job_trace.h"
 #include "policies/pool/quota.h"
+#include "policies/pool/resource_template.h"
+#include "policies/pool/synthetic_trace.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -25,6 +28,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)gpulaunch::pool::ParseTrace(std::string(text), "fuzz");
   (void)gpulaunch::pool::QuotaBook::Parse(std::string(text));
   (void)gpulaunch::pool::GpuPool::FromSpec(std::string(text).substr(0, 200));
+  (void)gpulaunch::pool::ParseTemplates(std::string(text));
+  if (auto spec = gpulaunch::pool::ParseSyntheticSpec(std::string(text)); spec.ok() && spec->jobs <= 200) {
+    (void)gpulaunch::pool::SyntheticTrace(*spec, {});
+  }
   (void)gpulaunch::ParseStorageWriteLine(std::string(text));
   (void)gpulaunch::ParseStorageReadLine(std::string(text));
   (void)gpulaunch::ParseGpuMemoryComment(std::string(text));

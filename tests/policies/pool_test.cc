@@ -11,7 +11,9 @@
 #include "policies/pool/quota.h"
 #include "policies/pool/resource_template.h"
 #include "policies/pool/scheduler.h"
+#include "policies/pool/rule_audit.h"
 #include "policies/pool/simulator.h"
+#include "policies/pool/synthetic_trace.h"
 
 namespace gpulaunch::pool {
 namespace {
@@ -421,9 +423,9 @@ TEST(Simulator, PreemptedWorkIsAccountedAndCheckpointsBoundTheLoss) {
   double own = 0;
   for (const TraceJob& j : *jobs) own += j.duration * j.gpus;
   for (double checkpoint : {0.0, 20.0}) {
-    SimJobModel model;
-    model.checkpoint_interval_s = checkpoint;
-    auto r = Simulate(Pool("leaf:2 node:2 gpu:4"), *jobs, *config, "topology", model);
+    SimSetup setup;
+    setup.checkpoint_interval_s = checkpoint;
+    auto r = Simulate(Pool("leaf:2 node:2 gpu:4"), *jobs, *config, "topology", setup);
     ASSERT_TRUE(r.ok()) << r.status().message();
     ASSERT_GT(r->preemptions, 0) << "the quotas make teams reclaim";
     EXPECT_EQ(r->guarantee_violations, 0);
@@ -597,6 +599,126 @@ TEST(ResourceTemplate, GpusMemoryLinkAndAffinityBecomeHardConstraints) {
   }
   EXPECT_TRUE(GpuPool::FromSpec("leaf:1 node:2 gpu:8 mem:141 link:400").ok());
   EXPECT_DOUBLE_EQ(GpuPool::FromSpec("leaf:1 node:2 gpu:8 mem:141")->hosts()[0].gpu_memory_gib, 141);
+}
+
+// The audit must see each kind of broken rule (else its zeros in the
+// simulator's report would prove nothing).
+TEST(RuleAudit, CountsEachKindOfBrokenRuleOncePerJob) {
+  GpuPool pool = Pool("leaf:1 node:2 gpu:4 mem:40 + leaf:1 node:1 gpu:4 mem:80");
+  auto job = [](int id, int user, int priority) {
+    PoolJob j(id, 0, 1, priority, 0, 100);
+    j.user = user;
+    return j;
+  };
+  std::map<int, RunningJob> running;
+  running[1] = RunningJob{job(1, 7, 0), On(0, 0b0001), 0, false};
+  running[2] = RunningJob{job(2, 7, 1), On(0, 0b0010), 0, false};   // user 7's two classes on host 0
+  running[3] = RunningJob{job(3, -1, 0), On(1, 0b0001), 0, false};
+  running[4] = RunningJob{job(4, -1, 0), On(1, 0b0001), 0, false};  // GPU 0 of host 1 twice
+  PoolJob big = job(5, -1, 0);
+  big.min_gpu_memory_gib = 80;
+  running[5] = RunningJob{big, On(1, 0b0100), 0, false};            // 40 GiB host
+  PoolJob wide = job(6, -1, 0);
+  wide.gpus = 2;
+  wide.one_leaf = true;
+  running[6] = RunningJob{wide, Allocation{{HostShare{0, 0b0100}, HostShare{2, 0b0001}}}, 0, false};  // two leaves
+  running[7] = RunningJob{job(7, -1, 0), On(2, 0b0010), 60, false};  // another team, placed inside the window
+  running[8] = RunningJob{job(8, -1, 0), On(2, 0b0100), 10, false};  // there before it: may stay
+  const std::vector<PoolReservation> reservations = {PoolReservation{"r", 1, {2}, 50, 100}};
+  RuleAudit audit;
+  audit.Check(pool, running, reservations, 70);
+  audit.Check(pool, running, reservations, 80);  // the same breaks again: not counted twice
+  EXPECT_EQ(audit.counts().user_class_conflicts, 1);
+  EXPECT_EQ(audit.counts().gpus_held_twice, 1);
+  EXPECT_EQ(audit.counts().constraint_breaks, 2);
+  EXPECT_EQ(audit.counts().reservation_intrusions, 1);
+  EXPECT_EQ(audit.counts().total(), 5);
+}
+
+TEST(SyntheticTrace, IsDeterministicAndHasUsersTeamsClassesAndTemplates) {
+  auto spec = ParseSyntheticSpec("jobs:2000 days:10 seed:5 teams:3 users:12 high:0.25 templated:0.3");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  auto templates = ParseTemplates("big:gpus=16,mem=80,affinity=leaf;one:gpus=1,link=200");
+  ASSERT_TRUE(templates.ok());
+  auto a = SyntheticTrace(*spec, *templates);
+  auto b = SyntheticTrace(*spec, *templates);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status().message();
+  ASSERT_EQ(a->size(), 2000u);
+  int high = 0, templated = 0;
+  for (size_t i = 0; i < a->size(); ++i) {
+    const TraceJob& j = (*a)[i];
+    EXPECT_EQ(j.submit, (*b)[i].submit);
+    EXPECT_EQ(j.gpus, (*b)[i].gpus);
+    ASSERT_GE(j.user, 0);
+    ASSERT_LT(j.user, 12);
+    EXPECT_EQ(j.team, j.user % 3);
+    EXPECT_GE(j.duration, 300);
+    EXPECT_LE(j.duration, 86400);
+    if (i > 0) {
+      EXPECT_GE(j.submit, (*a)[i - 1].submit);
+    }
+    high += j.priority;
+    if (j.template_name == "big") {
+      ++templated;
+      EXPECT_EQ(j.gpus, 16);
+      EXPECT_TRUE(j.one_leaf);
+      EXPECT_EQ(j.min_gpu_memory_gib, 80);
+    } else if (j.template_name == "one") {
+      ++templated;
+      EXPECT_EQ(j.min_link_gbps, 200);
+    }
+  }
+  EXPECT_NEAR(high / 2000.0, 0.25, 0.04);
+  EXPECT_NEAR(templated / 2000.0, 0.3, 0.04);
+  EXPECT_LT(a->back().submit, 10 * 86400.0 * 1.2);
+  spec->seed = 6;
+  EXPECT_NE(SyntheticTrace(*spec, *templates)->front().submit, a->front().submit);
+  EXPECT_FALSE(ParseSyntheticSpec("jobs:0").ok());
+  EXPECT_FALSE(ParseSyntheticSpec("high:1.5").ok());
+  EXPECT_FALSE(SyntheticTrace(*ParseSyntheticSpec("templated:0.1"), {}).ok());
+}
+
+TEST(Trace, UsersAndTemplatesFromItsOwnFormWithFileLineErrors) {
+  auto t = ParseTrace("id,submit,duration,gpus,team,priority,user,template\n0,0,60,16,1,0,4,big\n1,5,60,2,0,1,4,\n",
+                      "own.csv");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ((*t)[0].user, 4);
+  EXPECT_EQ((*t)[0].template_name, "big");
+  EXPECT_TRUE((*t)[1].template_name.empty());
+  auto templates = ParseTemplates("big:gpus=16,mem=80,affinity=spread:2");
+  ASSERT_TRUE(ApplyTemplates(*t, *templates, "own.csv").ok());
+  EXPECT_EQ((*t)[0].min_leaves, 2);
+  EXPECT_EQ((*t)[0].min_gpu_memory_gib, 80);
+  auto wrong = ParseTrace("id,submit,duration,gpus,template\n0,0,60,8,big\n", "own.csv");
+  ASSERT_TRUE(wrong.ok());
+  Status s = ApplyTemplates(*wrong, *templates, "own.csv");
+  EXPECT_NE(s.message().find("own.csv:2: the job asks for 8 GPUs but template 'big' is 16 GPUs"), std::string::npos)
+      << s.message();
+  auto unknown = ParseTrace("id,submit,duration,gpus,template\n0,0,60,8,small\n", "own.csv");
+  s = ApplyTemplates(*unknown, *templates, "own.csv");
+  EXPECT_NE(s.message().find("own.csv:2: template 'small' is not defined (defined: big)"), std::string::npos)
+      << s.message();
+  EXPECT_FALSE(ParseTrace("id,submit,duration,gpus,user\n0,0,60,8,1.5\n", "own.csv").ok());
+}
+
+// Templates and reservations in the simulation itself: jobs that need
+// 80 GiB GPUs run only on the hosts that have them, and no other team's job
+// is placed on the reserved hosts in the window.
+TEST(Simulator, TemplatesAndReservationsHoldOverAWholeRun) {
+  auto spec = ParseSyntheticSpec("jobs:400 days:3 seed:9 teams:2 users:6 high:0.2 templated:0.4");
+  auto templates = ParseTemplates("fat:gpus=4,mem=80;pair:gpus=16,affinity=spread:2");
+  auto jobs = SyntheticTrace(*spec, *templates);
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  GpuPool pool = Pool("leaf:2 node:3 gpu:8 mem:40 + leaf:1 node:3 gpu:8 mem:80");
+  SimSetup setup;
+  setup.reservations.push_back(SimReservation{"r", 1, 2, 86400, 2 * 86400});
+  for (const char* name : {"topology", "fifo-first-fit", "best-fit"}) {
+    auto config = PolicyConfig(name, QuotaBook());
+    auto r = Simulate(pool, *jobs, *config, name, setup);
+    ASSERT_TRUE(r.ok()) << name << ": " << r.status().message();
+    EXPECT_EQ(r->rules.total(), 0) << name;
+    EXPECT_EQ(r->jobs, 400);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,27 @@
+// What `gpulaunch sim` prints: the JSON document (format gpulaunch-sim/v1)
+// and the table, from the simulator's reports of one run.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "policies/pool/simulator.h"
+
+namespace gpulaunch {
+
+// What the run was, for both forms.
+struct SimRunInfo {
+  std::string source;     // the trace file, or "synthetic: SPEC"
+  std::string cluster;
+  int gpus = 0;
+  std::string teams;      // e.g. "teams: 3 round-robin, quotas a:16/48/32,..." or "no teams"
+  std::string quota;
+  double checkpoint_s = 0;
+  std::string reservations;  // as given, or empty
+};
+
+Json SimJson(const SimRunInfo& info, int teams, const std::vector<pool::SimReport>& reports);
+void PrintSimTable(const SimRunInfo& info, const std::vector<pool::SimReport>& reports);
+
+}  // namespace gpulaunch
