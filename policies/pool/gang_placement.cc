@@ -30,8 +30,8 @@ int PickHost(const GpuPool& pool, int gpus, PlacementStyle style, const GangCons
     const int leaf = pool.hosts()[h].leaf;
     // Smaller is better.
     double extension = 0;
-    if (style == PlacementStyle::kTopology && c.ends_at > 0 && !c.host_busy_until.empty())
-      extension = std::max(0.0, c.ends_at - c.host_busy_until[static_cast<size_t>(h)]);
+    if (style == PlacementStyle::kTopology && c.ends_at > 0 && c.host_busy_until)
+      extension = std::max(0.0, c.ends_at - std::max(c.now, (*c.host_busy_until)[static_cast<size_t>(h)]));
     return std::make_tuple(Preferred(c, h) ? 0 : 1,
                            style == PlacementStyle::kTopology && prefer_leaf >= 0 && leaf != prefer_leaf ? 1 : 0,
                            extension,

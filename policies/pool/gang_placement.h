@@ -35,10 +35,12 @@ struct GangConstraints {
   int min_leaves = 0;
   // Affinity: all hosts under one leaf switch (a template's "affinity=leaf").
   bool one_leaf = false;
-  // Expected times (kTopology): when each host's current jobs end (by host;
-  // empty: unknown), and when this job would end (0: unknown). A job then
-  // goes where it delays least the moment its host is whole again.
-  std::vector<double> host_busy_until;
+  // Expected times (kTopology): when each host's current jobs end (by host,
+  // -infinity for none; null: unknown), the time now, and when this job
+  // would end (0: unknown). A job then goes where it delays least the moment
+  // its host is whole again.
+  const std::vector<double>* host_busy_until = nullptr;
+  double now = 0;
   double ends_at = 0;
 };
 

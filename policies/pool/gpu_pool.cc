@@ -21,6 +21,7 @@ int Allocation::gpus() const {
 GpuPool::GpuPool(std::vector<PoolHost> hosts) : hosts_(std::move(hosts)) {
   held_.assign(hosts_.size(), 0);
   usable_.assign(hosts_.size(), true);
+  for (const PoolHost& h : hosts_) free_count_.push_back(h.gpus);
   for (const PoolHost& h : hosts_) {
     leaves_ = std::max(leaves_, h.leaf + 1);
     total_ += h.gpus;
@@ -79,8 +80,6 @@ StatusOr<GpuPool> GpuPool::FromSpec(const std::string& spec) {
   return GpuPool(std::move(hosts));
 }
 
-int GpuPool::free_on(int host) const { return std::popcount(free_mask(host)); }
-
 uint64_t GpuPool::free_mask(int host) const {
   const size_t h = static_cast<size_t>(host);
   return AllOf(hosts_[h].gpus) & ~held_[h];
@@ -96,7 +95,10 @@ Status GpuPool::Take(const Allocation& a) {
                       hosts_[static_cast<size_t>(s.host)].name + " are already held: a GPU would be assigned twice");
     }
   }
-  for (const HostShare& s : a.shares) held_[static_cast<size_t>(s.host)] |= s.gpus;
+  for (const HostShare& s : a.shares) {
+    held_[static_cast<size_t>(s.host)] |= s.gpus;
+    free_count_[static_cast<size_t>(s.host)] -= std::popcount(s.gpus);
+  }
   free_total_ -= a.gpus();
   return Status::Ok();
 }
@@ -108,7 +110,10 @@ Status GpuPool::Give(const Allocation& a) {
       return Internal("giving back GPUs that are not held (host " + std::to_string(s.host) + ")");
     }
   }
-  for (const HostShare& s : a.shares) held_[static_cast<size_t>(s.host)] &= ~s.gpus;
+  for (const HostShare& s : a.shares) {
+    held_[static_cast<size_t>(s.host)] &= ~s.gpus;
+    free_count_[static_cast<size_t>(s.host)] += std::popcount(s.gpus);
+  }
   free_total_ += a.gpus();
   return Status::Ok();
 }

@@ -50,7 +50,7 @@ class GpuPool {
   int leaves() const { return leaves_; }
   int total_gpus() const { return total_; }
   int free_gpus() const { return free_total_; }
-  int free_on(int host) const;
+  int free_on(int host) const { return free_count_[static_cast<size_t>(host)]; }
   uint64_t free_mask(int host) const;
   bool usable(int host) const { return usable_[static_cast<size_t>(host)]; }
   // A host that is not usable (bad health, drained) keeps what it holds but
@@ -63,6 +63,7 @@ class GpuPool {
  private:
   std::vector<PoolHost> hosts_;
   std::vector<uint64_t> held_;  // by host
+  std::vector<int> free_count_;  // by host: free GPUs (popcount of the free mask, kept current)
   std::vector<bool> usable_;
   int leaves_ = 0, total_ = 0, free_total_ = 0;
 };

@@ -25,6 +25,7 @@ Status Scheduler::SetEstimate(int job, double estimate) {
   auto it = running_.find(job);
   if (it == running_.end()) return NotFound("job " + std::to_string(job) + " is neither queued nor running");
   it->second.job.estimate = estimate;
+  busy_until_.clear();
   return Status::Ok();
 }
 
@@ -34,6 +35,7 @@ Status Scheduler::Finish(int job) {
   GL_RETURN_IF_ERROR(pool_.Give(it->second.allocation));
   config_.quotas.Remove(it->second.job.team, it->second.job.gpus);
   running_.erase(it);
+  busy_until_.clear();
   return Status::Ok();
 }
 
@@ -46,13 +48,17 @@ double Scheduler::EffectivePriority(const PoolJob& j, double now) const {
 }
 
 std::vector<PoolJob> Scheduler::Ordered(double now) const {
-  std::vector<PoolJob> q = queue_;
-  std::stable_sort(q.begin(), q.end(), [&](const PoolJob& a, const PoolJob& b) {
-    const double pa = EffectivePriority(a, now), pb = EffectivePriority(b, now);
-    if (pa != pb) return pa > pb;
-    if (a.submit != b.submit) return a.submit < b.submit;
-    return a.id < b.id;
+  std::vector<std::pair<double, const PoolJob*>> keyed;
+  keyed.reserve(queue_.size());
+  for (const PoolJob& j : queue_) keyed.emplace_back(EffectivePriority(j, now), &j);
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first > b.first;
+    if (a.second->submit != b.second->submit) return a.second->submit < b.second->submit;
+    return a.second->id < b.second->id;
   });
+  std::vector<PoolJob> q;
+  q.reserve(keyed.size());
+  for (const auto& [priority, job] : keyed) q.push_back(*job);
   return q;
 }
 
@@ -60,8 +66,20 @@ Status Scheduler::Commit(const PoolJob& job, const Allocation& a, bool borrowed,
   GL_RETURN_IF_ERROR(pool_.Take(a));
   config_.quotas.Add(job.team, job.gpus);
   running_[job.id] = RunningJob{job, a, now, borrowed};
+  busy_until_.clear();
   std::erase_if(queue_, [&](const PoolJob& q) { return q.id == job.id; });
   return Status::Ok();
+}
+
+const std::vector<double>& Scheduler::BusyUntil() const {
+  if (busy_until_.size() != pool_.hosts().size()) {
+    busy_until_.assign(pool_.hosts().size(), -std::numeric_limits<double>::infinity());
+    for (const auto& [id, r] : running_) {
+      for (const HostShare& s : r.allocation.shares)
+        busy_until_[static_cast<size_t>(s.host)] = std::max(busy_until_[static_cast<size_t>(s.host)], r.ExpectedEnd());
+    }
+  }
+  return busy_until_;
 }
 
 GangConstraints Scheduler::ConstraintsFor(const PoolJob& job, double now) const {
@@ -92,12 +110,8 @@ GangConstraints Scheduler::ConstraintsFor(const PoolJob& job, double now) const 
   }
   if (job.estimate > 0 && config_.style == PlacementStyle::kTopology) {
     c.ends_at = now + job.estimate;
-    c.host_busy_until.assign(pool_.hosts().size(), now);
-    for (const auto& [id, r] : running_) {
-      const double end = r.ExpectedEnd();
-      for (const HostShare& s : r.allocation.shares)
-        c.host_busy_until[static_cast<size_t>(s.host)] = std::max(c.host_busy_until[static_cast<size_t>(s.host)], end);
-    }
+    c.now = now;
+    c.host_busy_until = &BusyUntil();
   }
   if (!job.data_hosts.empty()) {
     c.preferred.assign(pool_.hosts().size(), false);
@@ -222,7 +236,11 @@ StatusOr<std::vector<Decision>> Scheduler::TryDefragment(const PoolJob& job, dou
       if (per - pinned[static_cast<size_t>(h)] < need) continue;
       candidates.emplace_back(need - trial.free_on(h), h);
     }
+    // The few cheapest hosts only: a pass must stay well under a
+    // millisecond at 1,024 hosts.
+    constexpr size_t kTries = 8;
     std::sort(candidates.begin(), candidates.end());
+    if (candidates.size() > kTries) candidates.resize(kTries);
     bool done = false;
     for (const auto& [to_move, h] : candidates) {
       // Smallest jobs first, until enough is free on h.
@@ -276,6 +294,7 @@ StatusOr<std::vector<Decision>> Scheduler::TryDefragment(const PoolJob& job, dou
     d.preempted_by = job.id;
     r.allocation = to;
     r.delay += config_.migration_cost_s;
+    busy_until_.clear();
     r.moved_at = now;
     out.push_back(d);
   }
@@ -434,6 +453,7 @@ StatusOr<std::vector<int>> Scheduler::ApplyHealth(const NodeHealth& health, doub
     GL_RETURN_IF_ERROR(pool_.Give(healthy_part));
     config_.quotas.Remove(r.job.team, r.job.gpus);
     running_.erase(id);
+    busy_until_.clear();
   }
   return lost;
 }

@@ -167,6 +167,9 @@ class Scheduler {
   // free GPUs, fits; then starts it. Empty when no such moves exist.
   StatusOr<std::vector<Decision>> TryDefragment(const PoolJob& job, double now);
   double ShadowTime(const PoolJob& head, double now, int* extra) const;
+  // When each host's running jobs are expected to end (-infinity: none),
+  // cached until running jobs change (busy_until_ cleared).
+  const std::vector<double>& BusyUntil() const;
   // The job's hard and soft placement constraints in the pool as it is now.
   GangConstraints ConstraintsFor(const PoolJob& job, double now) const;
   Status Commit(const PoolJob& job, const Allocation& a, bool borrowed, double now);
@@ -181,6 +184,7 @@ class Scheduler {
   };
   std::vector<Lease> leases_;  // GPUs of lost jobs still held on bad hosts
   std::vector<PoolReservation> reservations_;
+  mutable std::vector<double> busy_until_;  // BusyUntil()'s cache; empty: stale
 };
 
 }  // namespace gpulaunch::pool
