@@ -21,8 +21,8 @@ constexpr char kHelp[] =
     "usage: gpulaunch sim (--trace FILE | --synthetic SPEC) --cluster SPEC\n"
     "                     [--policy topology|fifo-first-fit|best-fit|all] [--templates DEFS]\n"
     "                     [--teams N] [--quota TEAM:GUARANTEE/NOMINAL/BORROW[/LEND],...] [--grace S]\n"
-    "                     [--checkpoint S] [--reserve NAME:TEAM:HOSTS@START-END]... [--format table|json]\n"
-    "                     [--out FILE]\n"
+    "                     [--checkpoint S] [--max-wait H] [--reserve NAME:TEAM:HOSTS@START-END]...\n"
+    "                     [--format table|json] [--out FILE]\n"
     "Replays a job trace (Tiresias, ElasticFlow, or id,submit,duration,gpus[,team,priority,user,template] CSV)\n"
     "or a synthetic one (SPEC e.g. \"jobs:2000 days:14 teams:3 users:24 high:0.1 templated:0.2\") on a\n"
     "simulated pool (SPEC e.g. \"leaf:2 node:8 gpu:8\"; groups of other hosts joined with '+', e.g.\n"
@@ -32,6 +32,7 @@ constexpr char kHelp[] =
     "--teams N deals the jobs round-robin to N teams (public traces have none); without it --quota uses the\n"
     "trace's teams (0, 1, ... in the quota's order). Preempted jobs start over, or with --checkpoint S resume\n"
     "from their last checkpoint (one every S seconds of work); moving or resuming a job costs 120 s.\n"
+    "--max-wait H: a job not started H hours after its submission leaves the queue (a queue timeout).\n"
     "--reserve holds HOSTS whole hosts for TEAM (its name in --quota, or its number) from START to END hours\n"
     "after the first job's submission.\n";
 
@@ -42,6 +43,7 @@ struct SimOptions {
   int teams = 0;
   double grace_s = 300;
   double checkpoint_s = 0;
+  double max_wait_h = 0;
   bool help = false;
 };
 
@@ -76,12 +78,13 @@ StatusOr<SimOptions> Parse(const std::vector<std::string>& args) {
       o.out = v;
     } else if (a == "--quota") {
       GL_ASSIGN_OR_RETURN(o.quota, value());
-    } else if (a == "--teams" || a == "--grace" || a == "--checkpoint") {
+    } else if (a == "--teams" || a == "--grace" || a == "--checkpoint" || a == "--max-wait") {
       GL_ASSIGN_OR_RETURN(std::string v, value());
       const auto n = ParseInt(v);
       if (!n || *n < 0 || *n > 100000) return InvalidArgument("sim: " + a + " " + v + ": give a whole number");
       if (a == "--teams") o.teams = static_cast<int>(*n);
       else if (a == "--grace") o.grace_s = static_cast<double>(*n);
+      else if (a == "--max-wait") o.max_wait_h = static_cast<double>(*n);
       else o.checkpoint_s = static_cast<double>(*n);
     } else {
       return InvalidArgument("sim: unknown option '" + a + "'; see 'gpulaunch sim --help'");
@@ -175,6 +178,8 @@ StatusOr<SimInputs> Load(const SimOptions& o) {
     in.info.reservations += (in.info.reservations.empty() ? "" : ", ") + text;
   }
   in.setup.checkpoint_interval_s = o.checkpoint_s;
+  in.setup.max_wait_s = o.max_wait_h * 3600;
+  in.info.max_wait_s = in.setup.max_wait_s;
   in.info.cluster = o.cluster;
   in.info.gpus = in.pool.total_gpus();
   in.info.quota = o.quota;

@@ -19,6 +19,7 @@ Json RulesJson(const pool::RuleCounts& r) {
   j.Set("user_class_conflicts", r.user_class_conflicts);
   j.Set("constraint_breaks", r.constraint_breaks);
   j.Set("reservation_intrusions", r.reservation_intrusions);
+  j.Set("quota_breaks", r.quota_breaks);
   return j;
 }
 
@@ -27,6 +28,7 @@ Json ReportJson(const SimReport& r) {
   j.Set("policy", r.policy);
   j.Set("jobs", r.jobs);
   j.Set("dropped", r.dropped);
+  j.Set("timed_out", r.timed_out);
   j.Set("avg_jct_s", r.avg_jct_s);
   j.Set("p95_jct_s", r.p95_jct_s);
   j.Set("avg_wait_s", r.avg_wait_s);
@@ -57,7 +59,8 @@ Json ReportJson(const SimReport& r) {
   }
   j.Set("busy", busy);
   Json jct = Json::Array();
-  for (const pool::JobOutcome& o : r.outcomes) jct.Push(o.end - o.submit);
+  for (const pool::JobOutcome& o : r.outcomes)
+    if (!o.timed_out) jct.Push(o.end - o.submit);
   j.Set("jct_s", jct);
   return j;
 }
@@ -73,6 +76,7 @@ Json SimJson(const SimRunInfo& info, int teams, const std::vector<SimReport>& re
   root.Set("teams", teams);
   root.Set("quota", info.quota);
   root.Set("checkpoint_s", info.checkpoint_s);
+  root.Set("max_wait_s", info.max_wait_s);
   root.Set("reservations", info.reservations);
   Json list = Json::Array();
   for (const SimReport& r : reports) list.Push(ReportJson(r));
@@ -84,7 +88,7 @@ void PrintSimTable(const SimRunInfo& info, const std::vector<SimReport>& reports
   std::printf("DECISION us: mean/max wall time of one scheduling pass. STRANDED: time-average free GPUs while a\n"
               "queued job that fits by count cannot be placed. RULES: hard rules found broken by the audit after\n"
               "every pass (GPUs held twice, a user's priority classes sharing a host, template constraints,\n"
-              "reservations). The simulator uses each job's trace duration as its run-time estimate (a perfect\n"
+              "reservations, quota limits). The simulator uses each job's trace duration as its run-time estimate (a perfect\n"
               "user time limit), for backfill and for the topology policy's order.\n");
   const std::string resume = info.checkpoint_s > 0 ? "preempted jobs resume from a checkpoint every " +
                                                          std::to_string(static_cast<long>(info.checkpoint_s)) + " s"
@@ -104,6 +108,9 @@ void PrintSimTable(const SimRunInfo& info, const std::vector<SimReport>& reports
   }
   if (reports.front().dropped) {
     std::printf("%d jobs need more GPUs than the cluster has and were left out\n", reports.front().dropped);
+  }
+  for (const SimReport& r : reports) {
+    if (r.timed_out) std::printf("%s: %d jobs timed out in the queue (not in the JCT and wait figures)\n", r.policy.c_str(), r.timed_out);
   }
 }
 

@@ -18,6 +18,7 @@ struct SimRunInfo {
   std::string teams;      // e.g. "teams: 3 round-robin, quotas a:16/48/32,..." or "no teams"
   std::string quota;
   double checkpoint_s = 0;
+  double max_wait_s = 0;
   std::string reservations;  // as given, or empty
 };
 

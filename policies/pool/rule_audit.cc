@@ -7,7 +7,7 @@
 namespace gpulaunch::pool {
 
 void RuleAudit::Check(const GpuPool& pool, const std::map<int, RunningJob>& running,
-                      const std::vector<PoolReservation>& reservations, double now) {
+                      const std::vector<PoolReservation>& reservations, const QuotaBook& quotas, double now) {
   std::vector<uint64_t> held(pool.hosts().size(), 0);
   std::vector<std::vector<const RunningJob*>> on_host(pool.hosts().size());
   for (const auto& [id, r] : running) {
@@ -42,7 +42,19 @@ void RuleAudit::Check(const GpuPool& pool, const std::map<int, RunningJob>& runn
       }
     }
   }
+  if (quotas.enabled()) {
+    std::vector<int> used(static_cast<size_t>(quotas.teams()), 0);
+    for (const auto& [id, r] : running) {
+      if (r.job.team >= 0 && r.job.team < quotas.teams()) used[static_cast<size_t>(r.job.team)] += r.allocation.gpus();
+    }
+    for (int t = 0; t < quotas.teams(); ++t) {
+      const TeamQuota& q = quotas.quota(t);
+      if (used[static_cast<size_t>(t)] > q.nominal + q.borrow_limit || used[static_cast<size_t>(t)] != quotas.used(t))
+        over_quota_teams_.insert(t);
+    }
+  }
   counts_.gpus_held_twice = static_cast<int>(twice_.size());
+  counts_.quota_breaks = static_cast<int>(over_quota_teams_.size());
   counts_.user_class_conflicts = static_cast<int>(conflicts_.size());
   counts_.constraint_breaks = static_cast<int>(broken_.size());
   counts_.reservation_intrusions = static_cast<int>(intruded_.size());

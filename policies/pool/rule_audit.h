@@ -8,6 +8,9 @@
 //                          link speed, one leaf switch, or spread over N leaves
 //   reservation_intrusions another team's job placed (started or moved) on a
 //                          reserved host during the reservation's window
+//   quota_breaks           a team holding more than its nominal quota plus its
+//                          borrow limit, or a quota book that disagrees with
+//                          the running jobs (counted per team)
 #pragma once
 
 #include <map>
@@ -23,21 +26,24 @@ struct RuleCounts {
   int user_class_conflicts = 0;
   int constraint_breaks = 0;
   int reservation_intrusions = 0;
-  int total() const { return gpus_held_twice + user_class_conflicts + constraint_breaks + reservation_intrusions; }
+  int quota_breaks = 0;
+  int total() const {
+    return gpus_held_twice + user_class_conflicts + constraint_breaks + reservation_intrusions + quota_breaks;
+  }
 };
 
 class RuleAudit {
  public:
   void Check(const Scheduler& scheduler, double now) {
-    Check(scheduler.pool(), scheduler.running(), scheduler.reservations(), now);
+    Check(scheduler.pool(), scheduler.running(), scheduler.reservations(), scheduler.quotas(), now);
   }
   void Check(const GpuPool& pool, const std::map<int, RunningJob>& running,
-             const std::vector<PoolReservation>& reservations, double now);
+             const std::vector<PoolReservation>& reservations, const QuotaBook& quotas, double now);
   const RuleCounts& counts() const { return counts_; }
 
  private:
   RuleCounts counts_;
-  std::set<int> twice_, broken_, intruded_;
+  std::set<int> twice_, broken_, intruded_, over_quota_teams_;
   std::set<std::pair<int, int>> conflicts_;
 };
 

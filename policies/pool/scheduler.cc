@@ -188,7 +188,8 @@ StatusOr<std::vector<Decision>> Scheduler::TryPreempt(const PoolJob& job, double
     d.job = victim->job.id;
     d.allocation = victim->allocation;
     d.preempted_by = job.id;
-    const PoolJob requeue = victim->job;
+    PoolJob requeue = victim->job;
+    requeue.max_wait_s = 0;  // it ran: it waits to run again however long it takes
     GL_RETURN_IF_ERROR(Finish(victim->job.id));
     queue_.push_back(requeue);  // it keeps its submit time, so its age
     out.push_back(d);
@@ -329,6 +330,14 @@ double Scheduler::ShadowTime(const PoolJob& head, double now, int* extra) const 
 
 StatusOr<std::vector<Decision>> Scheduler::Schedule(double now) {
   std::vector<Decision> out;
+  std::erase_if(queue_, [&](const PoolJob& j) {
+    if (j.max_wait_s <= 0 || now - j.submit < j.max_wait_s) return false;
+    Decision d;
+    d.kind = Decision::Kind::kExpire;
+    d.job = j.id;
+    out.push_back(d);
+    return true;
+  });
   bool blocked = false;
   double shadow = 0;
   int extra = 0;

@@ -30,7 +30,8 @@
 // is checkpointed and restarted on free GPUs of other partly used hosts,
 // which costs it `migration_cost_s`, and no job is moved twice within the
 // grace period (so migration cannot loop).
-// Every job left waiting has a structured reason (Waiting()).
+// Every job left waiting has a structured reason (Waiting()). Jobs whose
+// queue timeout passed leave the queue first (kExpire).
 #pragma once
 
 #include <map>
@@ -63,6 +64,10 @@ struct PoolJob {
   double min_gpu_memory_gib = 0;   // hosts whose GPUs have at least this memory
   double min_link_gbps = 0;        // hosts with at least this network link
   std::vector<int> data_hosts;     // hosts holding its data: preferred, never required
+  // A queue timeout: a job not started this long after its submission leaves
+  // the queue (Decision kExpire); 0: it waits as long as it takes. A job that
+  // ran and was preempted no longer times out.
+  double max_wait_s = 0;
 };
 
 enum class QueueOrder { kFifo, kPriorityAging };
@@ -97,7 +102,7 @@ struct SchedulerConfig {
 };
 
 struct Decision {
-  enum class Kind { kStart, kPreempt, kMigrate };
+  enum class Kind { kStart, kPreempt, kMigrate, kExpire };
   Kind kind = Kind::kStart;
   int job = 0;
   Allocation allocation;        // kStart and kMigrate: where; kPreempt: what it gave back

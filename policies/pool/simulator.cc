@@ -107,7 +107,9 @@ StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& j
         job.min_link_gbps = j.min_link_gbps;
         job.one_leaf = j.one_leaf;
         job.min_leaves = j.min_leaves;
+        job.max_wait_s = setup.max_wait_s;
         scheduler.Submit(job);
+        if (setup.max_wait_s > 0) events.push(Event{now + setup.max_wait_s, 2, j.id, 0});  // a pass when it expires
       }
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -118,6 +120,11 @@ StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& j
     ++report.passes;
     for (const Decision& d : decisions) {
       JobOutcome& o = outcome[d.job];
+      if (d.kind == Decision::Kind::kExpire) {
+        o.timed_out = true;
+        ++report.timed_out;
+        continue;
+      }
       if (d.kind == Decision::Kind::kMigrate) {
         // It goes on elsewhere after its checkpoint and restart: the same
         // work left, later by the migration cost.
@@ -206,6 +213,8 @@ StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& j
   std::vector<double> jct, wait;
   double hosts_ratio = 0, leaves_ratio = 0;
   for (auto& [id, o] : outcome) {
+    report.outcomes.push_back(o);
+    if (o.timed_out) continue;
     if (o.end < 0) return Internal("job " + std::to_string(id) + " never finished: the simulation lost it");
     jct.push_back(o.end - o.submit);
     wait.push_back(o.start - o.submit);
@@ -213,9 +222,8 @@ StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& j
     leaves_ratio += static_cast<double>(o.leaves) / std::max(1, o.min_leaves);
     report.jobs_over_min_leaves += o.leaves > o.min_leaves ? 1 : 0;
     report.gpu_hours_lost += o.gpu_seconds_lost / 3600;
-    report.outcomes.push_back(o);
   }
-  const double n = std::max<size_t>(1, outcome.size());
+  const double n = std::max<size_t>(1, jct.size());
   report.avg_jct_s = std::accumulate(jct.begin(), jct.end(), 0.0) / n;
   report.p95_jct_s = Quantile(jct, 0.95);
   report.avg_wait_s = std::accumulate(wait.begin(), wait.end(), 0.0) / n;

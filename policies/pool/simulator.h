@@ -24,11 +24,13 @@ struct JobOutcome {
   int hosts = 0, leaves = 0, min_hosts = 0, min_leaves = 0;  // of its last placement
   int preemptions = 0, migrations = 0;
   double gpu_seconds_lost = 0;  // work redone after preemptions, and migration costs
+  bool timed_out = false;       // left the queue unstarted (SimSetup::max_wait_s); no end
 };
 
 struct SimReport {
   std::string policy;
   int jobs = 0, dropped = 0;               // dropped: needs more GPUs than the pool has
+  int timed_out = 0;                       // left the queue unstarted; not in the JCT and wait figures
   double avg_jct_s = 0, p95_jct_s = 0, avg_wait_s = 0, p95_wait_s = 0, max_wait_s = 0;
   double utilization = 0;                  // busy GPU time / (GPUs x makespan)
   double stranded_gpus = 0;                // time average of free GPUs while a job that fits by count cannot be placed
@@ -59,9 +61,11 @@ struct SimReservation {
 // What the simulation adds to the trace and the policy: how preempted jobs
 // resume, from the start (checkpoint_interval_s 0) or from their last
 // checkpoint, written every checkpoint_interval_s of work (a resumed job
-// first spends the config's migration_cost_s restarting); and reservations.
+// first spends the config's migration_cost_s restarting); queue timeouts;
+// and reservations.
 struct SimSetup {
   double checkpoint_interval_s = 0;
+  double max_wait_s = 0;  // every job's queue timeout (PoolJob::max_wait_s); 0: none
   std::vector<SimReservation> reservations;
 };
 

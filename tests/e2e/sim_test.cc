@@ -28,6 +28,20 @@ TEST(Sim, ComparesThePolicyWithBothBaselinesInOneRun) {
   EXPECT_EQ(json->Find("gpus")->AsNumber(), 16);
 }
 
+TEST(Sim, QueueTimeoutsTakeJobsOutOfTheFigures) {
+  const CapturedRun run = Launch({"sim", "--trace", kTiresias, "--cluster", "leaf:1 node:1 gpu:8", "--max-wait", "1",
+                                  "--policy", "fifo-first-fit", "--format", "json"});
+  ASSERT_EQ(ExitCode(run), 0) << run.err;
+  auto json = ParseJson(run.out, "sim output");
+  ASSERT_TRUE(json.ok()) << json.status().message();
+  EXPECT_EQ(json->Find("max_wait_s")->AsNumber(), 3600);
+  const Json& p = json->Find("policies")->items()[0];
+  const int timed_out = static_cast<int>(p.Find("timed_out")->AsNumber());
+  EXPECT_GT(timed_out, 0);  // one 8-GPU host, FIFO: some jobs wait more than an hour
+  EXPECT_EQ(static_cast<int>(p.Find("jct_s")->items().size()), 60 - timed_out);
+  EXPECT_LE(p.Find("max_wait_s")->AsNumber(), 3600);
+}
+
 TEST(Sim, TableWithTeamsAndQuotas) {
   const CapturedRun run = Launch({"sim", "--trace", kTiresias, "--cluster", "leaf:1 node:2 gpu:4", "--teams", "2",
                                   "--quota", "a:2/4/4,b:2/4/4", "--policy", "topology", "--checkpoint", "600"});
@@ -59,7 +73,8 @@ TEST(Sim, SyntheticTraceWithUsersTemplatesAndAReservationBreaksNoRule) {
   for (const Json& p : json->Find("policies")->items()) {
     const std::string name = p.Find("policy")->AsString();
     EXPECT_EQ(p.Find("jobs")->AsNumber(), 600) << name;
-    for (const char* rule : {"gpus_held_twice", "user_class_conflicts", "constraint_breaks", "reservation_intrusions"})
+    for (const char* rule :
+         {"gpus_held_twice", "user_class_conflicts", "constraint_breaks", "reservation_intrusions", "quota_breaks"})
       EXPECT_EQ(p.Find("rules")->Find(rule)->AsNumber(), 0) << name << " " << rule;
   }
   EXPECT_EQ(json->Find("policies")->items()[0].Find("guarantee_violations")->AsNumber(), 0);

@@ -292,6 +292,33 @@ TEST(Scheduler, ReclaimSparesTeamsBelowTheirGuaranteeFirstButStillReclaimsAJobAb
   EXPECT_EQ(t.quotas().used(0), 0);
 }
 
+TEST(Scheduler, AJobPastItsQueueTimeoutLeavesTheQueueButAPreemptedOneWaits) {
+  SchedulerConfig c = Config();
+  c.quotas = *QuotaBook::Parse("a:0/2/4,b:4/4/0");
+  Scheduler s(Pool("leaf:1 node:1 gpu:4"), c);
+  PoolJob borrower(1, 0, 4, 0, 0, 1000);  // a takes the whole pool, 2 GPUs borrowed
+  borrower.max_wait_s = 50;
+  s.Submit(borrower);
+  ASSERT_EQ(s.Schedule(0)->size(), 1u);
+  PoolJob late(2, 0, 2, 0, 1, 100);  // a would borrow 2 more, but the pool is full
+  late.max_wait_s = 50;
+  s.Submit(late);
+  ASSERT_TRUE(s.Schedule(40)->empty());
+  s.Submit(PoolJob{3, 1, 4, 0, 45, 100});  // b reclaims the pool
+  auto d = s.Schedule(51);
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->size(), 3u);
+  EXPECT_EQ((*d)[0].kind, Decision::Kind::kExpire);  // job 2, 50 s after its submission
+  EXPECT_EQ((*d)[0].job, 2);
+  EXPECT_EQ((*d)[1].kind, Decision::Kind::kPreempt);
+  EXPECT_EQ((*d)[1].job, 1);
+  EXPECT_EQ((*d)[2].job, 3);
+  // Job 1 ran: requeued, it waits however long it takes.
+  ASSERT_TRUE(s.Schedule(500)->empty());
+  ASSERT_EQ(s.queue().size(), 1u);
+  EXPECT_EQ(s.queue()[0].id, 1);
+}
+
 // Property: over random job streams, styles and quotas, no GPU is ever held
 // twice, every decision is applied to the pool, and every job ends.
 TEST(Scheduler, RandomStreamsNeverAssignAGpuTwice) {
@@ -625,14 +652,18 @@ TEST(RuleAudit, CountsEachKindOfBrokenRuleOncePerJob) {
   running[7] = RunningJob{job(7, -1, 0), On(2, 0b0010), 60, false};  // another team, placed inside the window
   running[8] = RunningJob{job(8, -1, 0), On(2, 0b0100), 10, false};  // there before it: may stay
   const std::vector<PoolReservation> reservations = {PoolReservation{"r", 1, {2}, 50, 100}};
+  // Team 0 holds all 9 of the jobs' GPUs; its nominal 4 plus borrow limit 2 is 6.
+  QuotaBook quotas = *QuotaBook::Parse("a:2/4/2,b:0/4/0");
+  quotas.Add(0, 9);
   RuleAudit audit;
-  audit.Check(pool, running, reservations, 70);
-  audit.Check(pool, running, reservations, 80);  // the same breaks again: not counted twice
+  audit.Check(pool, running, reservations, quotas, 70);
+  audit.Check(pool, running, reservations, quotas, 80);  // the same breaks again: not counted twice
   EXPECT_EQ(audit.counts().user_class_conflicts, 1);
   EXPECT_EQ(audit.counts().gpus_held_twice, 1);
   EXPECT_EQ(audit.counts().constraint_breaks, 2);
   EXPECT_EQ(audit.counts().reservation_intrusions, 1);
-  EXPECT_EQ(audit.counts().total(), 5);
+  EXPECT_EQ(audit.counts().quota_breaks, 1);
+  EXPECT_EQ(audit.counts().total(), 6);
 }
 
 TEST(SyntheticTrace, IsDeterministicAndHasUsersTeamsClassesAndTemplates) {
