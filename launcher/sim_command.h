@@ -5,8 +5,8 @@
 // (policies/pool/simulator.h) under gpulaunch's policy and the baselines, in
 // one run, and reports JCT, queueing, utilisation, fragmentation, topology
 // spans, preemptions, migrations, guarantee violations, the hard rules'
-// audit and the decision latency (launcher/sim_output.h). The benchmark
-// suite (benchmarks/run-suite) draws the JSON's utilisation and JCT CDF.
+// audit and the decision latency (launcher/sim_output.h). benchmarks/plot-sim
+// draws the JSON's utilisation over time and JCT CDF as PNG plots.
 #pragma once
 
 #include <string>
