@@ -1,0 +1,183 @@
+// The two ways the scheduler makes room for a job that does not fit:
+// preemption (reclaim of borrowed GPUs, or of lower priority classes) and
+// defragmentation by migration. Both commit everything they decide, and
+// start the job in the same decision. See scheduler.h for the rules.
+#include <algorithm>
+#include <bit>
+#include <map>
+
+#include "policies/pool/scheduler.h"
+
+namespace gpulaunch::pool {
+
+StatusOr<std::vector<Decision>> Scheduler::TryPreempt(const PoolJob& job, double now) {
+  std::vector<Decision> out;
+  const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
+  if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) return out;
+  const bool reclaims = config_.quotas.enabled() && v == QuotaVerdict::kWithinNominal;
+  // Victims of a lower class only: borrowed jobs of other teams (reclaim),
+  // or jobs of a lower priority class. A borrowed job goes whole, even when
+  // its team then holds less than its guarantee (part of it was within the
+  // team's nominal): a gang cannot give back only its borrowed part, and a
+  // guarantee that a borrower could block would be no guarantee. That team
+  // is then owed its guarantee in turn.
+  std::vector<const RunningJob*> candidates;
+  for (const auto& [id, r] : running_) {
+    if (now - r.start < config_.grace_s || now - r.moved_at < config_.grace_s) continue;
+    const bool reclaim = reclaims && r.borrowed && r.job.team != job.team;
+    const bool lower = r.job.priority < job.priority;
+    if (reclaim || lower) candidates.push_back(&r);
+  }
+  if (candidates.empty()) return out;
+  // Cheapest first: jobs whose team keeps its guarantee without them, then
+  // by the GPU time their restart loses.
+  auto below = [&](const RunningJob* r) {
+    return config_.quotas.enabled() &&
+           config_.quotas.used(r->job.team) - r->job.gpus < config_.quotas.quota(r->job.team).guarantee;
+  };
+  auto cost = [&](const RunningJob* r) { return r->job.gpus * (now - r->start); };
+  std::stable_sort(candidates.begin(), candidates.end(), [&](const RunningJob* a, const RunningJob* b) {
+    if (below(a) != below(b)) return !below(a);
+    return cost(a) != cost(b) ? cost(a) < cost(b) : a->job.id < b->job.id;
+  });
+  GpuPool trial = pool_;
+  std::vector<const RunningJob*> victims;
+  for (const RunningJob* c : candidates) {
+    GL_RETURN_IF_ERROR(trial.Give(c->allocation));
+    victims.push_back(c);
+    if (PlaceGang(trial, job.gpus, config_.style, ConstraintsFor(job, now))) break;
+  }
+  if (!PlaceGang(trial, job.gpus, config_.style, ConstraintsFor(job, now))) return out;
+  // Keep only the victims it really needs, dearest first.
+  for (size_t i = victims.size(); i-- > 0;) {
+    GL_RETURN_IF_ERROR(trial.Take(victims[i]->allocation));
+    if (PlaceGang(trial, job.gpus, config_.style, ConstraintsFor(job, now))) {
+      victims.erase(victims.begin() + static_cast<long>(i));
+    } else {
+      GL_RETURN_IF_ERROR(trial.Give(victims[i]->allocation));
+    }
+  }
+  for (const RunningJob* victim : victims) {
+    Decision d;
+    d.kind = Decision::Kind::kPreempt;
+    d.job = victim->job.id;
+    d.allocation = victim->allocation;
+    d.preempted_by = job.id;
+    PoolJob requeue = victim->job;
+    requeue.max_wait_s = 0;  // it ran: it waits to run again however long it takes
+    GL_RETURN_IF_ERROR(Finish(victim->job.id));
+    queue_.push_back(requeue);  // it keeps its submit time, so its age
+    out.push_back(d);
+  }
+  auto started = TryStart(job, now);
+  if (!started) return Internal("job " + std::to_string(job.id) + " did not fit after its victims were preempted");
+  out.push_back(*started);
+  return out;
+}
+
+StatusOr<std::vector<Decision>> Scheduler::TryDefragment(const PoolJob& job, double now) {
+  std::vector<Decision> out;
+  const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
+  if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) return out;
+  if (pool_.free_gpus() < job.gpus) return out;  // blocked by number, not by shape
+  const int per = pool_.hosts().front().gpus;
+  const int n_hosts = static_cast<int>(pool_.hosts().size());
+  const GangConstraints wanted = ConstraintsFor(job, now);
+  auto allowed = [&](int h) { return pool_.usable(h) && (wanted.avoid.empty() || !wanted.avoid[static_cast<size_t>(h)]); };
+  // Jobs on each host that may move: single-host, smaller than a host, not
+  // moved within the grace period.
+  std::vector<std::vector<const RunningJob*>> on_host(static_cast<size_t>(n_hosts));
+  std::vector<int> pinned(static_cast<size_t>(n_hosts), 0);  // GPUs held by jobs that may not move
+  for (const auto& [id, r] : running_) {
+    const bool movable = r.allocation.hosts() == 1 && r.job.gpus < per && now - r.moved_at >= config_.grace_s;
+    for (const HostShare& share : r.allocation.shares) {
+      if (movable) on_host[static_cast<size_t>(share.host)].push_back(&r);
+      else pinned[static_cast<size_t>(share.host)] += std::popcount(share.gpus);
+    }
+  }
+  GpuPool trial = pool_;
+  std::vector<bool> cleared(static_cast<size_t>(n_hosts), false);
+  std::map<int, Allocation> moved;  // job -> its new GPUs in `trial`
+  // Each round frees one host's GPUs enough for one whole host of the job
+  // (or, for the rest of it, its remainder), moving the fewest GPUs.
+  const int rounds = MinHosts(pool_, job.gpus);
+  for (int round = 0; round < rounds && !PlaceGang(trial, job.gpus, config_.style, wanted); ++round) {
+    int whole = 0;
+    for (int h = 0; h < n_hosts; ++h) whole += allowed(h) && trial.free_on(h) == per ? 1 : 0;
+    const int need = job.gpus <= per ? job.gpus : (whole < job.gpus / per ? per : job.gpus % per);
+    if (need == 0) break;
+    std::vector<std::pair<int, int>> candidates;  // (GPUs to move, host)
+    for (int h = 0; h < n_hosts; ++h) {
+      if (!allowed(h) || cleared[static_cast<size_t>(h)] || trial.free_on(h) >= need) continue;
+      if (per - pinned[static_cast<size_t>(h)] < need) continue;
+      candidates.emplace_back(need - trial.free_on(h), h);
+    }
+    // The few cheapest hosts only: a pass must stay well under a
+    // millisecond at 1,024 hosts.
+    constexpr size_t kTries = 8;
+    std::sort(candidates.begin(), candidates.end());
+    if (candidates.size() > kTries) candidates.resize(kTries);
+    bool done = false;
+    for (const auto& [to_move, h] : candidates) {
+      // Smallest jobs first, until enough is free on h.
+      std::vector<const RunningJob*> jobs = on_host[static_cast<size_t>(h)];
+      std::erase_if(jobs, [&](const RunningJob* r) { return moved.count(r->job.id) > 0; });
+      std::stable_sort(jobs.begin(), jobs.end(),
+                       [](const RunningJob* a, const RunningJob* b) { return a->job.gpus < b->job.gpus; });
+      GpuPool attempt = trial;
+      std::map<int, Allocation> attempt_moves;
+      int freed = 0;
+      bool placed_all = true;
+      for (const RunningJob* r : jobs) {
+        if (freed >= to_move) break;
+        GangConstraints c = ConstraintsFor(r->job, now);
+        if (c.avoid.empty()) c.avoid.assign(static_cast<size_t>(n_hosts), false);
+        // Only into other partly used hosts: never onto a whole free host
+        // (that would fragment it) nor back onto a host being cleared.
+        for (int x = 0; x < n_hosts; ++x) {
+          if (x == h || cleared[static_cast<size_t>(x)] || attempt.free_on(x) == per) c.avoid[static_cast<size_t>(x)] = true;
+        }
+        auto to = PlaceGang(attempt, r->job.gpus, config_.style, c);
+        if (!to) {
+          placed_all = false;
+          break;
+        }
+        GL_RETURN_IF_ERROR(attempt.Give(r->allocation));
+        GL_RETURN_IF_ERROR(attempt.Take(*to));
+        attempt_moves[r->job.id] = *to;
+        freed += r->job.gpus;
+      }
+      if (!placed_all || freed < to_move) continue;
+      trial = std::move(attempt);
+      moved.insert(attempt_moves.begin(), attempt_moves.end());
+      cleared[static_cast<size_t>(h)] = true;
+      done = true;
+      break;
+    }
+    if (!done) break;
+  }
+  if (moved.empty() || !PlaceGang(trial, job.gpus, config_.style, wanted)) return out;
+  // Commit: every move at once (old GPUs back first, then the new ones).
+  for (const auto& [id, to] : moved) GL_RETURN_IF_ERROR(pool_.Give(running_.at(id).allocation));
+  for (const auto& [id, to] : moved) {
+    GL_RETURN_IF_ERROR(pool_.Take(to));
+    RunningJob& r = running_.at(id);
+    Decision d;
+    d.kind = Decision::Kind::kMigrate;
+    d.job = id;
+    d.previous = r.allocation;
+    d.allocation = to;
+    d.preempted_by = job.id;
+    r.allocation = to;
+    r.delay += config_.migration_cost_s;
+    busy_until_.clear();
+    r.moved_at = now;
+    out.push_back(d);
+  }
+  auto started = TryStart(job, now);
+  if (!started) return Internal("job " + std::to_string(job.id) + " did not fit after migrations made room for it");
+  out.push_back(*started);
+  return out;
+}
+
+}  // namespace gpulaunch::pool
