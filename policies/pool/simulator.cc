@@ -6,7 +6,7 @@
 #include <map>
 #include <numeric>
 #include <queue>
-#include <set>
+#include <tuple>
 
 #include "common/stats.h"
 
@@ -52,133 +52,146 @@ StatusOr<SchedulerConfig> PolicyConfig(const std::string& name, const QuotaBook&
   return c;
 }
 
-StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& jobs, const SchedulerConfig& config,
-                             const std::string& policy_name, const SimSetup& setup) {
-  SimReport report;
-  report.policy = policy_name;
-  Scheduler scheduler(pool, config);
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
-  for (const SimReservation& r : setup.reservations) {
-    GL_RETURN_IF_ERROR(scheduler.Reserve(r.name, r.team, r.hosts, r.start, r.end).status());
-    events.push(Event{r.start, 2, -1, 0});  // passes when it begins and ends
-    events.push(Event{r.end, 2, -1, 0});
-  }
-  RuleAudit audit;
-  std::map<int, JobOutcome> outcome;
-  std::map<int, int> generation;
-  std::map<int, double> run_start;  // of the current run
-  std::map<int, double> run_end;    // when the current run will end
-  std::map<int, double> run_delay;  // migration time in the current run (no progress)
-  std::map<int, double> remaining;  // work left at the start of the current run
-  std::map<int, const TraceJob*> by_id;
-  for (const TraceJob& j : jobs) {
-    if (j.gpus > pool.total_gpus()) {
-      ++report.dropped;
-      continue;
-    }
-    by_id[j.id] = &j;
-    events.push(Event{j.submit, 1, j.id, 0});
-    outcome[j.id] = JobOutcome{j.id, j.gpus, j.team, j.submit};
-    remaining[j.id] = j.duration;
-  }
-  report.jobs = static_cast<int>(by_id.size());
-  std::map<int, double> below_since;  // team -> since when its guarantee is owed (-1: counted)
-  int violations = 0;
-  double last = jobs.empty() ? 0 : jobs.front().submit, busy_area = 0, stranded_area = 0, first = last;
-  int busy_now = 0, stranded_now = 0;
-  double decision_total_us = 0;
-  while (!events.empty()) {
-    const double now = events.top().time;
-    busy_area += busy_now * (now - last);
-    stranded_area += stranded_now * (now - last);
-    last = now;
-    while (!events.empty() && events.top().time == now) {
-      const Event e = events.top();
-      events.pop();
-      if (e.kind == 0) {
-        if (e.generation != generation[e.job]) continue;  // preempted since
-        GL_RETURN_IF_ERROR(scheduler.Finish(e.job));
-        outcome[e.job].end = now;
-      } else if (e.kind == 1) {
-        const TraceJob& j = *by_id[e.job];
-        PoolJob job{j.id, j.team, j.gpus, j.priority, j.submit, j.duration};
-        job.user = j.user;
-        job.min_gpu_memory_gib = j.min_gpu_memory_gib;
-        job.min_link_gbps = j.min_link_gbps;
-        job.one_leaf = j.one_leaf;
-        job.min_leaves = j.min_leaves;
-        job.max_wait_s = setup.max_wait_s;
-        scheduler.Submit(job);
-        if (setup.max_wait_s > 0) events.push(Event{now + setup.max_wait_s, 2, j.id, 0});  // a pass when it expires
-      }
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    GL_ASSIGN_OR_RETURN(std::vector<Decision> decisions, scheduler.Schedule(now));
-    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    decision_total_us += us;
-    report.decision_us_max = std::max(report.decision_us_max, us);
-    ++report.passes;
-    for (const Decision& d : decisions) {
-      JobOutcome& o = outcome[d.job];
-      if (d.kind == Decision::Kind::kExpire) {
-        o.timed_out = true;
-        ++report.timed_out;
+namespace {
+
+// One simulation: the event queue, each job's runs, and the running
+// measures. Run() is the loop; each other method is one step of it.
+class Simulation {
+ public:
+  Simulation(const GpuPool& pool, const std::vector<TraceJob>& jobs, const SchedulerConfig& config,
+             const std::string& policy_name, const SimSetup& setup)
+      : pool_(pool), config_(config), setup_(setup), scheduler_(pool, config) {
+    report_.policy = policy_name;
+    for (const TraceJob& j : jobs) {
+      if (j.gpus > pool.total_gpus()) {
+        ++report_.dropped;
         continue;
       }
-      if (d.kind == Decision::Kind::kMigrate) {
+      by_id_[j.id] = &j;
+      events_.push(Event{j.submit, 1, j.id, 0});
+      outcome_[j.id] = JobOutcome{j.id, j.gpus, j.team, j.submit};
+      remaining_[j.id] = j.duration;
+    }
+    report_.jobs = static_cast<int>(by_id_.size());
+    first_ = last_ = jobs.empty() ? 0 : jobs.front().submit;
+  }
+
+  StatusOr<SimReport> Run() {
+    for (const SimReservation& r : setup_.reservations) {
+      GL_RETURN_IF_ERROR(scheduler_.Reserve(r.name, r.team, r.hosts, r.start, r.end).status());
+      events_.push(Event{r.start, 2, -1, 0});  // passes when it begins and ends
+      events_.push(Event{r.end, 2, -1, 0});
+    }
+    while (!events_.empty()) {
+      const double now = events_.top().time;
+      busy_area_ += busy_now_ * (now - last_);
+      stranded_area_ += stranded_now_ * (now - last_);
+      last_ = now;
+      while (!events_.empty() && events_.top().time == now) {
+        const Event e = events_.top();
+        events_.pop();
+        GL_RETURN_IF_ERROR(Handle(e, now));
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      GL_ASSIGN_OR_RETURN(std::vector<Decision> decisions, scheduler_.Schedule(now));
+      const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      decision_total_us_ += us;
+      report_.decision_us_max = std::max(report_.decision_us_max, us);
+      ++report_.passes;
+      for (const Decision& d : decisions) GL_RETURN_IF_ERROR(Apply(d, now));
+      Measure(now);
+    }
+    return Summarize();
+  }
+
+ private:
+  // A job finishes (unless preempted or moved since), or arrives.
+  Status Handle(const Event& e, double now) {
+    if (e.kind == 0) {
+      if (e.generation != generation_[e.job]) return Status::Ok();  // preempted or moved since
+      GL_RETURN_IF_ERROR(scheduler_.Finish(e.job));
+      outcome_[e.job].end = now;
+    } else if (e.kind == 1) {
+      const TraceJob& j = *by_id_[e.job];
+      PoolJob job{j.id, j.team, j.gpus, j.priority, j.submit, j.duration};
+      job.user = j.user;
+      job.min_gpu_memory_gib = j.min_gpu_memory_gib;
+      job.min_link_gbps = j.min_link_gbps;
+      job.one_leaf = j.one_leaf;
+      job.min_leaves = j.min_leaves;
+      job.max_wait_s = setup_.max_wait_s;
+      scheduler_.Submit(job);
+      if (setup_.max_wait_s > 0) events_.push(Event{now + setup_.max_wait_s, 2, j.id, 0});  // a pass when it expires
+    }
+    return Status::Ok();
+  }
+
+  Status Apply(const Decision& d, double now) {
+    JobOutcome& o = outcome_[d.job];
+    switch (d.kind) {
+      case Decision::Kind::kExpire:
+        o.timed_out = true;
+        ++report_.timed_out;
+        return Status::Ok();
+      case Decision::Kind::kMigrate: {
         // It goes on elsewhere after its checkpoint and restart: the same
         // work left, later by the migration cost.
-        const double left = run_end[d.job] - now;
-        run_end[d.job] = now + left + config.migration_cost_s;
-        run_delay[d.job] += config.migration_cost_s;
-        ++generation[d.job];
+        run_end_[d.job] += config_.migration_cost_s;
+        run_delay_[d.job] += config_.migration_cost_s;
+        ++generation_[d.job];
         ++o.migrations;
-        ++report.migrations;
-        o.gpu_seconds_lost += config.migration_cost_s * o.gpus;
+        ++report_.migrations;
+        o.gpu_seconds_lost += config_.migration_cost_s * o.gpus;
         o.hosts = d.allocation.hosts();
-        o.leaves = LeavesOf(pool, d.allocation);
-        events.push(Event{run_end[d.job], 0, d.job, generation[d.job]});
-        continue;
+        o.leaves = LeavesOf(pool_, d.allocation);
+        events_.push(Event{run_end_[d.job], 0, d.job, generation_[d.job]});
+        return Status::Ok();
       }
-      if (d.kind == Decision::Kind::kPreempt) {
-        ++generation[d.job];
+      case Decision::Kind::kPreempt: {
+        ++generation_[d.job];
         ++o.preemptions;
-        ++report.preemptions;
+        ++report_.preemptions;
         // Work done in this run, and what of it a checkpoint kept.
-        const double ran = now - run_start[d.job];
-        const double progress = std::clamp(ran - run_delay[d.job], 0.0, remaining[d.job]);
-        const double kept = setup.checkpoint_interval_s > 0
-                                ? std::floor(progress / setup.checkpoint_interval_s) * setup.checkpoint_interval_s
-                                : 0;
-        remaining[d.job] -= kept;
-        const double restart = setup.checkpoint_interval_s > 0 ? config.migration_cost_s : 0;
-        remaining[d.job] += restart;
+        const double ran = now - run_start_[d.job];
+        const double progress = std::clamp(ran - run_delay_[d.job], 0.0, remaining_[d.job]);
+        const double every = setup_.checkpoint_interval_s;
+        const double kept = every > 0 ? std::floor(progress / every) * every : 0;
+        const double restart = every > 0 ? config_.migration_cost_s : 0;
+        remaining_[d.job] += restart - kept;
         o.gpu_seconds_lost += (ran - kept + restart) * o.gpus;
-        GL_RETURN_IF_ERROR(scheduler.SetEstimate(d.job, remaining[d.job]));
-        continue;
+        return scheduler_.SetEstimate(d.job, remaining_[d.job]);
       }
-      if (o.start < 0) o.start = now;
-      run_start[d.job] = now;
-      o.hosts = d.allocation.hosts();
-      o.leaves = LeavesOf(pool, d.allocation);
-      o.min_hosts = MinHosts(pool, o.gpus);
-      o.min_leaves = MinLeaves(pool, o.gpus);
-      run_end[d.job] = now + remaining[d.job];
-      run_delay[d.job] = 0;
-      events.push(Event{run_end[d.job], 0, d.job, generation[d.job]});
-      if (config.preempt) events.push(Event{now + config.grace_s, 2, d.job, generation[d.job]});
+      case Decision::Kind::kStart:
+        break;
     }
-    audit.Check(scheduler, now);
-    busy_now = pool.total_gpus() - scheduler.pool().free_gpus();
-    report.busy.emplace_back(now, busy_now);
+    if (o.start < 0) o.start = now;
+    run_start_[d.job] = now;
+    o.hosts = d.allocation.hosts();
+    o.leaves = LeavesOf(pool_, d.allocation);
+    o.min_hosts = MinHosts(pool_, o.gpus);
+    o.min_leaves = MinLeaves(pool_, o.gpus);
+    run_end_[d.job] = now + remaining_[d.job];
+    run_delay_[d.job] = 0;
+    events_.push(Event{run_end_[d.job], 0, d.job, generation_[d.job]});
+    if (config_.preempt) events_.push(Event{now + config_.grace_s, 2, d.job, generation_[d.job]});
+    return Status::Ok();
+  }
+
+  // After a pass: the audit, busy and stranded GPUs until the next event,
+  // and the guarantees.
+  void Measure(double now) {
+    audit_.Check(scheduler_, now);
+    const GpuPool& pool = scheduler_.pool();
+    busy_now_ = pool_.total_gpus() - pool.free_gpus();
+    report_.busy.emplace_back(now, busy_now_);
     // Stranded: free GPUs while a queued job that fits by count (and by
     // quota) cannot be placed.
-    stranded_now = 0;
-    for (const PoolJob& q : scheduler.queue()) {
-      const QuotaVerdict v = scheduler.quotas().Check(q.team, q.gpus);
-      if ((v == QuotaVerdict::kWithinNominal || v == QuotaVerdict::kBorrowed) &&
-          q.gpus <= scheduler.pool().free_gpus() && !PlaceGang(scheduler.pool(), q.gpus, config.style)) {
-        stranded_now = scheduler.pool().free_gpus();
+    stranded_now_ = 0;
+    for (const PoolJob& q : scheduler_.queue()) {
+      const QuotaVerdict v = scheduler_.quotas().Check(q.team, q.gpus);
+      if ((v == QuotaVerdict::kWithinNominal || v == QuotaVerdict::kBorrowed) && q.gpus <= pool.free_gpus() &&
+          !PlaceGang(pool, q.gpus, config_.style)) {
+        stranded_now_ = pool.free_gpus();
         break;
       }
     }
@@ -186,58 +199,83 @@ StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& j
     // teams hold borrowed GPUs must get them within the grace period (plus
     // a minute for the reclaim itself); each episode longer than that is
     // one violation.
-    if (scheduler.quotas().enabled()) {
-      const QuotaBook& q = scheduler.quotas();
-      bool someone_borrows = false;
-      for (int t = 0; t < q.teams(); ++t) someone_borrows = someone_borrows || q.used(t) > q.quota(t).nominal;
-      for (int t = 0; t < q.teams(); ++t) {
-        bool wants = false;
-        for (const PoolJob& job : scheduler.queue())
-          wants = wants || (job.team == t && q.used(t) + job.gpus <= q.quota(t).guarantee);
-        auto it = below_since.find(t);
-        if (wants && someone_borrows) {
-          if (it == below_since.end()) {
-            below_since[t] = now;
-          } else if (it->second >= 0 && now - it->second > config.grace_s + 60) {
-            ++violations;
-            it->second = -1;  // counted; the episode goes on until it is over
-          }
-        } else if (it != below_since.end()) {
-          below_since.erase(it);
+    const QuotaBook& q = scheduler_.quotas();
+    if (!q.enabled()) return;
+    bool someone_borrows = false;
+    for (int t = 0; t < q.teams(); ++t) someone_borrows = someone_borrows || q.used(t) > q.quota(t).nominal;
+    for (int t = 0; t < q.teams(); ++t) {
+      bool wants = false;
+      for (const PoolJob& job : scheduler_.queue())
+        wants = wants || (job.team == t && q.used(t) + job.gpus <= q.quota(t).guarantee);
+      auto it = owed_since_.find(t);
+      if (wants && someone_borrows) {
+        if (it == owed_since_.end()) {
+          owed_since_[t] = now;
+        } else if (it->second >= 0 && now - it->second > config_.grace_s + 60) {
+          ++report_.guarantee_violations;
+          it->second = -1;  // counted; the episode goes on until it is over
         }
+      } else if (it != owed_since_.end()) {
+        owed_since_.erase(it);
       }
     }
   }
-  report.guarantee_violations = violations;
-  report.rules = audit.counts();
-  std::vector<double> jct, wait;
-  double hosts_ratio = 0, leaves_ratio = 0;
-  for (auto& [id, o] : outcome) {
-    report.outcomes.push_back(o);
-    if (o.timed_out) continue;
-    if (o.end < 0) return Internal("job " + std::to_string(id) + " never finished: the simulation lost it");
-    jct.push_back(o.end - o.submit);
-    wait.push_back(o.start - o.submit);
-    hosts_ratio += static_cast<double>(o.hosts) / std::max(1, o.min_hosts);
-    leaves_ratio += static_cast<double>(o.leaves) / std::max(1, o.min_leaves);
-    report.jobs_over_min_leaves += o.leaves > o.min_leaves ? 1 : 0;
-    report.gpu_hours_lost += o.gpu_seconds_lost / 3600;
+
+  StatusOr<SimReport> Summarize() {
+    report_.rules = audit_.counts();
+    std::vector<double> jct, wait;
+    double hosts_ratio = 0, leaves_ratio = 0, last_end = first_;
+    for (auto& [id, o] : outcome_) {
+      report_.outcomes.push_back(o);
+      if (o.timed_out) continue;
+      if (o.end < 0) return Internal("job " + std::to_string(id) + " never finished: the simulation lost it");
+      jct.push_back(o.end - o.submit);
+      wait.push_back(o.start - o.submit);
+      hosts_ratio += static_cast<double>(o.hosts) / std::max(1, o.min_hosts);
+      leaves_ratio += static_cast<double>(o.leaves) / std::max(1, o.min_leaves);
+      report_.jobs_over_min_leaves += o.leaves > o.min_leaves ? 1 : 0;
+      report_.gpu_hours_lost += o.gpu_seconds_lost / 3600;
+      last_end = std::max(last_end, o.end);
+    }
+    const double n = std::max<size_t>(1, jct.size());
+    report_.avg_jct_s = std::accumulate(jct.begin(), jct.end(), 0.0) / n;
+    report_.p95_jct_s = Quantile(jct, 0.95);
+    report_.avg_wait_s = std::accumulate(wait.begin(), wait.end(), 0.0) / n;
+    report_.p95_wait_s = Quantile(wait, 0.95);
+    report_.max_wait_s = wait.empty() ? 0 : *std::max_element(wait.begin(), wait.end());
+    report_.avg_hosts_over_min = hosts_ratio / n;
+    report_.avg_leaves_over_min = leaves_ratio / n;
+    report_.makespan_s = last_end - first_;  // passes for a reservation's end may come later
+    report_.utilization = report_.makespan_s > 0 ? busy_area_ / (pool_.total_gpus() * report_.makespan_s) : 0;
+    report_.stranded_gpus = report_.makespan_s > 0 ? stranded_area_ / report_.makespan_s : 0;
+    report_.decision_us_avg = report_.passes ? decision_total_us_ / report_.passes : 0;
+    return std::move(report_);
   }
-  const double n = std::max<size_t>(1, jct.size());
-  report.avg_jct_s = std::accumulate(jct.begin(), jct.end(), 0.0) / n;
-  report.p95_jct_s = Quantile(jct, 0.95);
-  report.avg_wait_s = std::accumulate(wait.begin(), wait.end(), 0.0) / n;
-  report.p95_wait_s = Quantile(wait, 0.95);
-  report.max_wait_s = wait.empty() ? 0 : *std::max_element(wait.begin(), wait.end());
-  report.avg_hosts_over_min = hosts_ratio / n;
-  report.avg_leaves_over_min = leaves_ratio / n;
-  double last_end = first;
-  for (const auto& [id, o] : outcome) last_end = std::max(last_end, o.end);
-  report.makespan_s = last_end - first;  // passes for a reservation's end may come later
-  report.utilization = report.makespan_s > 0 ? busy_area / (pool.total_gpus() * report.makespan_s) : 0;
-  report.stranded_gpus = report.makespan_s > 0 ? stranded_area / report.makespan_s : 0;
-  report.decision_us_avg = report.passes ? decision_total_us / report.passes : 0;
-  return report;
+
+  const GpuPool& pool_;
+  const SchedulerConfig& config_;
+  const SimSetup& setup_;
+  Scheduler scheduler_;
+  RuleAudit audit_;
+  SimReport report_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  std::map<int, const TraceJob*> by_id_;
+  std::map<int, JobOutcome> outcome_;
+  std::map<int, int> generation_;     // of each job's finish event: older ones are stale
+  std::map<int, double> run_start_;   // of its current run
+  std::map<int, double> run_end_;     // when its current run will end
+  std::map<int, double> run_delay_;   // migration time in its current run (no progress)
+  std::map<int, double> remaining_;   // work left at the start of its current run
+  std::map<int, double> owed_since_;  // team -> since when its guarantee is owed (-1: counted)
+  double first_ = 0, last_ = 0, busy_area_ = 0, stranded_area_ = 0, decision_total_us_ = 0;
+  int busy_now_ = 0, stranded_now_ = 0;
+};
+
+}  // namespace
+
+StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& jobs, const SchedulerConfig& config,
+                             const std::string& policy_name, const SimSetup& setup) {
+  return Simulation(pool, jobs, config, policy_name, setup).Run();
 }
 
 }  // namespace gpulaunch::pool
