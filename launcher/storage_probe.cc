@@ -13,6 +13,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "common/fd_io.h"
 #include "common/strings.h"
 
 namespace gpulaunch {
@@ -45,17 +46,6 @@ std::string FileOf(const std::string& path, const std::string& token, const std:
 }
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
-
-bool WriteAll(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    const ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
 
 // Reads the whole file and compares it with what `writer` wrote:
 // "ok", "missing" or "different".

@@ -17,6 +17,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "common/fd_io.h"
 #include "launcher/shim/stack_dump.h"
 
 namespace gpulaunch {
@@ -70,16 +71,6 @@ class TailKeeper {
   std::string partial_;
   std::deque<std::string> lines_;
 };
-
-void WriteAll(int fd, const char* data, size_t n) {
-  while (n > 0) {
-    const ssize_t w = write(fd, data, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
-    data += w;
-    n -= static_cast<size_t>(w);
-  }
-}
 
 // In the forked child: becomes the job, or exits 126/127 saying why not.
 // `parent_ends` are the shim's ends of the pipes: closed here, or the go
