@@ -22,6 +22,7 @@ constexpr char kHelp[] =
     "                     [--policy topology|fifo-first-fit|best-fit|all] [--templates DEFS]\n"
     "                     [--teams N] [--quota TEAM:GUARANTEE/NOMINAL/BORROW[/LEND],...] [--grace S]\n"
     "                     [--checkpoint S] [--max-wait H] [--reserve NAME:TEAM:HOSTS@START-END]...\n"
+    "                     [--fail HOST@START[-END]]...\n"
     "                     [--format table|json] [--out FILE]\n"
     "Replays a job trace (Tiresias, ElasticFlow, or id,submit,duration,gpus[,team,priority,user,template] CSV)\n"
     "or a synthetic one (SPEC e.g. \"jobs:2000 days:14 teams:3 users:24 high:0.1 templated:0.2\") on a\n"
@@ -34,11 +35,13 @@ constexpr char kHelp[] =
     "from their last checkpoint (one every S seconds of work); moving or resuming a job costs 120 s.\n"
     "--max-wait H: a job not started H hours after its submission leaves the queue (a queue timeout).\n"
     "--reserve holds HOSTS whole hosts for TEAM (its name in --quota, or its number) from START to END hours\n"
-    "after the first job's submission.\n";
+    "after the first job's submission. --fail makes HOST (its name, e.g. s0n3, or number) stop sending\n"
+    "heartbeats from START (to END) hours: suspect after 2 missed heartbeats, bad at 15 s, its jobs requeued,\n"
+    "its GPUs reused when their 30 s lease runs out.\n";
 
 struct SimOptions {
   std::string trace, synthetic, cluster, policy = "all", format = "table", quota, templates;
-  std::vector<std::string> reserve;
+  std::vector<std::string> reserve, fail;
   std::optional<std::string> out;
   int teams = 0;
   double grace_s = 300;
@@ -70,6 +73,9 @@ StatusOr<SimOptions> Parse(const std::vector<std::string>& args) {
     } else if (a == "--reserve") {
       GL_ASSIGN_OR_RETURN(std::string v, value());
       o.reserve.push_back(v);
+    } else if (a == "--fail") {
+      GL_ASSIGN_OR_RETURN(std::string v, value());
+      o.fail.push_back(v);
     } else if (a == "--format") {
       GL_ASSIGN_OR_RETURN(o.format, value());
       if (o.format != "table" && o.format != "json") return InvalidArgument("sim: --format " + o.format + ": table or json");
@@ -129,6 +135,38 @@ StatusOr<SimReservation> ParseReservation(const std::string& text, const QuotaBo
   return r;
 }
 
+// "HOST@START[-END]" (hours after `origin`); HOST a name or a number.
+StatusOr<SimFailure> ParseFailure(const std::string& text, const GpuPool& pool, double origin) {
+  auto bad = [&](const std::string& why) {
+    return InvalidArgument("sim: --fail '" + text + "': " + why + " (e.g. s0n3@24-30, or 3@24)");
+  };
+  const size_t at = text.find('@');
+  if (at == std::string::npos) return bad("give HOST@START[-END]");
+  const std::string host = text.substr(0, at);
+  SimFailure f;
+  f.host = -1;
+  for (size_t h = 0; h < pool.hosts().size(); ++h)
+    if (pool.hosts()[h].name == host) f.host = static_cast<int>(h);
+  const auto index = ParseInt(host);
+  if (f.host < 0 && index && *index >= 0 && *index < static_cast<int64_t>(pool.hosts().size())) {
+    f.host = static_cast<int>(*index);
+  }
+  if (f.host < 0) {
+    return bad("no host '" + host + "' (names are s<leaf>n<node>, e.g. s0n0; numbers 0 to " +
+               std::to_string(pool.hosts().size() - 1) + ")");
+  }
+  const std::vector<std::string> window = Split(text.substr(at + 1), '-');
+  const auto start = ParseInt(window[0]);
+  const auto end = window.size() == 2 ? ParseInt(window[1]) : std::optional<int64_t>(-1);
+  if (window.size() > 2 || !start || !end || *start < 0 || *start > 1000000 ||
+      (window.size() == 2 && *end <= *start) || *end > 1000000) {
+    return bad("START[-END] must be whole hours, END after START");
+  }
+  f.at = origin + static_cast<double>(*start) * 3600;
+  f.back = window.size() == 2 ? origin + static_cast<double>(*end) * 3600 : -1;
+  return f;
+}
+
 struct SimInputs {
   GpuPool pool;
   std::vector<TraceJob> jobs;
@@ -176,6 +214,11 @@ StatusOr<SimInputs> Load(const SimOptions& o) {
     GL_ASSIGN_OR_RETURN(SimReservation r, ParseReservation(text, in.quotas, origin));
     in.setup.reservations.push_back(r);
     in.info.reservations += (in.info.reservations.empty() ? "" : ", ") + text;
+  }
+  for (const std::string& text : o.fail) {
+    GL_ASSIGN_OR_RETURN(SimFailure f, ParseFailure(text, in.pool, origin));
+    in.setup.failures.push_back(f);
+    in.info.failures += (in.info.failures.empty() ? "" : ", ") + text;
   }
   in.setup.checkpoint_interval_s = o.checkpoint_s;
   in.setup.max_wait_s = o.max_wait_h * 3600;

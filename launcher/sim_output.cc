@@ -20,6 +20,7 @@ Json RulesJson(const pool::RuleCounts& r) {
   j.Set("constraint_breaks", r.constraint_breaks);
   j.Set("reservation_intrusions", r.reservation_intrusions);
   j.Set("quota_breaks", r.quota_breaks);
+  j.Set("unhealthy_placements", r.unhealthy_placements);
   return j;
 }
 
@@ -29,6 +30,7 @@ Json ReportJson(const SimReport& r) {
   j.Set("jobs", r.jobs);
   j.Set("dropped", r.dropped);
   j.Set("timed_out", r.timed_out);
+  j.Set("never_started", r.never_started);
   j.Set("avg_jct_s", r.avg_jct_s);
   j.Set("p95_jct_s", r.p95_jct_s);
   j.Set("avg_wait_s", r.avg_wait_s);
@@ -42,6 +44,7 @@ Json ReportJson(const SimReport& r) {
   j.Set("jobs_over_min_leaves", r.jobs_over_min_leaves);
   j.Set("preemptions", r.preemptions);
   j.Set("migrations", r.migrations);
+  j.Set("jobs_lost_to_failures", r.jobs_lost_to_failures);
   j.Set("gpu_hours_lost", r.gpu_hours_lost);
   j.Set("guarantee_violations", r.guarantee_violations);
   j.Set("rules", RulesJson(r.rules));
@@ -78,6 +81,7 @@ Json SimJson(const SimRunInfo& info, int teams, const std::vector<SimReport>& re
   root.Set("checkpoint_s", info.checkpoint_s);
   root.Set("max_wait_s", info.max_wait_s);
   root.Set("reservations", info.reservations);
+  root.Set("failures", info.failures);
   Json list = Json::Array();
   for (const SimReport& r : reports) list.Push(ReportJson(r));
   root.Set("policies", list);
@@ -88,14 +92,15 @@ void PrintSimTable(const SimRunInfo& info, const std::vector<SimReport>& reports
   std::printf("DECISION us: mean/max wall time of one scheduling pass. STRANDED: time-average free GPUs while a\n"
               "queued job that fits by count cannot be placed. RULES: hard rules found broken by the audit after\n"
               "every pass (GPUs held twice, a user's priority classes sharing a host, template constraints,\n"
-              "reservations, quota limits). The simulator uses each job's trace duration as its run-time estimate (a perfect\n"
+              "reservations, quota limits, placements on unhealthy hosts). The simulator uses each job's trace duration as its run-time estimate (a perfect\n"
               "user time limit), for backfill and for the topology policy's order.\n");
   const std::string resume = info.checkpoint_s > 0 ? "preempted jobs resume from a checkpoint every " +
                                                          std::to_string(static_cast<long>(info.checkpoint_s)) + " s"
                                                    : "preempted jobs start over";
-  std::printf("gpulaunch sim: %s (%d jobs), cluster \"%s\" (%d GPUs), %s; %s%s\n", info.source.c_str(),
+  std::printf("gpulaunch sim: %s (%d jobs), cluster \"%s\" (%d GPUs), %s; %s%s%s\n", info.source.c_str(),
               reports.front().jobs, info.cluster.c_str(), info.gpus, info.teams.c_str(), resume.c_str(),
-              info.reservations.empty() ? "" : ("; reservations " + info.reservations).c_str());
+              info.reservations.empty() ? "" : ("; reservations " + info.reservations).c_str(),
+              info.failures.empty() ? "" : ("; host failures " + info.failures).c_str());
   std::printf("%-15s %9s %9s %9s %9s %9s %6s %9s %10s %11s %8s %8s %10s %6s %6s %12s\n", "POLICY", "AVG JCT",
               "P95 JCT", "AVG WAIT", "P95 WAIT", "MAX WAIT", "UTIL", "STRANDED", "HOSTS/MIN", "LEAVES/MIN", "PREEMPT",
               "MIGRATE", "GPU-H LOST", "VIOL", "RULES", "DECISION us");
@@ -110,6 +115,13 @@ void PrintSimTable(const SimRunInfo& info, const std::vector<SimReport>& reports
     std::printf("%d jobs need more GPUs than the cluster has and were left out\n", reports.front().dropped);
   }
   for (const SimReport& r : reports) {
+    if (r.never_started) {
+      std::printf("%s: %d jobs were still waiting at the end and can never start (hosts gone, or quotas)\n",
+                  r.policy.c_str(), r.never_started);
+    }
+    if (r.jobs_lost_to_failures) {
+      std::printf("%s: %d runs ended by a bad host and were requeued\n", r.policy.c_str(), r.jobs_lost_to_failures);
+    }
     if (r.timed_out) std::printf("%s: %d jobs timed out in the queue (not in the JCT and wait figures)\n", r.policy.c_str(), r.timed_out);
   }
 }

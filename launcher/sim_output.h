@@ -20,6 +20,7 @@ struct SimRunInfo {
   double checkpoint_s = 0;
   double max_wait_s = 0;
   std::string reservations;  // as given, or empty
+  std::string failures;      // as given, or empty
 };
 
 Json SimJson(const SimRunInfo& info, int teams, const std::vector<pool::SimReport>& reports);

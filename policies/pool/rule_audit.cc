@@ -60,4 +60,11 @@ void RuleAudit::Check(const GpuPool& pool, const std::map<int, RunningJob>& runn
   counts_.reservation_intrusions = static_cast<int>(intruded_.size());
 }
 
+void RuleAudit::CheckPlacement(const Decision& d, const GpuPool& pool) {
+  if (d.kind != Decision::Kind::kStart && d.kind != Decision::Kind::kMigrate) return;
+  for (const HostShare& s : d.allocation.shares)
+    if (!pool.usable(s.host)) unhealthy_.insert(d.job);
+  counts_.unhealthy_placements = static_cast<int>(unhealthy_.size());
+}
+
 }  // namespace gpulaunch::pool

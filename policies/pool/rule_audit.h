@@ -8,6 +8,8 @@
 //                          link speed, one leaf switch, or spread over N leaves
 //   reservation_intrusions another team's job placed (started or moved) on a
 //                          reserved host during the reservation's window
+//   unhealthy_placements   a job started or moved onto a host that is not
+//                          healthy (suspect or bad) at that moment
 //   quota_breaks           a team holding more than its nominal quota plus its
 //                          borrow limit, or a quota book that disagrees with
 //                          the running jobs (counted per team)
@@ -27,8 +29,10 @@ struct RuleCounts {
   int constraint_breaks = 0;
   int reservation_intrusions = 0;
   int quota_breaks = 0;
+  int unhealthy_placements = 0;
   int total() const {
-    return gpus_held_twice + user_class_conflicts + constraint_breaks + reservation_intrusions + quota_breaks;
+    return gpus_held_twice + user_class_conflicts + constraint_breaks + reservation_intrusions + quota_breaks +
+           unhealthy_placements;
   }
 };
 
@@ -39,11 +43,13 @@ class RuleAudit {
   }
   void Check(const GpuPool& pool, const std::map<int, RunningJob>& running,
              const std::vector<PoolReservation>& reservations, const QuotaBook& quotas, double now);
+  // A decision of the pass just taken, against the hosts' health in it.
+  void CheckPlacement(const Decision& d, const GpuPool& pool);
   const RuleCounts& counts() const { return counts_; }
 
  private:
   RuleCounts counts_;
-  std::set<int> twice_, broken_, intruded_, over_quota_teams_;
+  std::set<int> twice_, broken_, intruded_, over_quota_teams_, unhealthy_;
   std::set<std::pair<int, int>> conflicts_;
 };
 

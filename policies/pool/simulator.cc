@@ -60,7 +60,11 @@ class Simulation {
  public:
   Simulation(const GpuPool& pool, const std::vector<TraceJob>& jobs, const SchedulerConfig& config,
              const std::string& policy_name, const SimSetup& setup)
-      : pool_(pool), config_(config), setup_(setup), scheduler_(pool, config) {
+      : pool_(pool),
+        config_(config),
+        setup_(setup),
+        scheduler_(pool, config),
+        health_(static_cast<int>(pool.hosts().size()), setup.health, jobs.empty() ? 0 : jobs.front().submit) {
     report_.policy = policy_name;
     for (const TraceJob& j : jobs) {
       if (j.gpus > pool.total_gpus()) {
@@ -82,6 +86,17 @@ class Simulation {
       events_.push(Event{r.start, 2, -1, 0});  // passes when it begins and ends
       events_.push(Event{r.end, 2, -1, 0});
     }
+    for (const SimFailure& f : setup_.failures) {
+      if (f.host < 0 || f.host >= static_cast<int>(pool_.hosts().size())) {
+        return InvalidArgument("host failure: no host " + std::to_string(f.host));
+      }
+      // Passes when the host goes silent, turns suspect and bad, when its
+      // lease runs out, and when it is back.
+      const HealthConfig& h = setup_.health;
+      for (double t : {0.0, h.missed_for_suspect * h.heartbeat_s, h.bad_after_s, h.lease_s})
+        events_.push(Event{f.at + t, 2, -1, 0});
+      if (f.back >= 0) events_.push(Event{f.back, 2, -1, 0});
+    }
     while (!events_.empty()) {
       const double now = events_.top().time;
       busy_area_ += busy_now_ * (now - last_);
@@ -92,13 +107,17 @@ class Simulation {
         events_.pop();
         GL_RETURN_IF_ERROR(Handle(e, now));
       }
+      if (!setup_.failures.empty()) GL_RETURN_IF_ERROR(Heartbeats(now));
       const auto t0 = std::chrono::steady_clock::now();
       GL_ASSIGN_OR_RETURN(std::vector<Decision> decisions, scheduler_.Schedule(now));
       const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       decision_total_us_ += us;
       report_.decision_us_max = std::max(report_.decision_us_max, us);
       ++report_.passes;
-      for (const Decision& d : decisions) GL_RETURN_IF_ERROR(Apply(d, now));
+      for (const Decision& d : decisions) {
+        audit_.CheckPlacement(d, scheduler_.pool());
+        GL_RETURN_IF_ERROR(Apply(d, now));
+      }
       Measure(now);
     }
     return Summarize();
@@ -112,18 +131,61 @@ class Simulation {
       GL_RETURN_IF_ERROR(scheduler_.Finish(e.job));
       outcome_[e.job].end = now;
     } else if (e.kind == 1) {
-      const TraceJob& j = *by_id_[e.job];
-      PoolJob job{j.id, j.team, j.gpus, j.priority, j.submit, j.duration};
-      job.user = j.user;
-      job.min_gpu_memory_gib = j.min_gpu_memory_gib;
-      job.min_link_gbps = j.min_link_gbps;
-      job.one_leaf = j.one_leaf;
-      job.min_leaves = j.min_leaves;
-      job.max_wait_s = setup_.max_wait_s;
-      scheduler_.Submit(job);
-      if (setup_.max_wait_s > 0) events_.push(Event{now + setup_.max_wait_s, 2, j.id, 0});  // a pass when it expires
+      scheduler_.Submit(PoolJobOf(*by_id_[e.job]));
+      if (setup_.max_wait_s > 0) events_.push(Event{now + setup_.max_wait_s, 2, e.job, 0});  // a pass when it expires
     }
     return Status::Ok();
+  }
+
+  PoolJob PoolJobOf(const TraceJob& j) const {
+    PoolJob job{j.id, j.team, j.gpus, j.priority, j.submit, j.duration};
+    job.user = j.user;
+    job.min_gpu_memory_gib = j.min_gpu_memory_gib;
+    job.min_link_gbps = j.min_link_gbps;
+    job.one_leaf = j.one_leaf;
+    job.min_leaves = j.min_leaves;
+    job.max_wait_s = setup_.max_wait_s;
+    return job;
+  }
+
+  bool Down(int host, double now) const {
+    for (const SimFailure& f : setup_.failures)
+      if (f.host == host && f.at <= now && (f.back < 0 || now < f.back)) return true;
+    return false;
+  }
+
+  // Every live host heartbeats; the scheduler applies the hosts' health, and
+  // the jobs a bad host ended go back to the queue with the work they keep.
+  Status Heartbeats(double now) {
+    for (int h = 0; h < static_cast<int>(pool_.hosts().size()); ++h)
+      if (!Down(h, now)) health_.Heartbeat(h, now);
+    GL_ASSIGN_OR_RETURN(std::vector<int> lost, scheduler_.ApplyHealth(health_, now));
+    for (int id : lost) {
+      JobOutcome& o = outcome_[id];
+      ++o.lost_to_failures;
+      ++report_.jobs_lost_to_failures;
+      EndRun(id, now);
+      PoolJob again = PoolJobOf(*by_id_[id]);
+      again.estimate = remaining_[id];
+      again.max_wait_s = 0;  // it ran: it waits to run again however long it takes
+      scheduler_.Submit(again);
+    }
+    return Status::Ok();
+  }
+
+  // A run ends before its work is done (preempted, or its host went bad):
+  // what a checkpoint kept stays done, the rest is lost and redone.
+  void EndRun(int id, double now) {
+    JobOutcome& o = outcome_[id];
+    ++generation_[id];
+    const double ran = now - run_start_[id];
+    const double progress = std::clamp(ran - run_delay_[id], 0.0, remaining_[id]);
+    const double every = setup_.checkpoint_interval_s;
+    const double kept = every > 0 ? std::floor(progress / every) * every : 0;
+    const double restart = every > 0 ? config_.migration_cost_s : 0;
+    remaining_[id] += restart - kept;
+    // The run's migrations were counted as lost when they happened.
+    o.gpu_seconds_lost += (ran - run_delay_[id] - kept + restart) * o.gpus;
   }
 
   Status Apply(const Decision& d, double now) {
@@ -147,20 +209,11 @@ class Simulation {
         events_.push(Event{run_end_[d.job], 0, d.job, generation_[d.job]});
         return Status::Ok();
       }
-      case Decision::Kind::kPreempt: {
-        ++generation_[d.job];
+      case Decision::Kind::kPreempt:
         ++o.preemptions;
         ++report_.preemptions;
-        // Work done in this run, and what of it a checkpoint kept.
-        const double ran = now - run_start_[d.job];
-        const double progress = std::clamp(ran - run_delay_[d.job], 0.0, remaining_[d.job]);
-        const double every = setup_.checkpoint_interval_s;
-        const double kept = every > 0 ? std::floor(progress / every) * every : 0;
-        const double restart = every > 0 ? config_.migration_cost_s : 0;
-        remaining_[d.job] += restart - kept;
-        o.gpu_seconds_lost += (ran - kept + restart) * o.gpus;
+        EndRun(d.job, now);
         return scheduler_.SetEstimate(d.job, remaining_[d.job]);
-      }
       case Decision::Kind::kStart:
         break;
     }
@@ -182,16 +235,22 @@ class Simulation {
   void Measure(double now) {
     audit_.Check(scheduler_, now);
     const GpuPool& pool = scheduler_.pool();
-    busy_now_ = pool_.total_gpus() - pool.free_gpus();
+    // Busy: GPUs of running jobs (not those a bad host's lease still holds).
+    busy_now_ = 0;
+    for (const auto& [id, r] : scheduler_.running()) busy_now_ += r.job.gpus;
     report_.busy.emplace_back(now, busy_now_);
-    // Stranded: free GPUs while a queued job that fits by count (and by
-    // quota) cannot be placed.
+    // Stranded: free GPUs (on healthy hosts) while a queued job that fits by
+    // count (and by quota) cannot be placed.
+    int free = pool.free_gpus();
+    if (!setup_.failures.empty()) {
+      for (int h = 0; h < static_cast<int>(pool.hosts().size()); ++h) free -= pool.usable(h) ? 0 : pool.free_on(h);
+    }
     stranded_now_ = 0;
     for (const PoolJob& q : scheduler_.queue()) {
       const QuotaVerdict v = scheduler_.quotas().Check(q.team, q.gpus);
-      if ((v == QuotaVerdict::kWithinNominal || v == QuotaVerdict::kBorrowed) && q.gpus <= pool.free_gpus() &&
+      if ((v == QuotaVerdict::kWithinNominal || v == QuotaVerdict::kBorrowed) && q.gpus <= free &&
           !PlaceGang(pool, q.gpus, config_.style)) {
-        stranded_now_ = pool.free_gpus();
+        stranded_now_ = free;
         break;
       }
     }
@@ -228,7 +287,15 @@ class Simulation {
     for (auto& [id, o] : outcome_) {
       report_.outcomes.push_back(o);
       if (o.timed_out) continue;
-      if (o.end < 0) return Internal("job " + std::to_string(id) + " never finished: the simulation lost it");
+      if (o.end < 0) {
+        bool queued = false;
+        for (const PoolJob& q : scheduler_.queue()) queued = queued || q.id == id;
+        if (!queued) return Internal("job " + std::to_string(id) + " never finished: the simulation lost it");
+        // Still waiting when nothing else will happen: it can never fit (a
+        // host it needs is gone, or its quota can never allow it).
+        ++report_.never_started;
+        continue;
+      }
       jct.push_back(o.end - o.submit);
       wait.push_back(o.start - o.submit);
       hosts_ratio += static_cast<double>(o.hosts) / std::max(1, o.min_hosts);
@@ -256,6 +323,7 @@ class Simulation {
   const SchedulerConfig& config_;
   const SimSetup& setup_;
   Scheduler scheduler_;
+  NodeHealth health_;
   RuleAudit audit_;
   SimReport report_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;

@@ -13,6 +13,7 @@
 
 #include "common/status.h"
 #include "policies/pool/job_trace.h"
+#include "policies/pool/node_health.h"
 #include "policies/pool/rule_audit.h"
 #include "policies/pool/scheduler.h"
 
@@ -22,8 +23,8 @@ struct JobOutcome {
   int id = 0, gpus = 0, team = 0;
   double submit = 0, start = -1, end = -1;  // start: the first one
   int hosts = 0, leaves = 0, min_hosts = 0, min_leaves = 0;  // of its last placement
-  int preemptions = 0, migrations = 0;
-  double gpu_seconds_lost = 0;  // work redone after preemptions, and migration costs
+  int preemptions = 0, migrations = 0, lost_to_failures = 0;
+  double gpu_seconds_lost = 0;  // work redone after preemptions and failures, and migration costs
   bool timed_out = false;       // left the queue unstarted (SimSetup::max_wait_s); no end
 };
 
@@ -31,6 +32,7 @@ struct SimReport {
   std::string policy;
   int jobs = 0, dropped = 0;               // dropped: needs more GPUs than the pool has
   int timed_out = 0;                       // left the queue unstarted; not in the JCT and wait figures
+  int never_started = 0;                   // still queued at the end: they can never fit (e.g. hosts gone)
   double avg_jct_s = 0, p95_jct_s = 0, avg_wait_s = 0, p95_wait_s = 0, max_wait_s = 0;
   double utilization = 0;                  // busy GPU time / (GPUs x makespan)
   double stranded_gpus = 0;                // time average of free GPUs while a job that fits by count cannot be placed
@@ -39,6 +41,7 @@ struct SimReport {
   int jobs_over_min_leaves = 0;
   int preemptions = 0;
   int migrations = 0;                      // jobs moved to make room (defragmentation)
+  int jobs_lost_to_failures = 0;           // runs ended by a bad host (requeued)
   double gpu_hours_lost = 0;               // preempted work redone, plus migration costs
   // Episodes in which a team wanted GPUs within its guarantee while others
   // held borrowed GPUs, and did not get them within the grace period + 60 s.
@@ -58,15 +61,27 @@ struct SimReservation {
   double start = 0, end = 0;  // s, on the trace's clock
 };
 
+// A host that stops sending heartbeats at `at` (it fails, or is cut off),
+// and sends them again from `back` (negative: never).
+struct SimFailure {
+  int host = 0;
+  double at = 0, back = -1;  // s, on the trace's clock
+};
+
 // What the simulation adds to the trace and the policy: how preempted jobs
 // resume, from the start (checkpoint_interval_s 0) or from their last
 // checkpoint, written every checkpoint_interval_s of work (a resumed job
 // first spends the config's migration_cost_s restarting); queue timeouts;
-// and reservations.
+// reservations; and host failures. Every live host heartbeats at each
+// scheduling pass; node_health.h's rules (suspect, bad, leases) decide the
+// rest, through Scheduler::ApplyHealth, and jobs lost with a bad host go
+// back to the queue like preempted ones.
 struct SimSetup {
   double checkpoint_interval_s = 0;
   double max_wait_s = 0;  // every job's queue timeout (PoolJob::max_wait_s); 0: none
   std::vector<SimReservation> reservations;
+  std::vector<SimFailure> failures;
+  HealthConfig health;
 };
 
 StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& jobs, const SchedulerConfig& config,

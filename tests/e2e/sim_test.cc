@@ -62,19 +62,20 @@ TEST(Sim, SyntheticTraceWithUsersTemplatesAndAReservationBreaksNoRule) {
   const std::vector<std::string> args = {"sim", "--synthetic", "jobs:600 days:5 seed:3 teams:3 users:12 high:0.2 templated:0.3", "--templates",
                                           "big:gpus=16,mem=80,link=200,affinity=leaf;safe:gpus=16,affinity=spread:2;infer:gpus=1,mem=80",
                                           "--cluster", "leaf:2 node:4 gpu:8 mem:80 link:200 + leaf:1 node:4 gpu:8 mem:40", "--quota",
-                                          "a:8/32/32,b:8/32/32,c:8/32/32", "--checkpoint", "1800", "--reserve", "maint:b:2@24-48", "--format",
-                                          "json"};
+                                          "a:8/32/32,b:8/32/32,c:8/32/32", "--checkpoint", "1800", "--reserve", "maint:b:2@24-48", "--fail",
+                                          "s2n1@30-40", "--format", "json"};
   const CapturedRun run = Launch(args);
   ASSERT_EQ(ExitCode(run), 0) << run.err;
   auto json = ParseJson(run.out, "sim output");
   ASSERT_TRUE(json.ok()) << json.status().message();
   EXPECT_EQ(json->Find("gpus")->AsNumber(), 96);
   EXPECT_EQ(json->Find("reservations")->AsString(), "maint:b:2@24-48");
+  EXPECT_EQ(json->Find("failures")->AsString(), "s2n1@30-40");
   for (const Json& p : json->Find("policies")->items()) {
     const std::string name = p.Find("policy")->AsString();
     EXPECT_EQ(p.Find("jobs")->AsNumber(), 600) << name;
-    for (const char* rule :
-         {"gpus_held_twice", "user_class_conflicts", "constraint_breaks", "reservation_intrusions", "quota_breaks"})
+    for (const char* rule : {"gpus_held_twice", "user_class_conflicts", "constraint_breaks", "reservation_intrusions",
+                             "quota_breaks", "unhealthy_placements"})
       EXPECT_EQ(p.Find("rules")->Find(rule)->AsNumber(), 0) << name << " " << rule;
   }
   EXPECT_EQ(json->Find("policies")->items()[0].Find("guarantee_violations")->AsNumber(), 0);
@@ -107,6 +108,8 @@ TEST(Sim, BadInputIsAUsageErrorThatSaysWhere) {
       {{"sim", "--trace", kTiresias, "--cluster", "node:2", "--reserve", "maint:x:1@0-5"}, "team 'x' is neither"},
       {{"sim", "--trace", kTiresias, "--cluster", "node:2", "--reserve", "maint:0:3@0-5"}, "reservation maint: needs 1 to 2 hosts"},
       {{"sim", "--trace", "/nonexistent.csv", "--cluster", "node:2"}, "/nonexistent.csv"},
+      {{"sim", "--trace", kTiresias, "--cluster", "node:2", "--fail", "s0n7@1"}, "no host 's0n7' (names are s<leaf>n<node>"},
+      {{"sim", "--trace", kTiresias, "--cluster", "node:2", "--fail", "1@5-2"}, "END after START"},
       {{"sim", "--trace", kTiresias, "--cluster", "node:2", "--checkpoint", "often"}, "--checkpoint often: give a whole number"},
   };
 

@@ -663,7 +663,16 @@ TEST(RuleAudit, CountsEachKindOfBrokenRuleOncePerJob) {
   EXPECT_EQ(audit.counts().constraint_breaks, 2);
   EXPECT_EQ(audit.counts().reservation_intrusions, 1);
   EXPECT_EQ(audit.counts().quota_breaks, 1);
-  EXPECT_EQ(audit.counts().total(), 6);
+  pool.set_usable(1, false);
+  Decision onto_bad;
+  onto_bad.job = 9;
+  onto_bad.allocation = On(1, 0b1000);
+  audit.CheckPlacement(onto_bad, pool);
+  onto_bad.allocation = On(0, 0b1000);
+  onto_bad.job = 10;
+  audit.CheckPlacement(onto_bad, pool);  // a healthy host: fine
+  EXPECT_EQ(audit.counts().unhealthy_placements, 1);
+  EXPECT_EQ(audit.counts().total(), 7);
 }
 
 TEST(SyntheticTrace, IsDeterministicAndHasUsersTeamsClassesAndTemplates) {
@@ -730,6 +739,48 @@ TEST(Trace, UsersAndTemplatesFromItsOwnFormWithFileLineErrors) {
   EXPECT_NE(s.message().find("own.csv:2: template 'small' is not defined (defined: big)"), std::string::npos)
       << s.message();
   EXPECT_FALSE(ParseTrace("id,submit,duration,gpus,user\n0,0,60,8,1.5\n", "own.csv").ok());
+}
+
+// Host failures in the simulation: a host that stops heartbeating loses its
+// jobs (requeued, keeping their checkpointed work), gets nothing new while
+// suspect or bad, and comes back; every job still finishes, and the busy
+// GPU time is still exactly the work plus the work lost.
+TEST(Simulator, AFailingHostsJobsAreRequeuedAndNothingIsPlacedThereWhileItIsDown) {
+  auto spec = ParseSyntheticSpec("jobs:300 days:2 seed:4");
+  auto jobs = SyntheticTrace(*spec, {});
+  ASSERT_TRUE(jobs.ok());
+  double own = 0;
+  for (const TraceJob& j : *jobs) own += j.duration * j.gpus;
+  SimSetup setup;
+  setup.checkpoint_interval_s = 600;
+  setup.failures = {SimFailure{1, 6 * 3600, 30 * 3600}, SimFailure{4, 12 * 3600, 60 * 3600}};
+  for (const char* name : {"topology", "fifo-first-fit", "best-fit"}) {
+    auto config = PolicyConfig(name, QuotaBook());
+    auto r = Simulate(Pool("leaf:2 node:4 gpu:8"), *jobs, *config, name, setup);
+    ASSERT_TRUE(r.ok()) << name << ": " << r.status().message();
+    EXPECT_GT(r->jobs_lost_to_failures, 0) << name;
+    EXPECT_EQ(r->rules.unhealthy_placements, 0) << name;
+    EXPECT_EQ(r->rules.total(), 0) << name;
+    const double busy = r->utilization * 64 * r->makespan_s;
+    EXPECT_NEAR(busy, own + r->gpu_hours_lost * 3600, busy * 1e-9) << name;
+    int lost = 0;
+    for (const JobOutcome& o : r->outcomes) {
+      EXPECT_GE(o.end, o.start) << name << " job " << o.id;
+      lost += o.lost_to_failures;
+    }
+    EXPECT_EQ(lost, r->jobs_lost_to_failures);
+    EXPECT_EQ(r->never_started, 0) << name;
+  }
+  // A host gone for good: the 64-GPU jobs can never fit again, and say so.
+  setup.failures = {SimFailure{4, 12 * 3600, -1}};
+  auto gone = Simulate(Pool("leaf:2 node:4 gpu:8"), *jobs, *PolicyConfig("topology", QuotaBook()), "t", setup);
+  ASSERT_TRUE(gone.ok()) << gone.status().message();
+  int big_after = 0;
+  for (const TraceJob& j : *jobs) big_after += j.gpus == 64 && j.submit > 12 * 3600 ? 1 : 0;
+  EXPECT_GE(gone->never_started, big_after);
+  EXPECT_GT(big_after, 0);
+  setup.failures = {SimFailure{99, 0, -1}};
+  EXPECT_FALSE(Simulate(Pool("leaf:2 node:4 gpu:8"), *jobs, *PolicyConfig("topology", QuotaBook()), "t", setup).ok());
 }
 
 // Templates and reservations in the simulation itself: jobs that need
