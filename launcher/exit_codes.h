@@ -1,4 +1,4 @@
-// gpulaunch's exit codes (documented in README.md "Exit codes").
+// gpulaunch's exit codes (documented in docs/launch.md "Exit codes").
 #pragma once
 
 namespace gpulaunch {

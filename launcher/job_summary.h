@@ -48,7 +48,7 @@ std::optional<RootCause> FindRootCause(const JobOutcome& job, const std::map<int
 // The "---- root cause ----" block, every line prefixed "gpulaunch: ".
 std::string RenderRootCause(const RootCause& cause, const std::string& summary_path);
 
-// gpulaunch-summary.json (format "gpulaunch-summary/v1", README "When a job
+// gpulaunch-summary.json (format "gpulaunch-summary/v1", docs/launch.md "When a job
 // fails"). A rank's state: exited, killed (by a signal), refused, lost (its
 // connection closed without a report: host or shim died), stopped-unreported
 // (the same, after the job had begun to end: stopped together with its

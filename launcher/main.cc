@@ -171,6 +171,8 @@ int main(int argc, char** argv) {
       std::cout << "\n";
       return kExitOk;
     }
+    // As mpirun's --display-map: the placement, on stdout before any rank's output.
+    if (o.display_map) std::cout << RenderPlanTable(plan) << std::flush;
     // Outside the plan hash: a relaunch is the same plan, told it is one.
     plan.env.push_back({"GPULAUNCH_RESTART_COUNT", std::to_string(restart)});
     const LaunchOutcome outcome =

@@ -24,6 +24,7 @@ po::options_description Describe() {
     ("tag", "prefix every output line with [rank@host]")
     ("tag-output", "same as --tag")
     ("dry-run", "print the plan and the exact engine command, start nothing")
+    ("display-map", "print the plan (where each rank goes: host, cpus, NUMA node, GPUs, NIC) before the job starts")
     ("topology-file", po::value<std::vector<std::string>>()->composing(),
      "FILE or HOST=FILE: make hosts look like recorded hwloc XML (with --dry-run; repeatable)")
     ("allow-run-as-root", "allow running as root (as mpirun requires)")
@@ -59,7 +60,7 @@ std::string ParseErrorText(const po::error& e, const std::vector<std::string>& t
 // mpirun's single-dash long options.
 std::string NormaliseToken(const std::string& tok) {
   static const char* long_disguised[] = {"-np", "-host", "-hostfile", "-machinefile", "-oversubscribe",
-                                         "-tag-output", "-allow-run-as-root"};
+                                         "-tag-output", "-allow-run-as-root", "-display-map"};
   for (const char* l : long_disguised) {
     const std::string s = l;
     if (tok == s || StartsWith(tok, s + "=")) return "-" + tok;
@@ -152,6 +153,7 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
   o.oversubscribe = vm.count("oversubscribe") > 0;
   o.tag = vm.count("tag") || vm.count("tag-output");
   o.dry_run = vm.count("dry-run") > 0;
+  o.display_map = vm.count("display-map") > 0;
   o.allow_run_as_root = vm.count("allow-run-as-root") > 0;
   if (vm.count("timeout")) {
     const int limit = vm["timeout"].as<int>();
@@ -224,7 +226,7 @@ std::string HelpText() {
          "nearest NIC; one rank per core on hosts without GPUs), and launches them through\n"
          "Open MPI's mpirun with a generated rankfile. Every rank gets RANK, WORLD_SIZE,\n"
          "LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR, MASTER_PORT,\n"
-         "CUDA_VISIBLE_DEVICES and GPULAUNCH_* (see README.md).\n\n"
+         "CUDA_VISIBLE_DEVICES and GPULAUNCH_* (see docs/environment.md).\n\n"
       << Describe()
       << "\nExamples:\n"
          "  gpulaunch -n 16 ./job --steps 10          16 ranks on this machine\n"

@@ -27,6 +27,7 @@ struct LaunchOptions {
   bool oversubscribe = false;
   bool tag = false;                       // --tag / --tag-output
   bool dry_run = false;
+  bool display_map = false;               // --display-map: print the plan table, then launch
   bool allow_run_as_root = false;
   std::optional<int> timeout_s;           // --timeout: the job's wall-clock limit
   std::optional<int> kill_grace_s;        // engine's SIGTERM -> SIGKILL delay; unset: its default

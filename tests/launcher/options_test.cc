@@ -29,6 +29,13 @@ TEST(Options, DoubleDashSeparatesTheJob) {
   EXPECT_EQ(cl->options.program, (std::vector<std::string>{"-weird-program", "x"}));
 }
 
+TEST(Options, DisplayMapAsMpirunSpellsIt) {
+  EXPECT_FALSE(Parse({"prog"})->options.display_map);
+  EXPECT_TRUE(Parse({"--display-map", "prog"})->options.display_map);
+  EXPECT_TRUE(Parse({"-display-map", "prog"})->options.display_map);
+  EXPECT_FALSE(Parse({"--display-map", "prog"})->options.dry_run);
+}
+
 TEST(Options, EqualsValueInXKeepsEverythingAfterFirstEquals) {
   auto cl = Parse({"-x", "A=b=c", "--dry-run", "--topology-file", "t.xml", "prog"});
   ASSERT_TRUE(cl.ok());
