@@ -10,12 +10,16 @@
 //                       exit (0 after SIGUSR1, else 128 + the signal)
 //   --sleep S           sleep S seconds before exiting
 //   --marker TEXT       ignored; lets a test find its ranks in /proc
-//   --stubborn          ignore SIGINT and SIGTERM (a rank that will not stop)
+//   --stubborn          ignore SIGINT and SIGTERM (a rank that will not stop); with
+//                       --wait-dir they are recorded as DIR/<signal>.R, and ignored
 //   --fail-rank R       that rank says so on stderr and exits 3 (with
 //                       GPULAUNCH_RESTART_COUNT unset or 0 only)
 //   --stall-rank R      every rank reports progress (libgpurt heartbeats) for
-//                       1.5 s; then that rank hangs in StallHere() for 60 s
-//                       and the others exit
+//                       1.5 s; then the others exit and that rank hangs in
+//                       StallHere() for 60 s. With --wait-dir, the others
+//                       write DIR/done.R first, and rank R goes on reporting
+//                       progress until every other rank's file is there, so
+//                       it stalls only once they have ended (whatever the load)
 // With --wait-dir, SIGUSR2 is recorded (DIR/SIGUSR2.R) and the wait goes on.
 #include <fcntl.h>
 #include <signal.h>
@@ -43,13 +47,14 @@ std::string Affinity() { return gpulaunch::FormatIdList(gpulaunch::rt::BoundCpus
 std::string g_wait_dir;
 volatile sig_atomic_t g_signal = 0;
 volatile sig_atomic_t g_usr2 = 0;
+bool g_stubborn = false;  // --stubborn: SIGINT and SIGTERM are recorded (with --wait-dir) but do not end it
 char g_term_path[4096], g_int_path[4096], g_usr1_path[4096], g_usr2_path[4096];
 
 // Records the signal at once (open() is async-signal-safe): the engine may
 // follow SIGTERM with SIGKILL before a polling loop would notice.
 void OnSignal(int sig) {
   if (sig == SIGUSR2) g_usr2 = 1;
-  else g_signal = sig;
+  else if (!(g_stubborn && (sig == SIGINT || sig == SIGTERM))) g_signal = sig;
   const char* path = sig == SIGTERM ? g_term_path : sig == SIGINT ? g_int_path : sig == SIGUSR1 ? g_usr1_path : g_usr2_path;
   const int fd = open(path, O_CREAT | O_WRONLY, 0644);
   if (fd >= 0) close(fd);
@@ -69,6 +74,7 @@ int main(int argc, char** argv) {
   int lines = 0, kill_self = -1, sleep_s = 0, fail_rank = -1, stall_rank = -1;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--stubborn")) {
+      g_stubborn = true;
       signal(SIGINT, SIG_IGN);
       signal(SIGTERM, SIG_IGN);
     }
@@ -102,7 +108,24 @@ int main(int argc, char** argv) {
       gpulaunch::rt::ReportProgress();
       usleep(100000);
     }
-    if (rank == stall_rank) StallHere();
+    if (rank != stall_rank) {
+      if (!g_wait_dir.empty()) {
+        if (FILE* f = std::fopen((g_wait_dir + "/done." + std::to_string(rank)).c_str(), "w")) std::fclose(f);
+      }
+      return 0;
+    }
+    const int world = std::atoi(Env("WORLD_SIZE"));
+    auto others_done = [&] {
+      for (int r = 0; r < world; ++r) {
+        if (r != rank && access((g_wait_dir + "/done." + std::to_string(r)).c_str(), F_OK) != 0) return false;
+      }
+      return true;
+    };
+    for (int i = 0; !g_wait_dir.empty() && i < 600 && !others_done(); ++i) {
+      gpulaunch::rt::ReportProgress();
+      usleep(100000);
+    }
+    StallHere();
     return 0;
   }
   if (!g_wait_dir.empty()) {

@@ -62,9 +62,9 @@ TEST(Failure, SigusrOneAndTwoReachEveryRankAsTheSameSignal) {
   TempDir dir("usr");
   const pid_t pid = StartInBackground({kLaunch, "-n", "4", "--oversubscribe", "--allow-run-as-root", "--no-summary",
                                        kBin + "/env_dump", "--wait-dir", dir.path.string()});
-  ASSERT_EQ(WaitForFiles(dir.path, "ready", 4, 20000), 4) << "ranks did not start";
+  ASSERT_EQ(WaitForFiles(dir.path, "ready", 4, kStartMs), 4) << "ranks did not start";
   kill(pid, SIGUSR2);  // recorded; the ranks keep waiting
-  EXPECT_EQ(WaitForFiles(dir.path, "SIGUSR2", 4, 10000), 4) << "not every rank saw SIGUSR2";
+  EXPECT_EQ(WaitForFiles(dir.path, "SIGUSR2", 4, kStartMs), 4) << "not every rank saw SIGUSR2";
   kill(pid, SIGUSR1);  // recorded; the ranks exit 0
   int status = 0;
   waitpid(pid, &status, 0);
@@ -72,17 +72,18 @@ TEST(Failure, SigusrOneAndTwoReachEveryRankAsTheSameSignal) {
   EXPECT_EQ(FilesPresent(dir.path, "SIGTERM", 4), 0) << "a rank got SIGTERM instead";
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
-  EXPECT_TRUE(ProcessesWith(dir.path.string()).empty());
+  EXPECT_TRUE(WaitUntilGone(dir.path.string(), kGoneAfterExitMs).empty());
 }
 
 TEST(Failure, AStalledRankIsStoppedWithItsStacksInTheSummary) {
   TempDir dir("stall");
   const std::string marker = "gl-e2e-stall-" + std::to_string(getpid());
   const CapturedRun run =
-      Launch({"-n", "3", "--oversubscribe", "--allow-run-as-root", "--stall-timeout", "2", "--summary",
-              dir / "summary.json", kBin + "/env_dump", "--stall-rank", "1", "--marker", marker});
+      Launch({"-n", "3", "--oversubscribe", "--allow-run-as-root", "--stall-timeout", "3", "--summary",
+              dir / "summary.json", kBin + "/env_dump", "--stall-rank", "1", "--wait-dir", dir.path.string(),
+              "--marker", marker});
   EXPECT_EQ(ExitCode(run), 124) << run.err;
-  EXPECT_NE(run.err.find("made no progress for 2 s (--stall-timeout)"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("made no progress for 3 s (--stall-timeout)"), std::string::npos) << run.err;
   const Json summary = ReadSummary(dir / "summary.json");
   ASSERT_TRUE(summary.Find("ranks"));
   EXPECT_EQ(summary.Find("root_cause")->Find("rank")->AsNumber(), 1);
@@ -95,7 +96,7 @@ TEST(Failure, AStalledRankIsStoppedWithItsStacksInTheSummary) {
     EXPECT_EQ(RankEntry(summary, r).Find("state")->AsString(), "exited") << r;
     EXPECT_FALSE(RankEntry(summary, r).Find("stacks")) << r;
   }
-  EXPECT_TRUE(ProcessesWith(marker).empty()) << "ranks left behind";
+  EXPECT_TRUE(WaitUntilGone(marker, kGoneAfterExitMs).empty()) << "ranks left behind";
 }
 
 TEST(Failure, RestartRelaunchesWithTheRestartCount) {

@@ -52,6 +52,15 @@ pid_t StartInBackground(const std::vector<std::string>& argv) {
 }
 
 
+std::vector<int> WaitUntilGone(const std::string& marker, int timeout_ms) {
+  std::vector<int> left = ProcessesWith(marker);
+  for (int waited = 0; waited < timeout_ms && !left.empty(); waited += 50) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    left = ProcessesWith(marker);
+  }
+  return left;
+}
+
 int FilesPresent(const std::string& dir, const std::string& prefix, int n) {
   int present = 0;
   for (int r = 0; r < n; ++r) present += fs::exists(fs::path(dir) / (prefix + "." + std::to_string(r)));

@@ -140,6 +140,23 @@ TEST(Launch, LayoutGivesEveryRankItsCoordinates) {
   EXPECT_NE(bad.err.find("does not divide"), std::string::npos) << bad.err;
 }
 
+// --display-map prints the plan, the same one --dry-run shows, before any
+// rank's output, and then launches it.
+TEST(Launch, DisplayMapPrintsThePlanBeforeTheRanksRun) {
+  const std::vector<std::string> job = {"-n", "4", "--oversubscribe", "--allow-run-as-root", "--no-summary",
+                                        kBin + "/env_dump"};
+  std::vector<std::string> dry = job, shown = job;
+  dry.insert(dry.begin(), "--dry-run");
+  shown.insert(shown.begin(), "--display-map");
+  const CapturedRun planned = Launch(dry);
+  const CapturedRun run = Launch(shown);
+  ASSERT_EQ(ExitCode(run), 0) << run.err;
+  const std::string table = planned.out.substr(0, planned.out.find("rankfile:\n"));
+  ASSERT_NE(table.find("plan: 4 ranks on 1 host"), std::string::npos) << planned.out;
+  EXPECT_EQ(run.out.substr(0, table.size()), table) << run.out;
+  EXPECT_EQ(RankLines(run.out.substr(table.size())).size(), 4u) << run.out;
+}
+
 TEST(Launch, FailingRankExitCodeIsTheJobs) {
   const CapturedRun run = Launch({"-n", "4", "--oversubscribe", "--allow-run-as-root", kBin + "/rank_report",
                                   "--quiet", "--exit-rank", "2", "--exit-code", "3"});
@@ -151,8 +168,7 @@ TEST(Launch, KilledRankGives137AndLeavesNothingBehind) {
   const CapturedRun run = Launch({"-n", "4", "--oversubscribe", "--allow-run-as-root", kBin + "/env_dump",
                                   "--kill-self", "1", "--sleep", "60", "--marker", marker});
   EXPECT_EQ(ExitCode(run), 137) << run.err;
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_TRUE(ProcessesWith(marker).empty()) << "ranks left behind";
+  EXPECT_TRUE(WaitUntilGone(marker, kGoneAfterExitMs).empty()) << "ranks left behind";
 }
 
 TEST(Launch, SigtermReachesEveryRankAndNothingIsLeft) {
@@ -167,7 +183,7 @@ TEST(Launch, SigtermReachesEveryRankAndNothingIsLeft) {
     for (int r = 0; r < 4; ++r) n += fs::exists(dir / ("ready." + std::to_string(r)));
     return n;
   };
-  for (int i = 0; i < 200 && ready() < 4; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < kStartMs / 50 && ready() < 4; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_EQ(ready(), 4) << "ranks did not start";
   kill(pid, SIGTERM);
   int status = 0;
@@ -181,32 +197,33 @@ TEST(Launch, SigtermReachesEveryRankAndNothingIsLeft) {
                        }();
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
-  EXPECT_TRUE(ProcessesWith(dir.string()).empty());
+  EXPECT_TRUE(WaitUntilGone(dir.string(), kGoneAfterExitMs).empty());
   fs::remove_all(dir);
 }
 
+// The second interrupt, not the kill grace, ends ranks that ignore signals:
+// the grace is far longer than the bound checked, and the second SIGINT is
+// sent only once every rank has seen the first (its file written).
 TEST(Launch, SecondInterruptKillsRanksThatIgnoreSignals) {
+  TempDir dir("stubborn");
   const std::string marker = "gl-e2e-stubborn-" + std::to_string(getpid());
-  const std::vector<std::string> argv = {kLaunch, "-n", "4", "--oversubscribe", "--allow-run-as-root",
-                                         kBin + "/env_dump", "--stubborn", "--sleep", "60", "--marker", marker};
-  const pid_t pid = StartInBackground(argv);
-  // Wait for gpulaunch, mpirun, the four shims and their four ranks, then
-  // interrupt twice as a user pressing Ctrl-C twice would.
-  for (int i = 0; i < 200 && ProcessesWith(marker).size() < 10; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const pid_t pid = StartInBackground({kLaunch, "-n", "4", "--oversubscribe", "--allow-run-as-root", "--kill-grace",
+                                       "60", "--no-summary", kBin + "/env_dump", "--stubborn", "--wait-dir",
+                                       dir.path.string(), "--marker", marker});
+  ASSERT_EQ(WaitForFiles(dir.path, "ready", 4, kStartMs), 4) << "ranks did not start";
   kill(pid, SIGINT);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_EQ(WaitForFiles(dir.path, "SIGINT", 4, kStartMs), 4) << "the first SIGINT did not reach every rank";
   kill(pid, SIGINT);
-  const auto start = std::chrono::steady_clock::now();
+  const auto second = std::chrono::steady_clock::now();
   int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(20)) {
+  while (waitpid(pid, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() - second < std::chrono::seconds(20)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ASSERT_TRUE(WIFEXITED(status)) << "gpulaunch did not exit normally after a second SIGINT: "
+  ASSERT_TRUE(WIFEXITED(status)) << "gpulaunch did not exit within 20 s of a second SIGINT (kill grace 60 s): "
                                  << (WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
                                                          : "still running");
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_TRUE(ProcessesWith(marker).empty()) << "stubborn ranks left behind";
+  EXPECT_TRUE(WaitUntilGone(marker, kGoneAfterExitMs).empty()) << "stubborn ranks left behind";
 }
 
 TEST(Launch, TimeoutStopsTheJobWith124AndNothingIsLeft) {
@@ -221,8 +238,7 @@ TEST(Launch, TimeoutStopsTheJobWith124AndNothingIsLeft) {
     EXPECT_EQ(ExitCode(run), 124) << run.err;
     EXPECT_NE(run.err.find("ran past --timeout 2 s and was stopped"), std::string::npos) << run.err;
     EXPECT_LT(seconds, 20) << "the job was not stopped soon after its limit";
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    EXPECT_TRUE(ProcessesWith(marker).empty()) << "ranks left behind" << stubborn;
+    EXPECT_TRUE(WaitUntilGone(marker, kGoneAfterExitMs).empty()) << "ranks left behind" << stubborn;
   }
 }
 

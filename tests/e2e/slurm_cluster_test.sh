@@ -27,8 +27,8 @@ on1() {
   ip netns exec "${NSP}n1" env SLURM_CONF="$GL_SLURM_CLUSTER_CONF" GPULAUNCH="$BIN/gpulaunch" OMPI_MCA_btl=self,tcp "$@"
 }
 
-wait_done() {  # polls scontrol until the job has ended (60 s at most)
-  for _ in $(seq 1 300); do
+wait_done() {  # polls scontrol until the job has ended (a 120 s cap for a loaded machine)
+  for _ in $(seq 1 600); do
     on1 scontrol show job -o "$1" 2>/dev/null | grep -qE 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT|PREEMPTED)' && return 0
     sleep 0.2
   done
@@ -69,7 +69,7 @@ check "ranks span the 4 nodes" "$(grep -o 'host=node[0-9]' "$WORK/out" | sort -u
 #     GPUs (scontrol show job -d). The blocker holds node1's core 0 and GPUs
 #     0-1; HWLOC_XMLFILE lets discovery see the rig's 4 fake GPUs.
 blocker=$(on1 sbatch --parsable -N1 -n1 -w node1 --gres=gpu:2 -o /dev/null --wrap 'sleep 60' 2>/dev/null)
-for _ in $(seq 1 100); do on1 squeue -h -j "$blocker" -o %T 2>/dev/null | grep -q RUNNING && break; sleep 0.1; done
+for _ in $(seq 1 600); do on1 squeue -h -j "$blocker" -o %T 2>/dev/null | grep -q RUNNING && break; sleep 0.1; done
 shared=$(on1 timeout 60 salloc -N2 -n2 -w 'node[1-2]' --gres=gpu:2 \
   env HWLOC_XMLFILE="$GL_SLURM_CLUSTER_GPU_XML" "$BIN/gpulaunch" "$BIN/env_dump" 2>/dev/null)
 on1 scancel "$blocker"
@@ -118,7 +118,7 @@ check "the submitted job ran on 2 nodes" "$(grep -c 'rank_report: 2 ranks, allre
 #    (scancel --batch) goes gpulaunch -> srun -> all ranks.
 mkdir -p "$WORK/sig"
 id=$(on1 "$BIN/gpulaunch" submit -N 2 -n 4 --output "$WORK/sig.out" -- "$BIN/env_dump" --wait-dir "$WORK/sig" 2>/dev/null)
-for _ in $(seq 1 200); do [ "$(ls "$WORK/sig" | grep -c ready)" = 4 ] && break; sleep 0.1; done
+for _ in $(seq 1 1200); do [ "$(ls "$WORK/sig" | grep -c ready)" = 4 ] && break; sleep 0.1; done
 check "4 ranks waiting for a signal" "$(ls "$WORK/sig" | grep -c ready)" 4
 on1 scancel --batch --signal=USR1 "$id"
 wait_done "$id"
@@ -129,7 +129,7 @@ check "SIGUSR1 sent to the batch job reached every rank" "$(ls "$WORK/sig" | gre
 rm -rf "$WORK/sig"; mkdir -p "$WORK/sig"
 id=$(on1 "$BIN/gpulaunch" submit -N 2 -n 4 --output "$WORK/sigterm.out" -- "$BIN/env_dump" --wait-dir "$WORK/sig" \
   2>/dev/null)
-for _ in $(seq 1 200); do [ "$(ls "$WORK/sig" | grep -c ready)" = 4 ] && break; sleep 0.1; done
+for _ in $(seq 1 1200); do [ "$(ls "$WORK/sig" | grep -c ready)" = 4 ] && break; sleep 0.1; done
 on1 scancel --batch --signal=TERM "$id"
 wait_done "$id"
 check "SIGTERM sent to the batch job reached every rank" "$(ls "$WORK/sig" | grep -c SIGTERM)" 4
@@ -140,7 +140,7 @@ check "the job's exit code is the ranks' 143" "$(on1 scontrol show job -o "$id" 
 #     Slurm cancels the gpulaunch job there; every rank sees SIGTERM first.
 rm -rf "$WORK/sig"; mkdir -p "$WORK/sig"
 id=$(on1 "$BIN/gpulaunch" submit -N 2 -n 4 --output /dev/null -- "$BIN/env_dump" --wait-dir "$WORK/sig" 2>/dev/null)
-for _ in $(seq 1 200); do [ "$(ls "$WORK/sig" | grep -c ready)" = 4 ] && break; sleep 0.1; done
+for _ in $(seq 1 1200); do [ "$(ls "$WORK/sig" | grep -c ready)" = 4 ] && break; sleep 0.1; done
 on1 timeout 60 srun -p urgent --exclusive -N2 -w 'node[1-2]' true > /dev/null 2>&1
 wait_done "$id"
 check "a preempted job: SIGTERM reached every rank" "$(ls "$WORK/sig" | grep -c SIGTERM)" 4
