@@ -18,8 +18,9 @@ bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
 check() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1 (got '$2', want '$3')"; fi; }
 
 # Runs a command on node1 (its own UTS name) with the rig's ssh settings.
+# ssh_extra: more ssh options for one call (the rig's config has ConnectTimeout 5).
 on_node1() {
-  OMPI_MCA_plm_rsh_agent=ssh OMPI_MCA_plm_rsh_args="-F $GL_RIG/ssh/ssh_config" \
+  OMPI_MCA_plm_rsh_agent=ssh OMPI_MCA_plm_rsh_args="-F $GL_RIG/ssh/ssh_config ${ssh_extra:-}" \
     ip netns exec "${NSP}n1" unshare --uts sh -c 'hostname node1; exec "$@"' sh "$@"
 }
 
@@ -219,7 +220,10 @@ on_node1 "$BIN/gpulaunch" nodes --allow-run-as-root --hostfile "$WORK/hosts" --f
 check "nodes: 4 hosts online, exit 0" "$?:$(grep -o '"state":"online"' "$WORK/nodes.json" | wc -l)" "0:4"
 kill -STOP "$(cat "$GL_RIG/ssh/sshd.4.pid")"
 started=$(date +%s)
-on_node1 "$BIN/gpulaunch" nodes --allow-run-as-root --hostfile "$WORK/hosts" --budget "$budget" > "$WORK/nodes.txt" 2>&1
+# ssh's ConnectTimeout also bounds the handshake that a frozen sshd never
+# answers: above the budget, gpulaunch's own budget is what gives up.
+patient="-o ConnectTimeout=$((budget * 3))"
+ssh_extra=$patient on_node1 "$BIN/gpulaunch" nodes --allow-run-as-root --hostfile "$WORK/hosts" --budget "$budget" > "$WORK/nodes.txt" 2>&1
 code=$?
 took=$(($(date +%s) - started))
 kill -CONT "$(cat "$GL_RIG/ssh/sshd.4.pid")"
@@ -232,7 +236,7 @@ check "... node1-3 online with their cores" "$(grep -cE '^node[1-3] +online +0 +
 # on events, not on the clock: once round 1 is printed, the watcher is held
 # (SIGSTOP) while it waits out its interval (no probe of its own running),
 # node4 is frozen, and only then is the watcher let go into round 2.
-on_node1 "$BIN/gpulaunch" nodes --allow-run-as-root --hostfile "$WORK/hosts" --budget "$budget" --watch 10 --count 2 \
+ssh_extra=$patient on_node1 "$BIN/gpulaunch" nodes --allow-run-as-root --hostfile "$WORK/hosts" --budget "$budget" --watch 10 --count 2 \
   > "$WORK/watch.txt" 2>&1 &
 watcher_job=$!
 watcher=""
@@ -294,7 +298,7 @@ nsenter -t "$sshd2" -m mount -t tmpfs gl-jobbin-plant "$WORK/jobbin"
 ip netns exec "${NSP}n3" ip link set eth0 mtu 1400
 kill -STOP "$(cat "$GL_RIG/ssh/sshd.4.pid")"
 started=$(date +%s)
-GPULAUNCH_CHECK_CLOCK_OFFSET_S=5 on_node1 "$BIN/gpulaunch" check --allow-run-as-root --hostfile "$WORK/hosts" \
+GPULAUNCH_CHECK_CLOCK_OFFSET_S=5 ssh_extra=$patient on_node1 "$BIN/gpulaunch" check --allow-run-as-root --hostfile "$WORK/hosts" \
   --binary "$WORK/jobbin/env_dump" --compare "$WORK/baseline.json" --budget "$budget" > "$WORK/preflight-bad.txt" 2>&1
 code=$?
 took=$(($(date +%s) - started))
