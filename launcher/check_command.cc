@@ -61,7 +61,7 @@ std::map<std::string, Result> Phase(const HostCommandTarget& target, const Check
   for (size_t i = 0; i < target.hosts.size(); ++i) {
     threads.emplace_back([&, i] {
       const std::string& host = target.hosts[i];
-      const CapturedRun run = RunOnHost(host, program(host), target.use_srun, o.allow_run_as_root, o.budget_s * 1000);
+      const CapturedRun run = RunOnHost(host, program(host), *target.engine, o.allow_run_as_root, o.budget_s * 1000);
       Result r;
       r.host = host;
       if (run.timed_out) {
@@ -70,7 +70,7 @@ std::map<std::string, Result> Phase(const HostCommandTarget& target, const Check
         r = std::move(parsed).value();
         r.host = host;
       } else {
-        r.error = run.wait_status != 0 ? EngineFailureReason(run, target.use_srun ? "srun" : "mpirun")
+        r.error = run.wait_status != 0 ? EngineFailureReason(run, *target.engine)
                                        : parsed.status().message();
       }
       results[i] = std::move(r);
@@ -141,12 +141,12 @@ int RunPreflight(const CheckOptions& o, const HostCommandTarget& target) {
       std::vector<std::string> program = {probe, "facts", p.host};
       if (o.binary) program.push_back(*o.binary);
       p.asked_s = Now();
-      const CapturedRun run = RunOnHost(p.host, program, target.use_srun, o.allow_run_as_root, o.budget_s * 1000);
+      const CapturedRun run = RunOnHost(p.host, program, *target.engine, o.allow_run_as_root, o.budget_s * 1000);
       p.answered_s = Now();
       if (run.timed_out) {
         p.error = "no answer within --budget " + std::to_string(o.budget_s) + " s";
       } else if (run.wait_status != 0) {
-        p.error = EngineFailureReason(run, target.use_srun ? "srun" : "mpirun");
+        p.error = EngineFailureReason(run, *target.engine);
       } else if (auto facts = ParseFactsOutput(run.out, "facts of " + p.host); facts.ok()) {
         p.facts = std::move(facts).value();
       } else {
@@ -189,20 +189,14 @@ int RunPreflight(const CheckOptions& o, const HostCommandTarget& target) {
 int RunCheckCommand(const std::vector<std::string>& args) {
   if (std::find(args.begin(), args.end(), "--slurm-health") != args.end()) return RunSlurmHealthCheck(args);
   auto parsed = ParseCheckCommandLine(args);
-  if (!parsed.ok()) {
-    std::cerr << "gpulaunch: " << parsed.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!parsed.ok()) return Fail(parsed.status());
   const CheckOptions& o = *parsed;
   if (o.help) {
     std::cout << kHelp;
     return kExitOk;
   }
   auto target = ResolveCommandHosts(o.host_args, o.hostfile, "check");
-  if (!target.ok()) {
-    std::cerr << "gpulaunch: " << target.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!target.ok()) return Fail(target.status());
   if (!o.storage) return RunPreflight(o, *target);
   // Every host resolves PATH itself, so it must not depend on a working directory.
   const std::string path = std::filesystem::absolute(*o.storage).lexically_normal().string();

@@ -2,6 +2,8 @@
 
 #include <sys/wait.h>
 
+#include <iostream>
+
 namespace gpulaunch {
 
 int JobExitCode(int status, bool any_rank_started) {
@@ -15,6 +17,27 @@ int JobExitCode(int status, bool any_rank_started) {
   }
   if (code != 0 && !any_rank_started) return kExitLaunchFailure;
   return code;
+}
+
+int ExitCodeFor(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk:
+      return kExitOk;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kInfeasible:
+    case StatusCode::kFailedPrecondition:
+      return kExitUsage;
+    case StatusCode::kUnavailable:
+    case StatusCode::kInternal:
+      break;
+  }
+  return kExitLaunchFailure;
+}
+
+int Fail(const Status& status) {
+  std::cerr << "gpulaunch: " << status.message() << "\n";
+  return ExitCodeFor(status.code());
 }
 
 }  // namespace gpulaunch

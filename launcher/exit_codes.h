@@ -1,6 +1,8 @@
 // gpulaunch's exit codes (documented in docs/launch.md "Exit codes").
 #pragma once
 
+#include "common/status.h"
+
 namespace gpulaunch {
 
 inline constexpr int kExitOk = 0;
@@ -19,5 +21,14 @@ inline constexpr int kExitNotFound = 127;
 // `any_rank_started` separates engine failures (no rank ever checked in)
 // from job failures.
 int JobExitCode(int engine_wait_status, bool any_rank_started);
+
+// The one mapping from an expected failure to an exit code, for every
+// subcommand: the user's to fix (bad input, a missing file, host or program, a
+// request that can never fit, the environment not as required) exits 2;
+// gpulaunch or the engine being broken or not able to now exits 125.
+int ExitCodeFor(StatusCode code);
+
+// Prints "gpulaunch: <message>" on stderr and returns ExitCodeFor(its code).
+int Fail(const Status& status);
 
 }  // namespace gpulaunch

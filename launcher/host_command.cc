@@ -25,41 +25,33 @@ StatusOr<HostCommandTarget> ResolveCommandHosts(const std::vector<std::string>& 
     specs = std::move(read).value();
   }
   HostCommandTarget target;
-  const bool in_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
-  if (specs.empty() && in_allocation) {
+  bool from_allocation = false;
+  if (specs.empty() && InSlurmAllocation()) {
     auto alloc = HostsFromSlurmAllocation(ProcessEnv());
     if (alloc.ok()) {
       specs = std::move(alloc).value();
-      target.use_srun = true;
+      from_allocation = true;
     }
   }
   if (specs.empty()) specs.push_back(HostSpec{LocalHostname(), std::nullopt, std::nullopt});
   for (const HostSpec& h : specs) target.hosts.push_back(h.name);
+  auto engine = SelectEngine(from_allocation ? "srun" : "mpirun");
+  if (!engine.ok()) return engine.status();
+  target.engine = std::move(engine).value();
   return target;
 }
 
-CapturedRun RunOnHost(const std::string& host, const std::vector<std::string>& program, bool use_srun,
+CapturedRun RunOnHost(const std::string& host, const std::vector<std::string>& program, const HostRunner& runner,
                       bool allow_run_as_root, int budget_ms) {
-  std::vector<std::string> argv;
-  if (IsLocalHost(host)) {
-    argv = program;
-  } else if (use_srun) {
-    argv = {"srun", "-N", "1", "-n", "1", "--overcommit", "-w", host};
-    argv.insert(argv.end(), program.begin(), program.end());
-  } else {
-    // Unbound: mpirun binds one process to core 0, and two probes on a host
-    // (linkcheck's server and client) would share that core.
-    argv = {"mpirun", "-n", "1", "--host", host + ":1", "--bind-to", "none"};
-    if (allow_run_as_root) argv.push_back("--allow-run-as-root");
-    argv.insert(argv.end(), program.begin(), program.end());
-  }
+  const std::vector<std::string> argv =
+      IsLocalHost(host) ? program : runner.OnHostArgv(host, program, allow_run_as_root);
   return RunCaptured(argv, EnvironmentWith({}), budget_ms);
 }
 
-std::string EngineFailureReason(const CapturedRun& run, const std::string& engine) {
+std::string EngineFailureReason(const CapturedRun& run, const HostRunner& runner) {
   for (const std::string& line : Split(run.err, '\n')) {
     const std::string t(Trim(line));
-    if (!t.empty() && t.find_first_not_of('-') != std::string::npos) return engine + ": " + t.substr(0, 160);
+    if (!t.empty() && t.find_first_not_of('-') != std::string::npos) return runner.Name() + ": " + t.substr(0, 160);
   }
   return "the engine could not reach it";
 }

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <map>
-#include <regex>
 
 #include "common/host_spec.h"
 #include "common/strings.h"
@@ -13,7 +12,6 @@
 #include "launcher/host_identity.h"
 #include "launcher/process.h"
 #include "launcher/slurm_job.h"
-#include "launcher/tag_demux.h"
 
 namespace gpulaunch {
 namespace {
@@ -27,23 +25,13 @@ bool Resolves(const std::string& host) {
   return true;
 }
 
-// Runs gpulaunch-probe once on each remote host through the engine: srun
-// inside an allocation (--label: "<task>: line"), else mpirun (--tag-output).
-// Each XML is matched to its host by the hostname hwloc recorded in it, or
-// by position when that name is not among the hosts.
+// Runs gpulaunch-probe once on each remote host through the engine (one
+// task per host, output labelled by task). Each XML is matched to its host by
+// the hostname hwloc recorded in it, or by position when that name is not
+// among the hosts.
 StatusOr<std::map<std::string, HostTopology>> ProbeRemote(const std::vector<std::string>& hosts,
                                                           const ResolveSettings& s) {
-  std::vector<std::string> argv;
-  if (s.use_srun) {
-    argv = {"srun", "-N", std::to_string(hosts.size()), "-n", std::to_string(hosts.size()), "--ntasks-per-node=1",
-            "--overcommit", "-w", Join(hosts, ","), "--label", s.probe_path};
-  } else {
-    std::vector<std::string> with_one_slot;
-    for (const auto& h : hosts) with_one_slot.push_back(h + ":1");
-    argv = {"mpirun", "-n", std::to_string(hosts.size()), "--host", Join(with_one_slot, ","), "--tag-output"};
-    if (s.allow_run_as_root) argv.push_back("--allow-run-as-root");
-    argv.push_back(s.probe_path);
-  }
+  const std::vector<std::string> argv = s.runner->OnEachHostArgv(hosts, s.probe_path, s.allow_run_as_root);
   const CapturedRun run = RunCaptured(argv, EnvironmentWith({}), 120000);
   if (run.timed_out || run.wait_status != 0) {
     return Unavailable("could not discover the topology of " + Join(hosts, ", ") + " through " + argv[0] + " (" +
@@ -51,20 +39,7 @@ StatusOr<std::map<std::string, HostTopology>> ProbeRemote(const std::vector<std:
                        "); check that each host is reachable (ssh without a password for mpirun) and has gpulaunch "
                        "installed at the same path. " + argv[0] + " said:\n" + run.err);
   }
-  std::map<int, std::string> xml_of_rank;
-  if (s.use_srun) {
-    static const std::regex label(R"(^\s*(\d+): ?)");
-    for (const std::string& line : Split(run.out, '\n')) {
-      std::smatch m;
-      if (std::regex_search(line, m, label)) xml_of_rank[std::stoi(m[1].str())] += line.substr(m[0].length()) + "\n";
-    }
-  } else {
-    TagDemux demux([&](int rank, const std::string& line) {
-      if (rank >= 0) xml_of_rank[rank] += line + "\n";
-    });
-    demux.Feed(run.out.data(), run.out.size());
-    demux.Finish();
-  }
+  std::map<int, std::string> xml_of_rank = s.runner->SplitByTask(run.out);
   std::map<std::string, HostTopology> out;
   std::vector<HostTopology> unnamed;
   for (size_t i = 0; i < hosts.size(); ++i) {

@@ -11,6 +11,7 @@
 
 #include "common/network_tree.h"
 #include "common/status.h"
+#include "launcher/host_runner.h"
 #include "launcher/options.h"
 #include "policies/placement.h"
 
@@ -24,7 +25,7 @@ struct ResolvedHosts {
 struct ResolveSettings {
   std::string probe_path;       // gpulaunch-probe next to gpulaunch
   bool allow_run_as_root = false;
-  bool use_srun = false;        // probe through srun (inside a Slurm allocation)
+  const HostRunner* runner = nullptr;  // probes remote hosts (an engine); must outlive ResolveHosts
 };
 
 StatusOr<ResolvedHosts> ResolveHosts(const LaunchOptions& options, const ResolveSettings& settings);

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <random>
 
@@ -19,15 +18,12 @@
 #include "launcher/process.h"
 #include "launcher/run_report.h"
 #include "launcher/slot_table.h"
-#include "launcher/slurm_job.h"
 
 namespace fs = std::filesystem;
 
 namespace gpulaunch {
 namespace {
 
-// Under srun, seconds from the stop signal scancel delivers to SIGKILL.
-constexpr int kDefaultKillGraceS = 10;
 // How long the shims of stalled ranks get to send their stacks.
 constexpr int kStackWaitMs = 20000;
 // With --profile, how often the metrics files are refreshed while the job runs.
@@ -65,8 +61,8 @@ LaunchOutcome Failed(const Status& s) {
 
 }  // namespace
 
-LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, EngineSettings engine, const LaunchContext& ctx) {
-  const LaunchOptions& o = *ctx.options;
+LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, const EngineSettings& engine_settings,
+                               const RunSettings& o) {
   // Per-job state lives in a private directory removed on every exit path.
   std::string dir_template = (fs::temp_directory_path() / "gpulaunch.XXXXXX").string();
   if (!mkdtemp(dir_template.data())) return Failed(Internal("cannot create a job directory under /tmp"));
@@ -75,13 +71,6 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, EngineSettings engine, co
     fs::path p;
     ~DirGuard() { std::error_code ec; fs::remove_all(p, ec); }
   } guard{job_dir};
-  engine.rankfile = (job_dir / "rankfile").string();
-  const std::string slurm_hostfile = (job_dir / "hostfile").string();
-  if (ctx.use_srun) {
-    std::ofstream(slurm_hostfile) << RenderSlurmHostfile(plan.placement);
-  } else {
-    std::ofstream(engine.rankfile) << RenderRankfile(plan.placement);
-  }
 
   const std::string first_remote = plan.all_local ? "" : [&] {
     for (const auto& h : plan.placement.hosts)
@@ -102,7 +91,7 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, EngineSettings engine, co
   table.master_port = rank0_local ? FreePort(plan.all_local ? "127.0.0.1" : "0.0.0.0")
                                   : 29500 + static_cast<int>(std::stoul(Sha256Hex(table.job_id).substr(0, 4), nullptr, 16) % 1000);
   table.ranks = plan.placement.ranks;
-  table.layout = ctx.layout;
+  table.layout = o.layout;
   const std::string encoded = EncodeSlotTable(table);
   if (encoded.size() > kMaxSlotTableBytes) {
     return Failed(Internal("the plan for " + std::to_string(table.ranks.size()) + " ranks takes " +
@@ -113,15 +102,17 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, EngineSettings engine, co
   // it is not part of the plan, so it leaves the plan hash alone.
   LaunchPlan engine_plan = plan;
   if (o.profile) engine_plan.env.push_back({"GPULAUNCH_PROFILE", std::string("1")});
+  auto engine_job = engine.PrepareJob(engine_plan, engine_settings, job_dir);
+  if (!engine_job.ok()) return Failed(engine_job.status());
   std::map<std::string, std::string> engine_env = {{kSlotTableEnv, encoded}};
   for (const EnvAssignment& e : engine_plan.env)
     if (e.value) engine_env[e.name] = *e.value;
-  if (ctx.use_srun) engine_env["SLURM_HOSTFILE"] = slurm_hostfile;
+  for (const auto& [name, value] : engine_job->env) engine_env[name] = value;  // the engine's own files win
 
   JobRunOptions run;
-  run.argv = ctx.use_srun ? BuildSrunArgv(engine_plan, engine) : BuildMpirunArgv(engine_plan, engine);
+  run.argv = engine_job->argv;
   run.env = EnvironmentWith(engine_env);
-  run.tag = o.tag && !ctx.use_srun;  // srun labels lines itself (--label)
+  run.tag = o.tag && !engine.LabelsOutputItself();
   run.host_of_rank = [&](int r) {
     return r >= 0 && r < static_cast<int>(plan.placement.ranks.size()) ? plan.placement.ranks[r].host : "?";
   };
@@ -132,24 +123,17 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, EngineSettings engine, co
     for (int pid : control.LocalPids()) kill(pid, sig);
   };
   const int world = static_cast<int>(plan.placement.ranks.size());
-  if (ctx.use_srun) {
-    // srun would end the step with SIGKILL on SIGTERM or SIGHUP; scancel
-    // delivers the signal itself to every task of the step the ranks reported.
-    run.signal_all_ranks = [&](int sig) { return SignalSlurmSteps(control.SlurmSteps(), sig); };
-    run.kill_grace_ms = o.kill_grace_s.value_or(kDefaultKillGraceS) * 1000;
-  } else {
-    // mpirun, signalled, sends SIGTERM and SIGKILL back to back: the shims
-    // deliver the stop signal instead, and SIGKILL a grace later.
-    run.signal_all_ranks = [&](int sig) { return control.SignalAllRanks(sig, world); };
-    run.kill_grace_ms = o.kill_grace_s.value_or(1) * 1000;  // Open MPI's odls_base_sigkill_timeout default
-  }
+  // The engine delivers stop signals its own way (engine.h); SIGKILL follows
+  // a kill grace later.
+  run.signal_all_ranks = [&](int sig) { return engine.SignalAllRanks(control, world, sig); };
+  run.kill_grace_ms = o.kill_grace_s.value_or(engine.DefaultKillGraceS()) * 1000;
   run.timeout_ms = o.timeout_s.value_or(0) * 1000;
 
   JobOutcome job;
   job.job_id = table.job_id;
   job.plan_hash = plan.plan_hash;
   job.program = plan.program;
-  job.restart = ctx.restart;
+  job.restart = o.restart;
   for (const RankSlot& r : plan.placement.ranks) job.planned_hosts.push_back(r.host);
   const MonitorSettings monitor{world, o.startup_timeout_s, o.stall_timeout_s};
   MonitorVerdict verdict;
@@ -159,7 +143,7 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, EngineSettings engine, co
   bool teardown_killed = false;
   RunProfile profile;
   profile.job_id = table.job_id;
-  profile.layout = ctx.layout;
+  profile.layout = o.layout;
   profile.host_of_rank = job.planned_hosts;
   auto write_profile = [&](bool final) {
     profile.steps = control.Metrics();

@@ -1,7 +1,8 @@
 // One launch of a planned job: the job directory, the control server, the
-// engine (mpirun or srun) in the foreground with gpulaunch's watchdog, the
+// engine (launcher/engine/engine.h) in the foreground with gpulaunch's watchdog, the
 // teardown of anything left behind, the summary file and the root cause.
-// main.cc decides what to plan and whether to launch again (--on-failure).
+// launch_command.cc decides what to plan and whether to launch again
+// (--on-failure); this file never sees the command line.
 #pragma once
 
 #include <filesystem>
@@ -9,17 +10,25 @@
 #include <set>
 #include <string>
 
+#include "launcher/engine/engine.h"
 #include "launcher/job_summary.h"
-#include "launcher/options.h"
 #include "launcher/plan.h"
 
 namespace gpulaunch {
 
-struct LaunchContext {
-  const LaunchOptions* options = nullptr;
-  bool use_srun = false;
-  std::string layout;  // the resolved layout (dp×tp×pp) for the slot table
-  int restart = 0;     // GPULAUNCH_RESTART_COUNT of this launch
+// How one launch is watched and reported: everything besides the plan and the
+// engine's own settings.
+struct RunSettings {
+  std::string layout;                // the resolved layout (dp×tp×pp) for the slot table
+  int restart = 0;                   // GPULAUNCH_RESTART_COUNT of this launch
+  bool tag = false;                  // label output lines by rank (when the engine does not)
+  std::optional<int> timeout_s;      // the job's wall-clock limit
+  std::optional<int> kill_grace_s;   // stop signal -> SIGKILL; unset: the engine's default
+  int startup_timeout_s = 0;         // every rank checks in within this; 0: not watched
+  int stall_timeout_s = 0;           // no progress for this long is a stall; 0: not watched
+  std::string summary_path;          // gpulaunch-summary.json; empty: none
+  bool profile = false;              // step metrics and a run report
+  std::string profile_dir;           // where the metrics files go
 };
 
 struct LaunchOutcome {
@@ -34,6 +43,7 @@ struct LaunchOutcome {
   bool restartable = false;
 };
 
-LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, EngineSettings engine, const LaunchContext& context);
+LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, const EngineSettings& engine_settings,
+                               const RunSettings& settings);
 
 }  // namespace gpulaunch

@@ -1,196 +1,47 @@
-// gpulaunch: parse, discover, place, plan, launch through mpirun or srun
-// (job_launch.h), report; launch again without failed hosts (--on-failure).
+// gpulaunch: one table maps each subcommand's name to the function that runs
+// it; anything else is the launch command (launch_command.h). Each returns the
+// process's exit code (exit_codes.h).
 #include <signal.h>
-#include <unistd.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <iostream>
-#include <set>
+#include <string>
+#include <vector>
 
-#include "common/strings.h"
-#include "launcher/exit_codes.h"
-#include "launcher/health_check.h"
-#include "launcher/host_identity.h"
-#include "launcher/host_resolution.h"
-#include "launcher/job_launch.h"
-#include "launcher/nodes_command.h"
 #include "launcher/check_command.h"
-#include "launcher/sim_command.h"
+#include "launcher/launch_command.h"
 #include "launcher/linkcheck/linkcheck_command.h"
-#include "launcher/slurm_job.h"
-#include "launcher/options.h"
-#include "launcher/plan.h"
+#include "launcher/nodes_command.h"
 #include "launcher/plan_command.h"
+#include "launcher/sim_command.h"
 #include "launcher/submit_command.h"
-#include "policies/placement_engine.h"
-#include "policies/slot_placement.h"
-
-namespace fs = std::filesystem;
-using namespace gpulaunch;
 
 namespace {
 
-int Fail(const Status& s) {
-  std::cerr << "gpulaunch: " << s.message() << "\n";
-  switch (s.code()) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kNotFound:
-    case StatusCode::kInfeasible:
-    case StatusCode::kFailedPrecondition:
-      return kExitUsage;
-    default:
-      return kExitLaunchFailure;
-  }
-}
+using SubcommandMain = int (*)(const std::vector<std::string>& args);
 
-bool EnvIs(const char* name, const char* value) {
-  const char* v = std::getenv(name);
-  return v && std::string(v) == value;
-}
+struct Subcommand {
+  const char* name;
+  SubcommandMain run;
+};
 
-// The program must exist here (mpirun runs the same path on every host).
-Status CheckProgram(const std::string& program) {
-  if (program.find('/') != std::string::npos) {
-    if (access(program.c_str(), F_OK) != 0) return NotFound("program '" + program + "' does not exist");
-    if (access(program.c_str(), X_OK) != 0 || fs::is_directory(program)) {
-      return NotFound("program '" + program + "' is not executable (chmod +x it?)");
-    }
-    return Status::Ok();
-  }
-  const char* path = std::getenv("PATH");
-  for (const std::string& dir : Split(path ? path : "", ':')) {
-    const std::string cand = (dir.empty() ? "." : dir) + "/" + program;
-    if (access(cand.c_str(), X_OK) == 0 && !fs::is_directory(cand)) return Status::Ok();
-  }
-  return NotFound("program '" + program + "' not found in PATH; give its path, e.g. ./" + program);
-}
-
-fs::path SelfDir() { return fs::read_symlink("/proc/self/exe").parent_path(); }
+constexpr Subcommand kSubcommands[] = {
+    {"plan", gpulaunch::RunPlanCommand},
+    {"slurm-config", gpulaunch::RunSlurmConfigCommand},
+    {"submit", gpulaunch::RunSubmitCommand},
+    {"check", gpulaunch::RunCheckCommand},
+    {"nodes", gpulaunch::RunNodesCommand},
+    {"linkcheck", gpulaunch::RunLinkcheckCommand},
+    {"sim", gpulaunch::RunSimCommand},
+};
 
 }  // namespace
 
 int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   const std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty() && args[0] == "plan") return RunPlanCommand({args.begin() + 1, args.end()});
-  if (!args.empty() && args[0] == "slurm-config") return RunSlurmConfigCommand({args.begin() + 1, args.end()});
-  if (!args.empty() && args[0] == "submit") return RunSubmitCommand({args.begin() + 1, args.end()});
-  if (!args.empty() && args[0] == "check") return RunCheckCommand({args.begin() + 1, args.end()});
-  if (!args.empty() && args[0] == "nodes") return RunNodesCommand({args.begin() + 1, args.end()});
-  if (!args.empty() && args[0] == "linkcheck") return RunLinkcheckCommand({args.begin() + 1, args.end()});
-  if (!args.empty() && args[0] == "sim") return RunSimCommand({args.begin() + 1, args.end()});
-  auto cl = ParseCommandLine(args);
-  if (!cl.ok()) return Fail(cl.status());
-  if (cl->action == CommandAction::kHelp) {
-    std::cout << HelpText();
-    return kExitOk;
-  }
-  if (cl->action == CommandAction::kVersion) {
-    std::cout << VersionText();
-    return kExitOk;
-  }
-  LaunchOptions& o = cl->options;
-  const bool root_allowed =
-      o.allow_run_as_root || (EnvIs("OMPI_ALLOW_RUN_AS_ROOT", "1") && EnvIs("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
-  // The engine: srun inside a Slurm allocation (one job step), else mpirun.
-  const bool in_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
-  if (o.launcher == "srun" && !in_allocation && !o.dry_run) {
-    return Fail(FailedPrecondition("--launcher srun runs a job step inside a Slurm allocation, and this is not one; "
-                                   "run gpulaunch inside salloc or sbatch, or use --launcher mpirun"));
-  }
-  const bool use_srun = o.launcher == "srun" || (o.launcher == "auto" && in_allocation);
-  if (geteuid() == 0 && !root_allowed && !o.dry_run && !use_srun) {
-    return Fail(FailedPrecondition("refusing to run as root, as mpirun does; add --allow-run-as-root (or export "
-                                   "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1) if you mean it"));
-  }
-  if (!o.dry_run) {
-    if (Status s = CheckProgram(o.program[0]); !s.ok()) return Fail(s);
-  }
-  for (auto it = o.env.begin(); it != o.env.end();) {
-    if (!it->value && !std::getenv(it->name.c_str())) {
-      std::cerr << "gpulaunch: warning: -x " << it->name << ": not set here, so not exported\n";
-      it = o.env.erase(it);
-    } else {
-      ++it;
+  if (!args.empty()) {
+    for (const Subcommand& sub : kSubcommands) {
+      if (args[0] == sub.name) return sub.run({args.begin() + 1, args.end()});
     }
   }
-  const fs::path bin = SelfDir();
-  const ResolveSettings resolve{(bin / "gpulaunch-probe").string(), root_allowed, use_srun};
-  auto resolved = ResolveHosts(o, resolve);
-  if (!resolved.ok()) return Fail(resolved.status());
-  // Hosts that failed in an earlier launch of this job (--on-failure=restart:N).
-  std::set<std::string> excluded;
-  for (int restart = 0;; ++restart) {
-    // The placement engine decides (the same as `gpulaunch plan`); only what it
-    // cannot bind (more ranks than GPUs or cores: --oversubscribe, or slots
-    // granted beyond the hardware) goes to the even, unbound slot filler.
-    ClusterTopology cluster;
-    std::vector<HostResources> usable;
-    int slots = 0;
-    for (const HostResources& h : resolved->hosts) {
-      if (excluded.count(h.name)) continue;
-      usable.push_back(h);
-      cluster.hosts.push_back(ClusterHost{h.name, h.topology, true, h.gpu_busy, h.slots});
-      slots += EffectiveSlots(h);
-    }
-    if (auto tree = SlurmNetworkTree()) cluster.network = std::move(*tree);
-    JobRequest request = SlotJob(o.ranks > 0 ? o.ranks : slots, o.oversubscribe);
-    auto layout = ParseLayout(o.layout, request.ranks);
-    if (!layout.ok()) return Fail(layout.status());
-    request.layout = *layout;
-    auto placement = Place(request, cluster);
-    if (!placement.ok() && placement.status().code() == StatusCode::kInfeasible) {
-      placement = PlaceBySlot(SlotJob(o.ranks, o.oversubscribe), usable);
-    }
-    if (!placement.ok() && in_allocation && placement.status().code() == StatusCode::kInfeasible) {
-      return Fail(Infeasible(placement.status().message() + "; inside Slurm allocation " +
-                             std::getenv("SLURM_JOB_ID") + " the slots are its tasks: ask sbatch/salloc for more "
-                             "(-n, --ntasks-per-node) or launch fewer ranks"));
-    }
-    if (!placement.ok()) return Fail(placement.status());
-    LaunchPlan plan = MakeLaunchPlan(std::move(placement).value(), o, resolved->all_local);
-
-    EngineSettings engine;
-    engine.shim = (bin / "gpulaunch-shim").string();
-    engine.tag = o.tag;
-    engine.allow_run_as_root = root_allowed;
-    engine.loopback_only = plan.all_local;
-    engine.kill_grace_s = o.kill_grace_s;
-    if (o.dry_run) {
-      engine.rankfile = "{job_dir}/rankfile";
-      std::cout << RenderPlanTable(plan);
-      if (use_srun) {
-        std::cout << "hostfile:\n" << RenderSlurmHostfile(plan.placement) << "command:\n  SLURM_HOSTFILE={job_dir}/hostfile";
-      } else {
-        std::cout << "rankfile:\n" << RenderRankfile(plan.placement) << "command:\n ";
-      }
-      for (const std::string& a : use_srun ? BuildSrunArgv(plan, engine) : BuildMpirunArgv(plan, engine)) {
-        std::cout << " " << ShellQuote(a);
-      }
-      std::cout << "\n";
-      return kExitOk;
-    }
-    // As mpirun's --display-map: the placement, on stdout before any rank's output.
-    if (o.display_map) std::cout << RenderPlanTable(plan) << std::flush;
-    // Outside the plan hash: a relaunch is the same plan, told it is one.
-    plan.env.push_back({"GPULAUNCH_RESTART_COUNT", std::to_string(restart)});
-    const LaunchOutcome outcome =
-        LaunchPlannedJob(plan, engine, LaunchContext{&o, use_srun, request.layout.ToString(), restart});
-    if (outcome.exit_code == 0 || !outcome.restartable || restart >= o.max_restarts) return outcome.exit_code;
-    // Leave the failed hosts out when the others still hold the job.
-    int spare = 0;
-    for (const HostResources& h : usable)
-      if (!outcome.failed_hosts.count(h.name)) spare += EffectiveSlots(h);
-    std::string without;
-    if (!outcome.failed_hosts.empty() && spare >= request.ranks && !in_allocation) {
-      excluded.insert(outcome.failed_hosts.begin(), outcome.failed_hosts.end());
-      without = " without " + Join({outcome.failed_hosts.begin(), outcome.failed_hosts.end()}, ", ");
-    } else if (!outcome.failed_hosts.empty()) {
-      without = " on the same hosts (no spare slots for " + std::to_string(request.ranks) + " ranks without " +
-                Join({outcome.failed_hosts.begin(), outcome.failed_hosts.end()}, ", ") + ")";
-    }
-    std::cerr << "gpulaunch: restart " << restart + 1 << " of " << o.max_restarts << ": launching the job again"
-              << without << " (GPULAUNCH_RESTART_COUNT=" << restart + 1 << ")\n";
-  }
+  return gpulaunch::RunLaunchCommand(args);
 }

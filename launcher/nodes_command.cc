@@ -30,7 +30,7 @@ constexpr char kHelp[] =
     "Exit 0 when every host is online, 1 when one is not, 2 for usage errors.\n";
 
 // One host's row: this machine in-process, others through the engine.
-NodeRow AskHost(const std::string& host, const NodesOptions& o, const std::string& probe, bool use_srun) {
+NodeRow AskHost(const std::string& host, const NodesOptions& o, const std::string& probe, const Engine& engine) {
   if (IsLocalHost(host)) {
     auto t = DiscoverLocalHost();
     GpuMemoryByBus memory;
@@ -38,20 +38,20 @@ NodeRow AskHost(const std::string& host, const NodesOptions& o, const std::strin
     return t.ok() ? RowFromTopology(host, *t, std::chrono::system_clock::now(), memory)
                   : DownRow(host, t.status().message());
   }
-  const CapturedRun run = RunOnHost(host, {probe}, use_srun, o.allow_run_as_root, o.budget_s * 1000);
+  const CapturedRun run = RunOnHost(host, {probe}, engine, o.allow_run_as_root, o.budget_s * 1000);
   if (run.timed_out) return DownRow(host, "no answer within --budget " + std::to_string(o.budget_s) + " s");
-  if (run.wait_status != 0) return DownRow(host, EngineFailureReason(run, use_srun ? "srun" : "mpirun"));
+  if (run.wait_status != 0) return DownRow(host, EngineFailureReason(run, engine));
   auto t = LoadHwlocXmlText(run.out, "topology of " + host);
   return t.ok() ? RowFromTopology(host, *t, std::chrono::system_clock::now(), ParseGpuMemoryComment(run.out))
                 : DownRow(host, t.status().message());
 }
 
 std::vector<NodeRow> Gather(const std::vector<std::string>& hosts, const NodesOptions& o, const std::string& probe,
-                            bool use_srun) {
+                            const Engine& engine) {
   std::vector<NodeRow> rows(hosts.size());
   std::vector<std::thread> askers;
   for (size_t i = 0; i < hosts.size(); ++i) {
-    askers.emplace_back([&, i] { rows[i] = AskHost(hosts[i], o, probe, use_srun); });
+    askers.emplace_back([&, i] { rows[i] = AskHost(hosts[i], o, probe, engine); });
   }
   for (auto& t : askers) t.join();
   // Slurm's view where it runs: drained and down nodes, with its reasons.
@@ -65,27 +65,21 @@ std::vector<NodeRow> Gather(const std::vector<std::string>& hosts, const NodesOp
 
 int RunNodesCommand(const std::vector<std::string>& args) {
   auto parsed = ParseNodesCommandLine(args);
-  if (!parsed.ok()) {
-    std::cerr << "gpulaunch: " << parsed.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!parsed.ok()) return Fail(parsed.status());
   const NodesOptions& o = *parsed;
   if (o.help) {
     std::cout << kHelp;
     return kExitOk;
   }
   auto target = ResolveCommandHosts(o.host_args, o.hostfile, "nodes");
-  if (!target.ok()) {
-    std::cerr << "gpulaunch: " << target.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!target.ok()) return Fail(target.status());
   const std::vector<std::string>& hosts = target->hosts;
   const std::string probe = SiblingBinary("gpulaunch-probe");
-  const bool use_srun = target->use_srun;
+  const Engine& engine = *target->engine;
 
   std::map<std::string, NodeHistory> history;
   for (int round = 1;; ++round) {
-    std::vector<NodeRow> rows = Gather(hosts, o, probe, use_srun);
+    std::vector<NodeRow> rows = Gather(hosts, o, probe, engine);
     ApplyHistory(rows, history);
     const std::string text = o.format == "json" ? RenderNodeJson(rows) + "\n" : RenderNodeTable(rows);
     if (o.watch_s > 0) std::cout << "\x1b[H\x1b[2J";  // refresh in place

@@ -15,6 +15,7 @@
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "common/synthetic_cluster.h"
+#include "launcher/engine/engine.h"
 #include "launcher/exit_codes.h"
 #include "launcher/host_identity.h"
 #include "launcher/host_resolution.h"
@@ -30,11 +31,6 @@ namespace fs = std::filesystem;
 namespace gpulaunch {
 namespace {
 
-int Fail(const Status& s) {
-  std::cerr << "gpulaunch: " << s.message() << "\n";
-  return s.code() == StatusCode::kInternal || s.code() == StatusCode::kUnavailable ? kExitLaunchFailure : kExitUsage;
-}
-
 StatusOr<ClusterTopology> BuildCluster(const PlanOptions& o) {
   ClusterTopology c;
   if (o.synthetic) {
@@ -48,8 +44,8 @@ StatusOr<ClusterTopology> BuildCluster(const PlanOptions& o) {
     lo.topology_files = o.topology_files;
     lo.dry_run = true;
     const std::string probe = (fs::read_symlink("/proc/self/exe").parent_path() / "gpulaunch-probe").string();
-    const bool in_allocation = std::getenv("SLURM_JOB_ID") != nullptr;  // probe through srun there
-    GL_ASSIGN_OR_RETURN(ResolvedHosts hosts, ResolveHosts(lo, ResolveSettings{probe, false, in_allocation}));
+    GL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, SelectEngine("auto"));  // probes through srun in an allocation
+    GL_ASSIGN_OR_RETURN(ResolvedHosts hosts, ResolveHosts(lo, ResolveSettings{probe, false, engine.get()}));
     for (const HostResources& h : hosts.hosts) c.hosts.push_back(ClusterHost{h.name, h.topology, true, h.gpu_busy, h.slots});
   }
   if (o.network) {

@@ -237,10 +237,7 @@ StatusOr<SimInputs> Load(const SimOptions& o) {
 
 int RunSimCommand(const std::vector<std::string>& args) {
   auto parsed = Parse(args);
-  if (!parsed.ok()) {
-    std::cerr << "gpulaunch: " << parsed.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!parsed.ok()) return Fail(parsed.status());
   const SimOptions& o = *parsed;
   if (o.help) {
     std::cout << kHelp;

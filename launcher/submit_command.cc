@@ -32,10 +32,7 @@ std::string RenderBatchScript(const SubmitOptions& o, const std::string& gpulaun
 
 int RunSubmitCommand(const std::vector<std::string>& args) {
   auto parsed = ParseSubmitCommandLine(args);
-  if (!parsed.ok()) {
-    std::cerr << "gpulaunch: " << parsed.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!parsed.ok()) return Fail(parsed.status());
   if (parsed->help) {
     std::cout << "Usage: gpulaunch submit -N NODES [-n RANKS] [--gpus-per-node G] [--time T] [--partition P]\n"
                  "                        [--job-name NAME] [--output FILE] [--script FILE]\n"

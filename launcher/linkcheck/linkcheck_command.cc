@@ -168,12 +168,12 @@ LinkResult MeasurePair(const std::string& from, const std::string& to, const Lin
   if (!o.ucx.net_devices.empty()) server.insert(server.end(), {"--nic", o.ucx.net_devices});
   CapturedRun server_run;
   std::thread server_thread([&] {
-    server_run = RunOnHost(to, server, target.use_srun, o.allow_run_as_root, o.budget_s * 1000);
+    server_run = RunOnHost(to, server, *target.engine, o.allow_run_as_root, o.budget_s * 1000);
   });
   std::vector<std::string> client = {self, "linkcheck", "--client", to};
   const auto more = ClientArgs(o);
   client.insert(client.end(), more.begin(), more.end());
-  const CapturedRun run = RunOnHost(from, client, target.use_srun, o.allow_run_as_root, o.budget_s * 1000);
+  const CapturedRun run = RunOnHost(from, client, *target.engine, o.allow_run_as_root, o.budget_s * 1000);
   server_thread.join();
   LinkResult r;
   r.from = from;
@@ -190,7 +190,7 @@ LinkResult MeasurePair(const std::string& from, const std::string& to, const Lin
     r.to = to;
   } else {
     // The client's own words (it prints its error), else the engine's.
-    r.error = EngineFailureReason(run, target.use_srun ? "srun" : "mpirun");
+    r.error = EngineFailureReason(run, *target.engine);
     for (const std::string& line : Split(run.err, '\n')) {
       if (line.find("linkcheck:") != std::string::npos) {
         r.error = std::string(Trim(line.substr(line.find("linkcheck:") + 10)));
@@ -237,10 +237,7 @@ int Report(const LinkcheckOptions& o, const std::vector<LinkResult>& links) {
 
 int RunLinkcheckCommand(const std::vector<std::string>& args) {
   auto parsed = Parse(args);
-  if (!parsed.ok()) {
-    std::cerr << "gpulaunch: " << parsed.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!parsed.ok()) return Fail(parsed.status());
   const LinkcheckOptions& o = *parsed;
   if (o.help) {
     std::cout << kHelp;
@@ -272,10 +269,7 @@ int RunLinkcheckCommand(const std::vector<std::string>& args) {
     return Report(o, {result});
   }
   auto target = ResolveCommandHosts(o.host_args, o.hostfile, "linkcheck");
-  if (!target.ok()) {
-    std::cerr << "gpulaunch: " << target.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!target.ok()) return Fail(target.status());
   const std::vector<std::string>& hosts = target->hosts;
   if (hosts.size() < 2) {
     std::cerr << "gpulaunch: linkcheck: --hosts needs at least 2 hosts to measure a link between them\n";

@@ -1,3 +1,5 @@
+#include "launcher/engine/mpirun_engine.h"
+#include "launcher/engine/srun_engine.h"
 #include "launcher/plan.h"
 
 #include <gtest/gtest.h>

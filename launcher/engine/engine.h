@@ -1,0 +1,86 @@
+// The engine seam: the one place that knows which program starts ranks
+// (Open MPI's mpirun, Slurm's srun). Everything else holds an `Engine&` and
+// never asks which one it is, so a third engine (PRRTE's prun, Flux, a
+// PMIx-only spawner) is one more file here and one line in SelectEngine().
+//
+// An engine is asked for four things: whether it can run here, the command
+// that starts a planned job (and the files that command reads), how to
+// signal every rank of a running job, and (as a HostRunner) the command that
+// runs one program on other hosts (discovery probes, check, nodes, linkcheck).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "launcher/host_runner.h"
+#include "launcher/plan.h"
+
+namespace gpulaunch {
+
+class ControlServer;
+
+// Everything the engine invocation needs besides the plan.
+struct EngineSettings {
+  std::string mpirun = "mpirun";
+  std::string shim;                 // absolute path of gpulaunch-shim
+  std::string rankfile;             // path of the written rankfile (mpirun)
+  bool tag = false;                 // --tag: the engine labels output lines by rank
+  bool allow_run_as_root = false;
+  bool loopback_only = false;       // all ranks local: keep Open MPI's TCP on lo
+  // Open MPI (ORTE) stops ranks with SIGCONT, sleep(grace), SIGTERM,
+  // sleep(grace), SIGKILL, always sleeping the full grace: unset keeps its 1 s.
+  std::optional<int> kill_grace_s;
+};
+
+// How a planned job is started: the engine's argv and what it adds to the
+// environment it runs in (the plan's own variables are added by the caller).
+struct EngineJob {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+};
+
+class Engine : public HostRunner {
+ public:
+  // Ok when the engine can start jobs here, else why not and what to do
+  // instead (a usage error: FailedPrecondition).
+  virtual Status IsViable() const = 0;
+
+  // True when the engine refuses to run as root unless told it may
+  // (mpirun's --allow-run-as-root); false when root is the scheduler's call.
+  virtual bool RefusesRootByDefault() const = 0;
+
+  // Writes the files the engine reads into job_dir (a rankfile, a
+  // hostfile) and returns the command that starts every rank through the
+  // shim. The argv never goes through a shell.
+  virtual StatusOr<EngineJob> PrepareJob(const LaunchPlan& plan, EngineSettings settings,
+                                         const std::filesystem::path& job_dir) const = 0;
+
+  // What --dry-run prints after the plan table: the file the engine would
+  // read and the exact command, with {job_dir} for the job directory.
+  virtual std::string DescribeJob(const LaunchPlan& plan, EngineSettings settings) const = 0;
+
+  // True when the engine labels output lines by rank itself (then gpulaunch
+  // does not reassemble tagged streams).
+  virtual bool LabelsOutputItself() const = 0;
+
+  // Seconds from the stop signal to SIGKILL when --kill-grace is not given.
+  virtual int DefaultKillGraceS() const = 0;
+
+  // Delivers `sig` to every rank of the running job and returns true, or
+  // returns false when no rank is known yet (the engine is then signalled).
+  virtual bool SignalAllRanks(ControlServer& control, int world, int sig) const = 0;
+};
+
+// The engine registry: "mpirun", "srun", or "auto" (srun inside a Slurm
+// allocation, that is with SLURM_JOB_ID set, else mpirun). An unknown name is
+// a usage error naming the choices.
+StatusOr<std::unique_ptr<Engine>> SelectEngine(const std::string& name);
+
+// True inside a Slurm allocation (salloc, sbatch): SLURM_JOB_ID is set.
+bool InSlurmAllocation();
+
+}  // namespace gpulaunch

@@ -1,0 +1,116 @@
+#include "launcher/engine/mpirun_engine.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "common/strings.h"
+#include "launcher/control_server.h"
+#include "launcher/slot_table.h"
+#include "launcher/tag_demux.h"
+
+namespace gpulaunch {
+
+std::string RenderRankfile(const Placement& placement) {
+  std::string out;
+  for (const RankSlot& r : placement.ranks) {
+    out += "rank " + std::to_string(r.rank) + "=" + r.host + " slot=" + FormatIdList(r.cores) + "\n";
+  }
+  return out;
+}
+
+bool HostsOversubscribed(const Placement& placement) {
+  std::map<std::string, std::pair<int, std::set<int>>> per_host;  // ranks, PUs in use
+  for (const RankSlot& r : placement.ranks) {
+    auto& [ranks, pus] = per_host[r.host];
+    ++ranks;
+    pus.insert(r.cpus.begin(), r.cpus.end());
+  }
+  for (const auto& [host, use] : per_host)
+    if (use.first > static_cast<int>(use.second.size())) return true;
+  return false;
+}
+
+std::vector<std::string> BuildMpirunArgv(const LaunchPlan& plan, const EngineSettings& s) {
+  std::vector<std::string> argv = {s.mpirun, "-n", std::to_string(plan.placement.ranks.size()), "--rankfile",
+                                   s.rankfile};
+  if (s.allow_run_as_root) argv.push_back("--allow-run-as-root");
+  if (s.tag) argv.push_back("--tag-output");
+  if (s.loopback_only) {
+    // One host: nothing needs to leave the machine. A user's own setting wins.
+    if (!std::getenv("OMPI_MCA_oob_tcp_if_include") && !std::getenv("OMPI_MCA_oob_tcp_if_exclude")) {
+      argv.insert(argv.end(), {"--mca", "oob_tcp_if_include", "lo"});
+    }
+    if (!std::getenv("OMPI_MCA_btl_tcp_if_include") && !std::getenv("OMPI_MCA_btl_tcp_if_exclude")) {
+      argv.insert(argv.end(), {"--mca", "btl_tcp_if_include", "lo"});
+    }
+  }
+  if (s.kill_grace_s) {
+    argv.insert(argv.end(), {"--mca", "odls_base_sigkill_timeout", std::to_string(*s.kill_grace_s)});
+  }
+  if (HostsOversubscribed(plan.placement) && !std::getenv("OMPI_MCA_mpi_yield_when_idle")) {
+    // What mpirun sets itself when it sees oversubscription: ranks yield the
+    // CPU while they wait instead of spinning against each other.
+    argv.insert(argv.end(), {"--mca", "mpi_yield_when_idle", "1"});
+  }
+  argv.insert(argv.end(), {"-x", kSlotTableEnv});
+  for (const EnvAssignment& e : plan.env) argv.insert(argv.end(), {"-x", e.name});
+  argv.push_back(s.shim);
+  argv.push_back("--");
+  argv.insert(argv.end(), plan.program.begin(), plan.program.end());
+  return argv;
+}
+
+StatusOr<EngineJob> MpirunEngine::PrepareJob(const LaunchPlan& plan, EngineSettings settings,
+                                             const std::filesystem::path& job_dir) const {
+  settings.rankfile = (job_dir / "rankfile").string();
+  std::ofstream rankfile(settings.rankfile);
+  rankfile << RenderRankfile(plan.placement);
+  if (!rankfile.flush()) return Internal("cannot write the rankfile " + settings.rankfile);
+  return EngineJob{BuildMpirunArgv(plan, settings), {}};
+}
+
+std::string MpirunEngine::DescribeJob(const LaunchPlan& plan, EngineSettings settings) const {
+  settings.rankfile = "{job_dir}/rankfile";
+  std::string out = "rankfile:\n" + RenderRankfile(plan.placement) + "command:\n ";
+  for (const std::string& a : BuildMpirunArgv(plan, settings)) out += " " + ShellQuote(a);
+  return out + "\n";
+}
+
+bool MpirunEngine::SignalAllRanks(ControlServer& control, int world, int sig) const {
+  return control.SignalAllRanks(sig, world);
+}
+
+std::vector<std::string> MpirunEngine::OnHostArgv(const std::string& host, const std::vector<std::string>& program,
+                                                  bool allow_run_as_root) const {
+  // Unbound: mpirun binds one process to core 0, and two probes on a host
+  // (linkcheck's server and client) would share that core.
+  std::vector<std::string> argv = {"mpirun", "-n", "1", "--host", host + ":1", "--bind-to", "none"};
+  if (allow_run_as_root) argv.push_back("--allow-run-as-root");
+  argv.insert(argv.end(), program.begin(), program.end());
+  return argv;
+}
+
+std::vector<std::string> MpirunEngine::OnEachHostArgv(const std::vector<std::string>& hosts,
+                                                      const std::string& program, bool allow_run_as_root) const {
+  std::vector<std::string> with_one_slot;
+  for (const auto& h : hosts) with_one_slot.push_back(h + ":1");
+  std::vector<std::string> argv = {"mpirun", "-n", std::to_string(hosts.size()), "--host", Join(with_one_slot, ","),
+                                   "--tag-output"};
+  if (allow_run_as_root) argv.push_back("--allow-run-as-root");
+  argv.push_back(program);
+  return argv;
+}
+
+std::map<int, std::string> MpirunEngine::SplitByTask(const std::string& output) const {
+  std::map<int, std::string> by_task;
+  TagDemux demux([&](int rank, const std::string& line) {
+    if (rank >= 0) by_task[rank] += line + "\n";
+  });
+  demux.Feed(output.data(), output.size());
+  demux.Finish();
+  return by_task;
+}
+
+}  // namespace gpulaunch
