@@ -15,7 +15,7 @@
 #include <filesystem>
 #include <map>
 
-#include "launcher/process.h"
+#include "launcher/base/process.h"
 
 namespace {
 

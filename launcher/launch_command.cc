@@ -13,12 +13,12 @@
 
 #include "common/strings.h"
 #include "launcher/engine/engine.h"
-#include "launcher/exit_codes.h"
-#include "launcher/host_resolution.h"
-#include "launcher/job_launch.h"
-#include "launcher/options.h"
-#include "launcher/plan.h"
-#include "launcher/slurm_job.h"
+#include "launcher/base/exit_codes.h"
+#include "launcher/core/host_resolution.h"
+#include "launcher/job/job_launch.h"
+#include "launcher/core/options.h"
+#include "launcher/core/plan.h"
+#include "launcher/core/slurm_job.h"
 #include "policies/placement_engine.h"
 #include "policies/slot_placement.h"
 

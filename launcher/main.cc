@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "launcher/check_command.h"
+#include "launcher/check/check_command.h"
 #include "launcher/launch_command.h"
-#include "launcher/linkcheck/linkcheck_command.h"
-#include "launcher/nodes_command.h"
+#include "launcher/check/linkcheck/linkcheck_command.h"
+#include "launcher/check/nodes_command.h"
 #include "launcher/plan_command.h"
-#include "launcher/sim_command.h"
+#include "launcher/sim/sim_command.h"
 #include "launcher/submit_command.h"
 
 namespace {

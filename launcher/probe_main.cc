@@ -13,10 +13,10 @@
 
 #include "launcher/discovery/hwloc_source.h"
 #include "launcher/discovery/nvml_gpus.h"
-#include "launcher/host_facts.h"
+#include "launcher/check/host_facts.h"
 #include "launcher/discovery/ucx_devices.h"
-#include "launcher/node_table.h"
-#include "launcher/storage_probe.h"
+#include "launcher/check/node_table.h"
+#include "launcher/check/storage_probe.h"
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "facts") {

@@ -9,8 +9,8 @@
 #include <iostream>
 
 #include "common/strings.h"
-#include "launcher/exit_codes.h"
-#include "launcher/process.h"
+#include "launcher/base/exit_codes.h"
+#include "launcher/base/process.h"
 
 namespace fs = std::filesystem;
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/options.h"
+#include "launcher/core/options.h"
 
 namespace gpulaunch {
 

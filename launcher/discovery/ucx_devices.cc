@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "common/strings.h"
-#include "launcher/process.h"
+#include "launcher/base/process.h"
 
 namespace gpulaunch {
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "launcher/host_runner.h"
-#include "launcher/plan.h"
+#include "launcher/core/host_runner.h"
+#include "launcher/core/plan.h"
 
 namespace gpulaunch {
 

@@ -6,9 +6,9 @@
 #include <set>
 
 #include "common/strings.h"
-#include "launcher/control_server.h"
-#include "launcher/slot_table.h"
-#include "launcher/tag_demux.h"
+#include "launcher/base/control_server.h"
+#include "launcher/base/slot_table.h"
+#include "launcher/base/tag_demux.h"
 
 namespace gpulaunch {
 

@@ -6,9 +6,9 @@
 #include <regex>
 
 #include "common/strings.h"
-#include "launcher/control_server.h"
+#include "launcher/base/control_server.h"
 #include "launcher/engine/mpirun_engine.h"
-#include "launcher/slurm_job.h"
+#include "launcher/core/slurm_job.h"
 
 namespace gpulaunch {
 

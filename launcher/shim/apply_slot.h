@@ -11,7 +11,7 @@
 
 #include "common/env.h"
 #include "common/status.h"
-#include "launcher/slot_table.h"
+#include "launcher/base/slot_table.h"
 
 namespace gpulaunch {
 

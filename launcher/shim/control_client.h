@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/control_protocol.h"
+#include "launcher/base/control_protocol.h"
 
 namespace gpulaunch {
 

@@ -17,7 +17,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "common/fd_io.h"
+#include "launcher/base/fd_io.h"
 #include "launcher/shim/stack_dump.h"
 
 namespace gpulaunch {

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <string>
 
-#include "launcher/exit_codes.h"
-#include "launcher/host_identity.h"
+#include "launcher/base/exit_codes.h"
+#include "launcher/base/host_identity.h"
 #include "launcher/shim/apply_slot.h"
 #include "launcher/shim/control_client.h"
 #include "launcher/shim/rank_supervisor.h"

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "launcher/process.h"
+#include "launcher/base/process.h"
 
 namespace gpulaunch {
 

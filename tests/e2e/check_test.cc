@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "launcher/host_identity.h"
+#include "launcher/base/host_identity.h"
 #include "tests/e2e/launch_helpers.h"
 
 namespace fs = std::filesystem;

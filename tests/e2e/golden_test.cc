@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "launcher/process.h"
+#include "launcher/base/process.h"
 
 namespace gpulaunch {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/process.h"
+#include "launcher/base/process.h"
 
 namespace gpulaunch {
 

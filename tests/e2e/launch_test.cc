@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "common/strings.h"
-#include "launcher/process.h"
+#include "launcher/base/process.h"
 #include "tests/e2e/launch_helpers.h"
 
 namespace fs = std::filesystem;

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "launcher/process.h"
+#include "launcher/base/process.h"
 
 namespace gpulaunch {
 namespace {

@@ -8,7 +8,7 @@
 #include <regex>
 #include <set>
 
-#include "launcher/process.h"
+#include "launcher/base/process.h"
 
 namespace gpulaunch {
 namespace {

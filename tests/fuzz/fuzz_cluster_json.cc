@@ -7,7 +7,7 @@
 
 #include "common/cluster_json.h"
 #include "common/json.h"
-#include "launcher/preflight.h"
+#include "launcher/check/preflight.h"
 #include "slurm/slurm_policy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "common/step_metrics.h"
-#include "launcher/control_protocol.h"
-#include "launcher/slot_table.h"
+#include "launcher/base/control_protocol.h"
+#include "launcher/base/slot_table.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

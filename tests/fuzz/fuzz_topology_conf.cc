@@ -10,8 +10,8 @@
 
 #include "common/network_tree.h"
 #include "common/slurm_allocation.h"
-#include "launcher/node_table.h"
-#include "launcher/storage_probe.h"
+#include "launcher/check/node_table.h"
+#include "launcher/check/storage_probe.h"
 #include "policies/pool/gpu_pool.h"
 #include "policies/pool/job_trace.h"
 #include "policies/pool/quota.h"

@@ -1,4 +1,4 @@
-#include "launcher/control_protocol.h"
+#include "launcher/base/control_protocol.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The control server and the shim's client over real loopback sockets.
-#include "launcher/control_server.h"
+#include "launcher/base/control_server.h"
 
 #include <poll.h>
 

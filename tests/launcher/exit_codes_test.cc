@@ -1,4 +1,4 @@
-#include "launcher/exit_codes.h"
+#include "launcher/base/exit_codes.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "launcher/job_monitor.h"
+#include "launcher/job/job_monitor.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "launcher/job_summary.h"
+#include "launcher/job/job_summary.h"
 
 #include <signal.h>
 

@@ -4,8 +4,8 @@
 #include <mutex>
 #include <thread>
 
-#include "launcher/linkcheck/link_result.h"
-#include "launcher/linkcheck/ucx_link.h"
+#include "launcher/check/linkcheck/link_result.h"
+#include "launcher/check/linkcheck/ucx_link.h"
 
 namespace gpulaunch {
 namespace {

@@ -1,9 +1,9 @@
-#include "launcher/node_table.h"
+#include "launcher/check/node_table.h"
 
 #include <gtest/gtest.h>
 
 #include "common/json.h"
-#include "launcher/options.h"
+#include "launcher/core/options.h"
 
 namespace gpulaunch {
 namespace {

@@ -1,6 +1,6 @@
 #include "launcher/engine/mpirun_engine.h"
 #include "launcher/engine/srun_engine.h"
-#include "launcher/plan.h"
+#include "launcher/core/plan.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "launcher/preflight.h"
+#include "launcher/check/preflight.h"
 
 #include <gtest/gtest.h>
 

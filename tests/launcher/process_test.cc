@@ -1,4 +1,4 @@
-#include "launcher/process.h"
+#include "launcher/base/process.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

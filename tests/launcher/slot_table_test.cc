@@ -1,4 +1,4 @@
-#include "launcher/slot_table.h"
+#include "launcher/base/slot_table.h"
 
 #include <gtest/gtest.h>
 

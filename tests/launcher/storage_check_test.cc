@@ -1,4 +1,4 @@
-#include "launcher/storage_check.h"
+#include "launcher/check/storage_check.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <fstream>
 #include <set>
 
-#include "launcher/options.h"
+#include "launcher/core/options.h"
 
 namespace fs = std::filesystem;
 

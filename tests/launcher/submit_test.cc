@@ -1,4 +1,4 @@
-#include "launcher/health_check.h"
+#include "launcher/check/health_check.h"
 #include "launcher/submit_command.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "launcher/tag_demux.h"
+#include "launcher/base/tag_demux.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,232 @@
+#include "launcher/check/check_command.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include "common/file_write.h"
+#include "common/strings.h"
+#include "launcher/base/exit_codes.h"
+#include "launcher/check/health_check.h"
+#include "launcher/check/host_command.h"
+#include "launcher/core/options.h"
+#include "launcher/check/preflight.h"
+#include "launcher/check/storage_check.h"
+
+namespace gpulaunch {
+namespace {
+
+constexpr char kHelp[] =
+    "usage: gpulaunch check [-H LIST | --hostfile FILE] [--binary PATH] [--save FILE] [--compare FILE]\n"
+    "                       [--max-clock-skew S] [--budget S] [--format table|json] [--allow-run-as-root]\n"
+    "Pre-flight checks of every host at once, each through the engine within --budget seconds (default 30):\n"
+    "reach, clock (offset from this host, --max-clock-skew 1 s), dns (both ways), versions (gpulaunch, MPI,\n"
+    "UCX, driver), mtu and nic (the data interface's MTU, state and speed against the other hosts), gpus\n"
+    "(NVML: all present, temperature, ECC), ports (free job ports), tmp (writable), binary (--binary PATH\n"
+    "and its libraries resolve). --save FILE records the hosts' facts; --compare FILE reports what changed.\n"
+    "Exit 0 when every check passes on every host, 1 naming each host and check that failed.\n\n"
+    "       gpulaunch check --storage PATH [-H LIST | --hostfile FILE] [--size MiB] [--budget S]\n"
+    "                       [--format table|json] [--allow-run-as-root]\n"
+    "       gpulaunch check --slurm-health [--node NAME] [--expect-gpus N]\n"
+    "From every host at once (through mpirun, or srun inside an allocation): write --size MiB (default 16)\n"
+    "under PATH, read it back, time create/stat/unlink, then read every other host's file and compare. Reports\n"
+    "throughput and metadata latency per host with the spread, and fails naming each host that sees\n"
+    "missing or different data. Each host gets --budget seconds (default 60) per phase.\n"
+    "Exit 0 when every host passes, 1 when one does not, 2 for usage errors.\n";
+
+std::string NewToken() {
+  std::random_device rd;
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%08x%04x", rd(), rd() & 0xffff);
+  return buf;
+}
+
+// Runs one probe phase on every host at once; `line` turns a host's output
+// into its result, `failed` makes the result for a host that gave none.
+template <typename Result>
+std::map<std::string, Result> Phase(const HostCommandTarget& target, const CheckOptions& o,
+                                    const std::function<std::vector<std::string>(const std::string&)>& program,
+                                    const std::function<StatusOr<Result>(const std::string&)>& parse) {
+  std::vector<Result> results(target.hosts.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < target.hosts.size(); ++i) {
+    threads.emplace_back([&, i] {
+      const std::string& host = target.hosts[i];
+      const CapturedRun run = RunOnHost(host, program(host), *target.engine, o.allow_run_as_root, o.budget_s * 1000);
+      Result r;
+      r.host = host;
+      if (run.timed_out) {
+        r.error = "no answer within --budget " + std::to_string(o.budget_s) + " s";
+      } else if (auto parsed = parse(run.out); run.wait_status == 0 && parsed.ok()) {
+        r = std::move(parsed).value();
+        r.host = host;
+      } else {
+        r.error = run.wait_status != 0 ? EngineFailureReason(run, *target.engine)
+                                       : parsed.status().message();
+      }
+      results[i] = std::move(r);
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::map<std::string, Result> by_host;
+  for (Result& r : results) by_host[r.host] = std::move(r);
+  return by_host;
+}
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// A name's IPv4 addresses, in resolver order.
+std::vector<std::string> Addresses(const std::string& name) {
+  std::vector<std::string> out;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* list = nullptr;
+  if (getaddrinfo(name.c_str(), nullptr, &hints, &list) != 0) return out;
+  for (addrinfo* a = list; a; a = a->ai_next) {
+    char ip[INET_ADDRSTRLEN] = {0};
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr, ip, sizeof ip);
+    if (std::find(out.begin(), out.end(), ip) == out.end()) out.push_back(ip);
+  }
+  freeaddrinfo(list);
+  return out;
+}
+
+// The host's addresses and the first one's name, as the launch host resolves them.
+void Resolve(HostProbe& p) {
+  p.addresses = Addresses(p.host);
+  if (p.addresses.empty()) return;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  if (inet_pton(AF_INET, p.addresses.front().c_str(), &addr.sin_addr) != 1) return;
+  char name[NI_MAXHOST] = {0};
+  if (getnameinfo(reinterpret_cast<sockaddr*>(&addr), sizeof addr, name, sizeof name, nullptr, 0, NI_NAMEREQD) != 0) {
+    return;
+  }
+  p.reverse_name = name;
+  const std::vector<std::string> back = Addresses(name);
+  p.reverse_confirms = std::find(back.begin(), back.end(), p.addresses.front()) != back.end();
+}
+
+int RunPreflight(const CheckOptions& o, const HostCommandTarget& target) {
+  std::optional<std::map<std::string, HostFacts>> baseline;
+  if (o.compare) {
+    auto text = ReadTextFile(*o.compare, "baseline");
+    auto parsed = text.ok() ? ParseBaseline(*text, *o.compare) : StatusOr<std::map<std::string, HostFacts>>(text.status());
+    if (!parsed.ok()) {
+      std::cerr << "gpulaunch: check --compare: " << parsed.status().message() << "\n";
+      return kExitUsage;
+    }
+    baseline = std::move(parsed).value();
+  }
+  const std::string probe = SiblingBinary("gpulaunch-probe");
+  std::vector<HostProbe> probes(target.hosts.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < target.hosts.size(); ++i) {
+    threads.emplace_back([&, i] {
+      HostProbe& p = probes[i];
+      p.host = target.hosts[i];
+      Resolve(p);
+      std::vector<std::string> program = {probe, "facts", p.host};
+      if (o.binary) program.push_back(*o.binary);
+      p.asked_s = Now();
+      const CapturedRun run = RunOnHost(p.host, program, *target.engine, o.allow_run_as_root, o.budget_s * 1000);
+      p.answered_s = Now();
+      if (run.timed_out) {
+        p.error = "no answer within --budget " + std::to_string(o.budget_s) + " s";
+      } else if (run.wait_status != 0) {
+        p.error = EngineFailureReason(run, *target.engine);
+      } else if (auto facts = ParseFactsOutput(run.out, "facts of " + p.host); facts.ok()) {
+        p.facts = std::move(facts).value();
+      } else {
+        p.error = facts.status().message();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+
+  PreflightOptions options;
+  options.max_clock_skew_s = o.max_clock_skew_s;
+  options.binary_given = o.binary.has_value();
+  const std::vector<PreflightHost> verdicts = EvaluatePreflight(probes, options);
+  std::cout << (o.format == "json" ? PreflightJson(verdicts) : RenderPreflightTable(verdicts));
+  if (baseline) {
+    const std::vector<std::string> changes = CompareWithBaseline(*baseline, probes);
+    std::cout << (changes.empty() ? "no changes since " + *o.compare + "\n"
+                                  : "changes since " + *o.compare + ":\n");
+    for (const std::string& c : changes) std::cout << "  " << c << "\n";
+  }
+  std::cout << std::flush;
+  if (o.save) {
+    if (Status s = WriteFileAtomically(*o.save, BaselineJson(probes)); !s.ok()) {
+      std::cerr << "gpulaunch: check --save: " << s.message() << "\n";
+      return 1;
+    }
+  }
+  bool ok = true;
+  for (const PreflightHost& h : verdicts) {
+    if (h.ok()) continue;
+    ok = false;
+    for (const CheckOutcome& c : h.checks)
+      if (c.state == CheckState::kFail) std::cerr << "gpulaunch: check: " << h.host << ": " << c.name << ": " << c.detail << "\n";
+  }
+  return ok ? kExitOk : 1;
+}
+
+}  // namespace
+
+int RunCheckCommand(const std::vector<std::string>& args) {
+  if (std::find(args.begin(), args.end(), "--slurm-health") != args.end()) return RunSlurmHealthCheck(args);
+  auto parsed = ParseCheckCommandLine(args);
+  if (!parsed.ok()) return Fail(parsed.status());
+  const CheckOptions& o = *parsed;
+  if (o.help) {
+    std::cout << kHelp;
+    return kExitOk;
+  }
+  auto target = ResolveCommandHosts(o.host_args, o.hostfile, "check");
+  if (!target.ok()) return Fail(target.status());
+  if (!o.storage) return RunPreflight(o, *target);
+  // Every host resolves PATH itself, so it must not depend on a working directory.
+  const std::string path = std::filesystem::absolute(*o.storage).lexically_normal().string();
+  const std::string probe = SiblingBinary("gpulaunch-probe");
+  const std::string token = NewToken();
+  const std::string bytes = std::to_string(static_cast<uint64_t>(o.size_mib) << 20);
+  std::string writers;
+  for (const std::string& h : target->hosts) writers += (writers.empty() ? "" : ",") + h;
+
+  const auto writes = Phase<StorageWriteResult>(
+      *target, o, [&](const std::string& h) { return std::vector<std::string>{probe, "storage", "write", path, token, h, bytes}; },
+      ParseStorageWriteLine);
+  const auto reads = Phase<StorageReadResult>(
+      *target, o,
+      [&](const std::string& h) {
+        return std::vector<std::string>{probe, "storage", "read", path, token, h, bytes, writers};
+      },
+      ParseStorageReadLine);
+  // Always clean up, whatever the verdict.
+  Phase<StorageReadResult>(
+      *target, o, [&](const std::string& h) { return std::vector<std::string>{probe, "storage", "clean", path, token, h}; },
+      [](const std::string&) -> StatusOr<StorageReadResult> { return StorageReadResult(); });
+
+  const StorageCheckReport report = AnalyzeStorage(path, static_cast<uint64_t>(o.size_mib) << 20, target->hosts, writes, reads);
+  std::cout << (o.format == "json" ? StorageReportJson(report) : RenderStorageTable(report)) << std::flush;
+  if (!report.ok) {
+    for (const StorageHostVerdict& v : report.hosts)
+      if (!v.ok) std::cerr << "gpulaunch: check --storage: " << v.host << ": " << v.reason << "\n";
+  }
+  return report.ok ? kExitOk : 1;
+}
+
+}  // namespace gpulaunch

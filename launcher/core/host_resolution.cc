@@ -1,0 +1,144 @@
+#include "launcher/core/host_resolution.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <map>
+
+#include "common/host_spec.h"
+#include "common/strings.h"
+#include "launcher/discovery/hwloc_source.h"
+#include "launcher/base/host_identity.h"
+#include "launcher/base/process.h"
+#include "launcher/core/slurm_job.h"
+
+namespace gpulaunch {
+namespace {
+
+bool Resolves(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) return false;
+  freeaddrinfo(res);
+  return true;
+}
+
+// Runs gpulaunch-probe once on each remote host through the engine (one
+// task per host, output labelled by task). Each XML is matched to its host by
+// the hostname hwloc recorded in it, or by position when that name is not
+// among the hosts.
+StatusOr<std::map<std::string, HostTopology>> ProbeRemote(const std::vector<std::string>& hosts,
+                                                          const ResolveSettings& s) {
+  const std::vector<std::string> argv = s.runner->OnEachHostArgv(hosts, s.probe_path, s.allow_run_as_root);
+  const CapturedRun run = RunCaptured(argv, EnvironmentWith({}), 120000);
+  if (run.timed_out || run.wait_status != 0) {
+    return Unavailable("could not discover the topology of " + Join(hosts, ", ") + " through " + argv[0] + " (" +
+                       (run.timed_out ? std::string("timed out after 120 s") : "it failed") +
+                       "); check that each host is reachable (ssh without a password for mpirun) and has gpulaunch "
+                       "installed at the same path. " + argv[0] + " said:\n" + run.err);
+  }
+  std::map<int, std::string> xml_of_rank = s.runner->SplitByTask(run.out);
+  std::map<std::string, HostTopology> out;
+  std::vector<HostTopology> unnamed;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    GL_ASSIGN_OR_RETURN(HostTopology t, LoadHwlocXmlText(xml_of_rank[static_cast<int>(i)], "topology of " + hosts[i]));
+    if (std::find(hosts.begin(), hosts.end(), t.hostname) != hosts.end() && !out.count(t.hostname)) {
+      out[t.hostname] = std::move(t);
+    } else {
+      unnamed.push_back(std::move(t));
+    }
+  }
+  for (const std::string& h : hosts) {
+    if (!out.count(h) && !unnamed.empty()) {
+      out[h] = std::move(unnamed.front());
+      unnamed.erase(unnamed.begin());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<ResolvedHosts> ResolveHosts(const LaunchOptions& o, const ResolveSettings& s) {
+  if (!o.host_args.empty() && o.hostfile) {
+    return InvalidArgument("give either --host or --hostfile, not both");
+  }
+  std::vector<HostSpec> specs;
+  for (const std::string& arg : o.host_args) {
+    GL_ASSIGN_OR_RETURN(std::vector<HostSpec> more, ParseHostArgument(arg));
+    for (auto& h : more) specs.push_back(std::move(h));
+  }
+  if (o.hostfile) {
+    GL_ASSIGN_OR_RETURN(specs, ReadHostfile(*o.hostfile));
+  }
+  if (specs.empty()) {  // inside a Slurm allocation: its nodes and task counts
+    GL_ASSIGN_OR_RETURN(specs, HostsFromSlurmAllocation(ProcessEnv()));
+  }
+  if (specs.empty()) specs.push_back(HostSpec{LocalHostname(), std::nullopt, std::nullopt});
+
+  ResolvedHosts out;
+  if (!o.topology_files.empty()) {
+    if (!o.dry_run) {
+      return InvalidArgument("--topology-file describes recorded machines, not these ones; use it with --dry-run");
+    }
+    // "FILE" describes every host not named otherwise; "HOST=FILE" one host.
+    std::optional<HostTopology> for_all;
+    std::map<std::string, HostTopology> per_host;
+    for (const std::string& item : o.topology_files) {
+      const auto eq = item.find('=');
+      if (eq == std::string::npos) {
+        GL_ASSIGN_OR_RETURN(HostTopology t, LoadHwlocXmlFile(item));
+        for_all = std::move(t);
+      } else {
+        GL_ASSIGN_OR_RETURN(HostTopology t, LoadHwlocXmlFile(item.substr(eq + 1)));
+        per_host[item.substr(0, eq)] = std::move(t);
+      }
+    }
+    for (const auto& entry : per_host) {
+      const std::string& name = entry.first;  // a plain name: clang 14 cannot capture structured bindings
+      if (std::none_of(specs.begin(), specs.end(), [&](const HostSpec& h) { return h.name == name; })) {
+        return InvalidArgument("--topology-file " + name + "=...: host '" + name + "' is not among the hosts");
+      }
+    }
+    for (const HostSpec& h : specs) {
+      const auto it = per_host.find(h.name);
+      if (it == per_host.end() && !for_all) {
+        return InvalidArgument("no topology for host '" + h.name + "': add --topology-file " + h.name +
+                               "=FILE or a --topology-file FILE for all hosts");
+      }
+      out.hosts.push_back(HostResources{h.name, h.slots, h.max_slots, it != per_host.end() ? it->second : *for_all, {}});
+    }
+    out.all_local = false;
+    return out;
+  }
+  std::vector<std::string> remote;
+  std::optional<HostTopology> local;
+  for (const HostSpec& h : specs) {
+    if (IsLocalHost(h.name)) {
+      if (!local) {
+        GL_ASSIGN_OR_RETURN(HostTopology t, DiscoverLocalHost());
+        local = std::move(t);
+      }
+      continue;
+    }
+    if (!Resolves(h.name)) {
+      return NotFound("unknown host '" + h.name + "': the name does not resolve; check the spelling, /etc/hosts or DNS");
+    }
+    remote.push_back(h.name);
+  }
+  std::map<std::string, HostTopology> probed;
+  if (!remote.empty()) {
+    out.all_local = false;
+    GL_ASSIGN_OR_RETURN(probed, ProbeRemote(remote, s));
+  }
+  for (const HostSpec& h : specs) {
+    const bool is_local = !probed.count(h.name);
+    out.hosts.push_back(HostResources{h.name, h.slots, h.max_slots, is_local ? *local : probed[h.name], {}});
+  }
+  GL_RETURN_IF_ERROR(NarrowToSlurmJob(out.hosts));
+  return out;
+}
+
+}  // namespace gpulaunch

@@ -1,0 +1,362 @@
+#include "launcher/core/options.h"
+
+#include <boost/program_options.hpp>
+#include <regex>
+#include <sstream>
+
+#include "common/strings.h"
+
+namespace po = boost::program_options;
+
+namespace gpulaunch {
+namespace {
+
+po::options_description Describe() {
+  po::options_description d("Options");
+  // clang-format off
+  d.add_options()
+    ("np,n", po::value<int>(), "number of ranks (default: one per slot)")
+    ("host,H", po::value<std::vector<std::string>>()->composing(), "hosts: a:2,b:2 or node[01-04]:4 (repeatable)")
+    ("hostfile", po::value<std::string>(), "host file: 'host slots=N [max_slots=M]', 'host:N' or hostlists")
+    ("machinefile", po::value<std::string>(), "same as --hostfile")
+    ("env,x", po::value<std::vector<std::string>>()->composing(), "VAR[=VALUE]: export to every rank (repeatable)")
+    ("oversubscribe", "allow more ranks than slots; ranks are spread evenly and left unbound")
+    ("tag", "prefix every output line with [rank@host]")
+    ("tag-output", "same as --tag")
+    ("dry-run", "print the plan and the exact engine command, start nothing")
+    ("display-map", "print the plan (where each rank goes: host, cpus, NUMA node, GPUs, NIC) before the job starts")
+    ("topology-file", po::value<std::vector<std::string>>()->composing(),
+     "FILE or HOST=FILE: make hosts look like recorded hwloc XML (with --dry-run; repeatable)")
+    ("allow-run-as-root", "allow running as root (as mpirun requires)")
+    ("launcher", po::value<std::string>(), "engine: auto (srun inside a Slurm allocation, else mpirun), mpirun, srun")
+    ("layout", po::value<std::string>(), "parallel layout, e.g. tp=4,pp=2 (dp inferred): TP groups stay on a host")
+    ("timeout", po::value<int>(), "wall-clock limit in seconds: then the job is stopped (SIGTERM, then SIGKILL) and gpulaunch exits 124")
+    ("kill-grace", po::value<int>(), "seconds from the stop signal to SIGKILL when ranks are stopped: Open MPI's wait before SIGTERM and again before SIGKILL (its default: 1); under srun, gpulaunch's (default: 10)")
+    ("startup-timeout", po::value<int>(), "seconds for every rank to check in; then the job is stopped, the missing ranks are named and gpulaunch exits 125")
+    ("stall-timeout", po::value<int>(), "seconds a rank may go without a progress heartbeat (libgpurt sends them); then its stacks are collected into the summary, the job is stopped and gpulaunch exits 124")
+    ("on-failure", po::value<std::string>(), "abort (default), or restart:N: relaunch a failed job up to N times, without the hosts that failed when spare slots exist (GPULAUNCH_RESTART_COUNT tells the job)")
+    ("summary", po::value<std::string>(), "where to write the per-rank summary (default: gpulaunch-summary.json)")
+    ("no-summary", "write no summary file")
+    ("profile", "measure every step of libgpurt jobs (compute, communication per group, bytes, pipeline bubble), print a run report at the end and write the metrics (JSON lines per rank, Prometheus text) to --profile-dir")
+    ("profile-dir", po::value<std::string>(), "where --profile writes rank-<R>.jsonl, metrics.prom and run-report.json (default: gpulaunch-profile)")
+    ("help,h", "show this help")
+    ("version,V", "show the version");
+  // clang-format on
+  return d;
+}
+
+// Boost.ProgramOptions fills %placeholders% into its messages and never
+// stops when the user's own text holds one (`--np %value%` hangs in what()):
+// with a '%' anywhere, the message is ours.
+std::string ParseErrorText(const po::error& e, const std::vector<std::string>& tokens) {
+  for (const std::string& t : tokens) {
+    if (t.find('%') != std::string::npos) {
+      return "cannot parse the options near '" + t.substr(0, 80) + "' (check that option's value)";
+    }
+  }
+  return e.what();
+}
+
+// mpirun's single-dash long options.
+std::string NormaliseToken(const std::string& tok) {
+  static const char* long_disguised[] = {"-np", "-host", "-hostfile", "-machinefile", "-oversubscribe",
+                                         "-tag-output", "-allow-run-as-root", "-display-map"};
+  for (const char* l : long_disguised) {
+    const std::string s = l;
+    if (tok == s || StartsWith(tok, s + "=")) return "-" + tok;
+  }
+  return tok;
+}
+
+bool TakesValue(const po::options_description& d, const std::string& tok) {
+  std::string name;
+  if (StartsWith(tok, "--")) {
+    if (tok.find('=') != std::string::npos) return false;
+    name = tok.substr(2);
+    const auto* opt = d.find_nothrow(name, false, false, false);
+    return opt && opt->semantic()->max_tokens() > 0;
+  }
+  if (tok.size() != 2) return false;  // "-n16" carries its value
+  for (const auto& opt : d.options()) {
+    if (opt->canonical_display_name(po::command_line_style::allow_dash_for_short) == tok) {
+      return opt->semantic()->max_tokens() > 0;
+    }
+  }
+  return false;
+}
+
+StatusOr<EnvAssignment> ParseEnvAssignment(const std::string& text) {
+  static const std::regex name_re("[A-Za-z_][A-Za-z0-9_]*");
+  const auto eq = text.find('=');
+  EnvAssignment a{text.substr(0, eq), std::nullopt};
+  if (eq != std::string::npos) a.value = text.substr(eq + 1);
+  if (!std::regex_match(a.name, name_re)) {
+    return InvalidArgument("-x '" + text + "': '" + a.name +
+                           "' is not a variable name (letters, digits and _; e.g. -x OMP_NUM_THREADS=4)");
+  }
+  return a;
+}
+
+}  // namespace
+
+StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
+  const po::options_description desc = Describe();
+  CommandLine cl;
+  std::vector<std::string> own;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& tok = args[i];
+    if (tok == "--") {
+      ++i;
+      break;
+    }
+    if (tok.size() < 2 || tok[0] != '-') break;  // the program
+    own.push_back(NormaliseToken(tok));
+    if (TakesValue(desc, own.back()) && i + 1 < args.size()) own.push_back(args[++i]);
+  }
+  cl.options.program.assign(args.begin() + static_cast<long>(i), args.end());
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(own).options(desc).style(po::command_line_style::unix_style).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return InvalidArgument(ParseErrorText(e, own) + "; see 'gpulaunch --help'");
+  }
+  if (vm.count("help")) {
+    cl.action = CommandAction::kHelp;
+    return cl;
+  }
+  if (vm.count("version")) {
+    cl.action = CommandAction::kVersion;
+    return cl;
+  }
+  LaunchOptions& o = cl.options;
+  if (vm.count("np")) {
+    o.ranks = vm["np"].as<int>();
+    if (o.ranks < 1) {
+      return InvalidArgument("-n " + std::to_string(o.ranks) + ": the number of ranks must be at least 1");
+    }
+  }
+  if (vm.count("host")) o.host_args = vm["host"].as<std::vector<std::string>>();
+  if (vm.count("hostfile") && vm.count("machinefile")) {
+    return InvalidArgument("--hostfile and --machinefile are the same option; give one");
+  }
+  if (vm.count("hostfile")) o.hostfile = vm["hostfile"].as<std::string>();
+  if (vm.count("machinefile")) o.hostfile = vm["machinefile"].as<std::string>();
+  if (vm.count("env")) {
+    for (const std::string& x : vm["env"].as<std::vector<std::string>>()) {
+      GL_ASSIGN_OR_RETURN(EnvAssignment a, ParseEnvAssignment(x));
+      o.env.push_back(std::move(a));
+    }
+  }
+  o.oversubscribe = vm.count("oversubscribe") > 0;
+  o.tag = vm.count("tag") || vm.count("tag-output");
+  o.dry_run = vm.count("dry-run") > 0;
+  o.display_map = vm.count("display-map") > 0;
+  o.allow_run_as_root = vm.count("allow-run-as-root") > 0;
+  if (vm.count("timeout")) {
+    const int limit = vm["timeout"].as<int>();
+    if (limit < 1 || limit > 30 * 86400) {
+      return InvalidArgument("--timeout " + std::to_string(limit) + ": give seconds from 1 to 2592000 (30 days)");
+    }
+    o.timeout_s = limit;
+  }
+  if (vm.count("kill-grace")) {
+    const int grace = vm["kill-grace"].as<int>();
+    if (grace < 0 || grace > 3600) {
+      return InvalidArgument("--kill-grace " + std::to_string(grace) + ": give seconds from 0 to 3600");
+    }
+    o.kill_grace_s = grace;
+  }
+  for (const char* name : {"startup-timeout", "stall-timeout"}) {
+    if (!vm.count(name)) continue;
+    const int limit = vm[name].as<int>();
+    if (limit < 1 || limit > 30 * 86400) {
+      return InvalidArgument("--" + std::string(name) + " " + std::to_string(limit) +
+                             ": give seconds from 1 to 2592000 (30 days)");
+    }
+    (std::string(name) == "startup-timeout" ? o.startup_timeout_s : o.stall_timeout_s) = limit;
+  }
+  if (vm.count("on-failure")) {
+    const std::string v = vm["on-failure"].as<std::string>();
+    int n = -1;
+    if (v == "abort") {
+      n = 0;
+    } else if (StartsWith(v, "restart:") && v.size() > 8 && v.size() <= 11 &&
+               v.find_first_not_of("0123456789", 8) == std::string::npos) {
+      n = std::stoi(v.substr(8));
+    }
+    if (n < 0 || n > 100) {
+      return InvalidArgument("--on-failure " + v + ": give abort or restart:N with N from 0 to 100");
+    }
+    o.max_restarts = n;
+  }
+  if (vm.count("summary") && vm.count("no-summary")) {
+    return InvalidArgument("--summary and --no-summary contradict each other; give one");
+  }
+  if (vm.count("summary")) o.summary_path = vm["summary"].as<std::string>();
+  o.profile = vm.count("profile") > 0;
+  if (vm.count("profile-dir")) {
+    if (!o.profile) return InvalidArgument("--profile-dir needs --profile (it says where the profile goes)");
+    o.profile_dir = vm["profile-dir"].as<std::string>();
+    if (o.profile_dir.empty()) return InvalidArgument("--profile-dir is empty: give a directory");
+  }
+  if (vm.count("no-summary") || o.summary_path.empty()) o.summary_path.clear();
+  if (vm.count("topology-file")) o.topology_files = vm["topology-file"].as<std::vector<std::string>>();
+  if (vm.count("layout")) o.layout = vm["layout"].as<std::string>();
+  if (vm.count("launcher")) {
+    o.launcher = vm["launcher"].as<std::string>();
+    if (o.launcher != "auto" && o.launcher != "mpirun" && o.launcher != "srun") {
+      return InvalidArgument("--launcher " + o.launcher + ": choose auto, mpirun or srun");
+    }
+  }
+  if (o.program.empty()) {
+    return InvalidArgument("no program to run; usage: gpulaunch [options] [--] PROGRAM [ARGS...], "
+                           "e.g. gpulaunch -n 4 ./job");
+  }
+  return cl;
+}
+
+std::string HelpText() {
+  std::ostringstream out;
+  out << "Usage: gpulaunch [options] [--] PROGRAM [ARGS...]\n\n"
+         "Starts PROGRAM as a distributed job: discovers the hosts' topology (hwloc, NVML),\n"
+         "places ranks GPU-first (one rank per GPU with its NUMA node's cores, memory and\n"
+         "nearest NIC; one rank per core on hosts without GPUs), and launches them through\n"
+         "Open MPI's mpirun with a generated rankfile. Every rank gets RANK, WORLD_SIZE,\n"
+         "LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR, MASTER_PORT,\n"
+         "CUDA_VISIBLE_DEVICES and GPULAUNCH_* (see docs/environment.md).\n\n"
+      << Describe()
+      << "\nExamples:\n"
+         "  gpulaunch -n 16 ./job --steps 10          16 ranks on this machine\n"
+         "  gpulaunch -n 16 --oversubscribe ./job     more ranks than cores, unbound\n"
+         "  gpulaunch -H node1:8,node2:8 ./job        8 ranks on each of two hosts\n"
+         "  gpulaunch --hostfile hosts -x NCCL_DEBUG=INFO ./job\n"
+         "  gpulaunch -n 8 --dry-run --topology-file dgx.xml ./job   show the plan only\n"
+         "  gpulaunch -n 8 --on-failure=restart:2 --stall-timeout 300 ./train\n\n"
+         "Other commands: gpulaunch plan | submit | slurm-config | check | check --storage PATH | check --slurm-health |\n"
+         "                nodes | linkcheck | sim (each with --help).\n\n"
+         "After a failure the root cause is printed, and every rank's end is in\n"
+         "gpulaunch-summary.json (--summary FILE, --no-summary).\n\n"
+         "Exit status: the first failing rank's code, 128+N when a rank died of signal N,\n"
+         "2 for usage errors, 124 when --timeout or --stall-timeout expired, 125 when the\n"
+         "launcher or engine failed (also: --startup-timeout, a vanished host), 126/127 when\n"
+         "the program could not be executed / was not found on a host.\n";
+  return out.str();
+}
+
+namespace {
+
+po::options_description DescribePlan() {
+  po::options_description d("Options");
+  // clang-format off
+  d.add_options()
+    ("np,n", po::value<int>(), "number of ranks (required)")
+    ("gpus-per-rank", po::value<int>(), "GPUs per rank (default 1 where hosts have GPUs; 0: CPU-only ranks)")
+    ("cores-per-rank", po::value<int>(), "cores per CPU-only rank (default: a host's cores split evenly)")
+    ("layout", po::value<std::string>(), "parallel layout, e.g. tp=8,pp=2,dp=2[,order=tp-pp-dp] (dp inferred), or auto")
+    ("model", po::value<std::string>(), "--layout auto: gpt2-small (default), gpt2-medium, gpt2-large, gpt2-xl or tiny")
+    ("microbatches", po::value<int>(), "--layout auto: micro-batches per step over all replicas (default 8)")
+    ("seqs-per-microbatch", po::value<int>(), "--layout auto: sequences per micro-batch (default 1)")
+    ("gpu-memory", po::value<double>(), "--layout auto: GiB per rank (default: the GPUs' memory when known, else 80)")
+    ("gpu-tflops", po::value<double>(), "--layout auto: sustained TFLOP/s per rank (default 100)")
+    ("inference", "--layout auto: cost a forward-only step (no gradients or optimizer state)")
+    ("policy", po::value<std::string>(), "compact (default), spread, fault-domain, fragmented")
+    ("comm", po::value<std::string>(), "allreduce (default), p2p, or compute (may use fragmented GPUs)")
+    ("hosts,H", po::value<std::vector<std::string>>()->composing(), "hosts, as for launches")
+    ("hostfile", po::value<std::string>(), "host file, as for launches")
+    ("topology-file", po::value<std::vector<std::string>>()->composing(),
+     "FILE (every host) or HOST=FILE: recorded hwloc XML (repeatable)")
+    ("synthetic", po::value<std::string>(), "a synthetic cluster, e.g. 'switch:2 node:4 gpu:8 nic:4'")
+    ("cluster", po::value<std::string>(), "a cluster file (JSON, see --dump-cluster)")
+    ("dump-cluster", po::value<std::string>(), "also write the cluster as planned to FILE (JSON)")
+    ("network", po::value<std::string>(), "switch tree in Slurm topology.conf syntax")
+    ("exclude", po::value<std::vector<std::string>>()->composing(), "hosts not to use (repeatable, hostlists)")
+    ("format", po::value<std::string>(), "table (default) or json")
+    ("explain", "say why each host was chosen or passed over")
+    ("out", po::value<std::string>(), "slurm-config: directory to write topology.conf and gres.conf into")
+    ("help,h", "show this help");
+  // clang-format on
+  return d;
+}
+
+}  // namespace
+
+StatusOr<PlanOptions> ParsePlanCommandLine(const std::vector<std::string>& args) {
+  const po::options_description desc = DescribePlan();
+  std::vector<std::string> normalised;
+  for (const auto& a : args) normalised.push_back(a == "-np" ? "--np" : a);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(normalised).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return InvalidArgument(ParseErrorText(e, normalised) + "; see 'gpulaunch plan --help'");
+  }
+  PlanOptions o;
+  if (vm.count("help")) {
+    o.help = true;
+    return o;
+  }
+  if (vm.count("out")) o.out_dir = vm["out"].as<std::string>();
+  // slurm-config describes the cluster and needs no job.
+  if (!o.out_dir && (!vm.count("np") || vm["np"].as<int>() < 1)) {
+    return InvalidArgument("gpulaunch plan needs -n N (at least 1 rank), e.g. gpulaunch plan -n 16 --layout tp=8");
+  }
+  if (vm.count("np")) o.ranks = vm["np"].as<int>();
+  if (vm.count("gpus-per-rank")) o.gpus_per_rank = vm["gpus-per-rank"].as<int>();
+  if (vm.count("cores-per-rank")) o.cores_per_rank = vm["cores-per-rank"].as<int>();
+  if (vm.count("layout")) o.layout = vm["layout"].as<std::string>();
+  if (vm.count("model")) o.model = vm["model"].as<std::string>();
+  if (vm.count("microbatches")) o.microbatches = vm["microbatches"].as<int>();
+  if (vm.count("seqs-per-microbatch")) o.seqs_per_microbatch = vm["seqs-per-microbatch"].as<int>();
+  if (vm.count("gpu-memory")) o.gpu_memory_gib = vm["gpu-memory"].as<double>();
+  if (vm.count("gpu-tflops")) o.gpu_tflops = vm["gpu-tflops"].as<double>();
+  o.inference = vm.count("inference") > 0;
+  if (o.microbatches < 1 || o.seqs_per_microbatch < 1 || (o.gpu_memory_gib && !(*o.gpu_memory_gib > 0)) ||
+      !(o.gpu_tflops > 0)) {
+    return InvalidArgument("--microbatches, --seqs-per-microbatch, --gpu-memory and --gpu-tflops must be positive");
+  }
+  if (vm.count("policy")) o.policy = vm["policy"].as<std::string>();
+  if (vm.count("comm")) o.comm = vm["comm"].as<std::string>();
+  if (vm.count("hosts")) o.host_args = vm["hosts"].as<std::vector<std::string>>();
+  if (vm.count("hostfile")) o.hostfile = vm["hostfile"].as<std::string>();
+  if (vm.count("topology-file")) o.topology_files = vm["topology-file"].as<std::vector<std::string>>();
+  if (vm.count("synthetic")) o.synthetic = vm["synthetic"].as<std::string>();
+  if (vm.count("network")) o.network = vm["network"].as<std::string>();
+  if (vm.count("cluster")) o.cluster_file = vm["cluster"].as<std::string>();
+  if (vm.count("dump-cluster")) o.dump_cluster = vm["dump-cluster"].as<std::string>();
+  if (vm.count("exclude")) o.exclude = vm["exclude"].as<std::vector<std::string>>();
+  if (vm.count("format")) o.format = vm["format"].as<std::string>();
+  o.explain = vm.count("explain") > 0;
+  if (o.format != "table" && o.format != "json") return InvalidArgument("--format must be table or json");
+  if (o.comm != "allreduce" && o.comm != "p2p" && o.comm != "compute") {
+    return InvalidArgument("--comm must be allreduce, p2p or compute");
+  }
+  if (o.gpus_per_rank < -1 || o.cores_per_rank < 0) return InvalidArgument("--gpus-per-rank/--cores-per-rank out of range");
+  if ((o.synthetic || o.cluster_file) && (o.hostfile || !o.host_args.empty() || !o.topology_files.empty())) {
+    return InvalidArgument("--synthetic and --cluster describe the whole cluster; do not combine them with hosts or "
+                           "--topology-file");
+  }
+  if (o.synthetic && o.cluster_file) return InvalidArgument("give --synthetic or --cluster, not both");
+  return o;
+}
+
+std::string PlanHelpText() {
+  std::ostringstream out;
+  out << "Usage: gpulaunch plan -n N [options]\n\n"
+         "Shows where gpulaunch would place N ranks and why, with the modelled per-step\n"
+         "communication time of the layout and the same figures for Open MPI's default\n"
+         "by-slot mapping of the same job. Nothing is started.\n\n"
+      << DescribePlan()
+      << "\nExamples:\n"
+         "  gpulaunch plan -n 16 --layout tp=8 --synthetic 'switch:2 node:4 gpu:8 nic:4'\n"
+         "  gpulaunch plan -n 8 --topology-file dgx.xml --hostfile hosts --network topology.conf --explain\n"
+         "  gpulaunch plan -n 32 --layout tp=4,pp=2 --format json --synthetic 'node:4 gpu:8'\n";
+  return out.str();
+}
+
+std::string VersionText() { return std::string("gpulaunch ") + GPULAUNCH_VERSION + "\n"; }
+
+}  // namespace gpulaunch

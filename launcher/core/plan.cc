@@ -1,0 +1,76 @@
+#include "launcher/core/plan.h"
+
+#include <cstdlib>
+#include <algorithm>
+#include <iomanip>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "common/sha256.h"
+#include "common/strings.h"
+#include "launcher/base/slot_table.h"
+
+namespace gpulaunch {
+namespace {
+
+std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
+
+std::string GpusText(const RankSlot& r) {
+  if (r.gpus.empty()) return "-";
+  return FormatIdList(r.gpus);
+}
+
+}  // namespace
+
+LaunchPlan MakeLaunchPlan(Placement placement, const LaunchOptions& options, bool all_local) {
+  LaunchPlan plan;
+  plan.placement = std::move(placement);
+  plan.program = options.program;
+  plan.env = options.env;
+  plan.all_local = all_local;
+  plan.layout = options.layout;
+  plan.plan_hash = Sha256Hex(CanonicalPlanText(plan));
+  return plan;
+}
+
+std::string CanonicalPlanText(const LaunchPlan& plan) {
+  std::ostringstream s;
+  s << "gpulaunch-plan v1\nworld " << plan.placement.ranks.size() << "\n";
+  for (const RankSlot& r : plan.placement.ranks) {
+    s << "rank " << r.rank << " host " << r.host << " node " << r.node_rank << " local " << r.local_rank << "/"
+      << r.local_size << " bound " << r.bound << " cpus " << FormatIdList(r.cpus) << " mem " << r.mem_node
+      << " gpus " << GpusText(r) << " nic " << OrDash(r.nic) << "\n";
+  }
+  for (const std::string& a : plan.program) s << "argv " << a.size() << ":" << a << "\n";
+  for (const EnvAssignment& e : plan.env) s << "env " << e.name << (e.value ? "=" + *e.value : "") << "\n";
+  if (!plan.layout.empty()) s << "layout " << plan.layout << "\n";
+  return s.str();
+}
+
+std::string RenderPlanTable(const LaunchPlan& plan) {
+  const Placement& p = plan.placement;
+  std::ostringstream s;
+  s << "plan: " << p.ranks.size() << " rank" << (p.ranks.size() == 1 ? "" : "s") << " on " << p.hosts.size()
+    << " host" << (p.hosts.size() == 1 ? "" : "s") << " (" << Join(p.hosts, ", ") << ")\n";
+  s << "plan hash: " << plan.plan_hash << "\n";
+  for (const std::string& n : p.notes) s << "note: " << n << "\n";
+  size_t host_w = 4, cpu_w = 4;
+  for (const RankSlot& r : p.ranks) {
+    host_w = std::max(host_w, r.host.size());
+    cpu_w = std::max(cpu_w, FormatIdList(r.cpus).size() + (r.bound ? 0 : 10));
+  }
+  s << std::left << std::setw(6) << "rank" << std::setw(static_cast<int>(host_w) + 2) << "host" << std::setw(7)
+    << "local" << std::setw(static_cast<int>(cpu_w) + 2) << "cpus" << std::setw(6) << "numa" << std::setw(8)
+    << "gpus" << "nic\n";
+  for (const RankSlot& r : p.ranks) {
+    const std::string cpus = FormatIdList(r.cpus) + (r.bound ? "" : " (unbound)");
+    s << std::left << std::setw(6) << r.rank << std::setw(static_cast<int>(host_w) + 2) << r.host << std::setw(7)
+      << r.local_rank << std::setw(static_cast<int>(cpu_w) + 2) << cpus << std::setw(6)
+      << (r.mem_node < 0 ? "-" : std::to_string(r.mem_node)) << std::setw(8) << GpusText(r) << OrDash(r.nic)
+      << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace gpulaunch

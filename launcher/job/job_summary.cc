@@ -1,0 +1,267 @@
+#include "launcher/job/job_summary.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "common/json.h"
+#include "common/utc_time.h"
+#include "common/strings.h"
+
+namespace gpulaunch {
+namespace {
+
+double Seconds(ControlClock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+bool Failed(const RankRecord& r) { return r.ended && (r.signaled || r.exit_value != 0); }
+
+std::string HowItEnded(const RankRecord& r) {
+  if (!r.refusal.empty()) return "refused to start: " + r.refusal;
+  if (r.ended && r.signaled) return "was killed by " + SignalName(r.exit_value);
+  if (r.ended) return "exited with code " + std::to_string(r.exit_value);
+  if (r.lost) return "vanished without a report (its host, its shim or the connection died)";
+  if (r.pid > 0) return "had not ended when gpulaunch stopped";
+  return "never started";
+}
+
+// When the job began to end: its first failure (a failed or vanished rank).
+ControlClock::time_point FirstFailure(const std::map<int, RankRecord>& ranks) {
+  auto first = ControlClock::time_point::max();
+  for (const auto& [rank, r] : ranks)
+    if (Failed(r) || r.lost) first = std::min(first, r.ended_at);
+  return first;
+}
+
+// A rank whose connection closed without a report after the job had begun
+// to end was stopped with its shim (the engine SIGKILLs the shim's process
+// group), not lost on its own.
+bool StoppedUnreported(const RankRecord& r, ControlClock::time_point first_failure, bool stopped_by_gpulaunch) {
+  return r.lost && (stopped_by_gpulaunch || r.ended_at > first_failure);
+}
+
+std::string State(const RankRecord* r, ControlClock::time_point first_failure, bool stopped_by_gpulaunch) {
+  if (!r) return "never-started";
+  if (!r->refusal.empty()) return "refused";
+  if (r->ended) return r->signaled ? "killed" : "exited";
+  if (StoppedUnreported(*r, first_failure, stopped_by_gpulaunch)) return "stopped-unreported";
+  if (r->lost) return "lost";
+  return r->pid > 0 ? "no-report" : "never-started";
+}
+
+std::string HostOf(const JobOutcome& job, const std::map<int, RankRecord>& ranks, int rank) {
+  auto it = ranks.find(rank);
+  if (it != ranks.end() && !it->second.host.empty()) return it->second.host;
+  return rank >= 0 && rank < static_cast<int>(job.planned_hosts.size()) ? job.planned_hosts[rank] : "?";
+}
+
+// "3 ranks (1, 4, 7 on node2)" style list, at most 8 named.
+std::string RankList(const JobOutcome& job, const std::map<int, RankRecord>& ranks, const std::vector<int>& which) {
+  std::map<std::string, std::vector<int>> by_host;
+  for (int r : which) by_host[HostOf(job, ranks, r)].push_back(r);
+  std::string out;
+  int named = 0;
+  for (const auto& [host, rs] : by_host) {
+    if (named >= 8) {
+      out += ", ...";
+      break;
+    }
+    std::vector<std::string> ids;
+    for (int r : rs) ids.push_back(std::to_string(r));
+    named += static_cast<int>(rs.size());
+    out += (out.empty() ? "" : "; ") + Join(ids, ", ") + " on " + host;
+  }
+  return out;
+}
+
+void AddTail(RootCause& cause, const RankRecord& r) {
+  if (!r.stacks.empty()) {
+    cause.evidence.push_back("stacks of rank " + std::to_string(r.rank) + ":");
+    for (const std::string& line : Split(r.stacks, '\n'))
+      if (!line.empty()) cause.evidence.push_back("|  " + line);
+  }
+  if (!r.stderr_tail.empty()) {
+    cause.evidence.push_back("last lines of rank " + std::to_string(r.rank) + "'s stderr:");
+    for (const std::string& line : r.stderr_tail) cause.evidence.push_back("|  " + line);
+  }
+}
+
+// What became of every rank but `blamed`, in one line.
+std::string Others(const std::map<int, RankRecord>& ranks, int blamed, int world) {
+  const auto first_failure = FirstFailure(ranks);
+  int ok = 0, stopped = 0, failed = 0, missing = 0;
+  for (int rank = 0; rank < world; ++rank) {
+    if (rank == blamed) continue;
+    auto it = ranks.find(rank);
+    if (it == ranks.end() || it->second.pid <= 0) {
+      ++missing;
+    } else if (it->second.ended && !it->second.signaled && it->second.exit_value == 0) {
+      ++ok;
+    } else if ((it->second.ended && it->second.signaled &&
+                (it->second.exit_value == SIGTERM || it->second.exit_value == SIGKILL)) ||
+               StoppedUnreported(it->second, first_failure, false)) {
+      ++stopped;
+    } else {
+      ++failed;
+    }
+  }
+  auto count = [](int n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); };
+  std::vector<std::string> parts;
+  if (ok) parts.push_back(count(ok, "ended normally", "ended normally"));
+  if (stopped) parts.push_back(count(stopped, "was stopped", "were stopped") + " (SIGTERM/SIGKILL) in the teardown");
+  if (failed) parts.push_back(count(failed, "failed or was lost too", "failed or were lost too"));
+  if (missing) parts.push_back(count(missing, "never started", "never started"));
+  return parts.empty() ? "" : "of the other ranks, " + Join(parts, ", ");
+}
+
+}  // namespace
+
+std::string SignalName(int sig) {
+  const char* abbrev = sig > 0 && sig < 65 ? sigabbrev_np(sig) : nullptr;
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+std::optional<RootCause> FindRootCause(const JobOutcome& job, const std::map<int, RankRecord>& ranks) {
+  if (job.exit_code == 0 && job.stop == StopReason::kNone) return std::nullopt;
+  const int world = static_cast<int>(job.planned_hosts.size());
+  RootCause cause;
+  auto blame = [&](int rank, const std::string& what) {
+    cause.rank = rank;
+    auto it = ranks.find(rank);
+    cause.headline = "rank " + std::to_string(rank) + " on " + HostOf(job, ranks, rank) +
+                     (it != ranks.end() && it->second.pid > 0 ? " (pid " + std::to_string(it->second.pid) + ")" : "") +
+                     " " + what;
+    if (it != ranks.end()) AddTail(cause, it->second);
+    if (std::string others = Others(ranks, rank, world); !others.empty()) cause.notes.push_back(others);
+  };
+  // Refusals come first: the engine did not start the job that was planned.
+  for (const auto& [rank, r] : ranks) {
+    if (r.refusal.empty()) continue;
+    blame(rank, "refused to start: " + r.refusal);
+    cause.notes.push_back("the engine did not start the planned job; fix the cause above and launch again");
+    return cause;
+  }
+  switch (job.stop) {
+    case StopReason::kStartupTimeout: {
+      std::vector<int> missing;
+      for (int rank = 0; rank < world; ++rank)
+        if (!ranks.count(rank) || ranks.at(rank).pid <= 0) missing.push_back(rank);
+      cause.headline = std::to_string(missing.size()) + " of " + std::to_string(world) +
+                       " ranks did not check in within --startup-timeout " + std::to_string(job.limit_s) +
+                       " s: " + RankList(job, ranks, missing);
+      if (static_cast<int>(missing.size()) == world) {
+        cause.notes.push_back("no rank started on any host: the engine had not started the job yet (mpirun starts "
+                              "ranks only once every host's daemon is up): check that every host answers "
+                              "`ssh HOST true` quickly, or raise --startup-timeout");
+      } else {
+        cause.notes.push_back("check that those hosts are reachable and not overloaded, or raise --startup-timeout");
+      }
+      return cause;
+    }
+    case StopReason::kStall: {
+      const int first = job.stalled.empty() ? -1 : *job.stalled.begin();
+      blame(first, "made no progress for " + std::to_string(job.limit_s) + " s (--stall-timeout)");
+      if (job.stalled.size() > 1) {
+        cause.notes.push_back("stalled: " + RankList(job, ranks, {job.stalled.begin(), job.stalled.end()}) +
+                              "; their stacks are in the summary");
+      }
+      return cause;
+    }
+    case StopReason::kTimeout:
+      cause.headline = "the job ran past --timeout " + std::to_string(job.limit_s) + " s and was stopped";
+      return cause;
+    case StopReason::kUserSignal:
+      cause.headline = "the job was stopped by " + SignalName(job.user_signal) + " sent to gpulaunch";
+      return cause;
+    case StopReason::kRefused:
+    case StopReason::kNone:
+      break;
+  }
+  // The first rank to fail (by when gpulaunch heard of it); ranks that
+  // vanished count from when their connection closed.
+  const RankRecord* first = nullptr;
+  for (const auto& [rank, r] : ranks) {
+    if (!Failed(r) && !r.lost) continue;
+    if (!first || r.ended_at < first->ended_at) first = &r;
+  }
+  if (first) {
+    std::string what = HowItEnded(*first);
+    if (first->ended || first->lost) {
+      what += ", " + Fixed(Seconds(first->ended_at - first->checked_in), 2) + " s after it started";
+    }
+    blame(first->rank, what);
+    return cause;
+  }
+  cause.headline = "the engine failed (gpulaunch exits " + std::to_string(job.exit_code) +
+                   ") while no rank reported a failure; see the engine's messages above";
+  return cause;
+}
+
+std::string RenderRootCause(const RootCause& cause, const std::string& summary_path) {
+  std::string out = "gpulaunch: ---- root cause ----\ngpulaunch: " + cause.headline + "\n";
+  for (const std::string& n : cause.notes) out += "gpulaunch: " + n + "\n";
+  for (const std::string& e : cause.evidence) out += "gpulaunch: " + e + "\n";
+  if (!summary_path.empty()) out += "gpulaunch: every rank: " + summary_path + "\n";
+  return out;
+}
+
+std::string SummaryJson(const JobOutcome& job, const std::map<int, RankRecord>& ranks,
+                        const std::optional<RootCause>& cause) {
+  auto wall = [&](ControlClock::time_point t) {
+    return UtcTimestamp(job.started_wall + std::chrono::duration_cast<std::chrono::system_clock::duration>(t - job.started),
+                        true);
+  };
+  Json root = Json::Object();
+  root.Set("format", "gpulaunch-summary/v1");
+  root.Set("job_id", job.job_id);
+  root.Set("plan_hash", job.plan_hash);
+  Json program = Json::Array();
+  for (const std::string& a : job.program) program.Push(a);
+  root.Set("program", program);
+  root.Set("restart", job.restart);
+  root.Set("exit_code", job.exit_code);
+  root.Set("started_at", UtcTimestamp(job.started_wall, true));
+  root.Set("runtime_s", Seconds(job.ended - job.started));
+  if (cause) {
+    Json c = Json::Object();
+    c.Set("rank", cause->rank);
+    c.Set("text", cause->headline);
+    Json notes = Json::Array();
+    for (const std::string& n : cause->notes) notes.Push(n);
+    c.Set("notes", notes);
+    root.Set("root_cause", c);
+  }
+  const auto first_failure = FirstFailure(ranks);
+  Json list = Json::Array();
+  for (int rank = 0; rank < static_cast<int>(job.planned_hosts.size()); ++rank) {
+    auto it = ranks.find(rank);
+    const RankRecord* r = it == ranks.end() ? nullptr : &it->second;
+    Json e = Json::Object();
+    e.Set("rank", rank);
+    e.Set("host", HostOf(job, ranks, rank));
+    e.Set("state", State(r, first_failure, job.stop != StopReason::kNone));
+    if (r && r->pid > 0) e.Set("pid", r->pid);
+    if (r && r->ended) e.Set(r->signaled ? "signal" : "exit_code", r->signaled ? Json(SignalName(r->exit_value)) : Json(r->exit_value));
+    if (r && !r->refusal.empty()) e.Set("refusal", r->refusal);
+    if (r && r->pid > 0) e.Set("started_at", wall(r->checked_in));
+    if (r && (r->ended || r->lost)) e.Set("ended_at", wall(r->ended_at));
+    if (r && r->last_beat != ControlClock::time_point{}) e.Set("last_heartbeat_at", wall(r->last_beat));
+    Json tail = Json::Array();
+    if (r)
+      for (const std::string& line : r->stderr_tail) tail.Push(line);
+    e.Set("stderr_tail", tail);
+    if (r && !r->stacks.empty()) e.Set("stacks", r->stacks);
+    list.Push(e);
+  }
+  root.Set("ranks", list);
+  return root.Write();
+}
+
+}  // namespace gpulaunch

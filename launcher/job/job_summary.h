@@ -1,0 +1,62 @@
+// The end of a job, explained: gpulaunch-summary.json (one entry per rank:
+// host, pid, how it ended, when, the last lines of its stderr, stacks when
+// collected) and the root-cause block printed when the job failed. Pure
+// functions over what the control server recorded, so they are unit-tested
+// without launching anything.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "launcher/base/control_server.h"
+
+namespace gpulaunch {
+
+// Why gpulaunch itself stopped the job, if it did.
+enum class StopReason { kNone, kUserSignal, kTimeout, kStartupTimeout, kRefused, kStall };
+
+struct JobOutcome {
+  std::string job_id;
+  std::string plan_hash;
+  std::vector<std::string> program;
+  std::vector<std::string> planned_hosts;  // by rank
+  int exit_code = 0;                       // gpulaunch's
+  StopReason stop = StopReason::kNone;
+  int user_signal = 0;                     // with kUserSignal
+  int limit_s = 0;                         // the timeout that expired (kTimeout, kStartupTimeout, kStall)
+  std::set<int> stalled;                   // with kStall
+  int restart = 0;                         // GPULAUNCH_RESTART_COUNT of this run
+  ControlClock::time_point started{};      // when the engine was started
+  std::chrono::system_clock::time_point started_wall{};
+  ControlClock::time_point ended{};
+};
+
+struct RootCause {
+  int rank = -1;                  // the rank to blame, -1 when none is
+  std::string headline;           // one sentence
+  std::vector<std::string> notes; // further lines (what happened to the others, the fix)
+  std::vector<std::string> evidence;  // the blamed rank's stderr tail or stacks
+};
+
+// Why the job failed; nullopt when it did not (exit 0 and no stop).
+std::optional<RootCause> FindRootCause(const JobOutcome& job, const std::map<int, RankRecord>& ranks);
+
+// The "---- root cause ----" block, every line prefixed "gpulaunch: ".
+std::string RenderRootCause(const RootCause& cause, const std::string& summary_path);
+
+// gpulaunch-summary.json (format "gpulaunch-summary/v1", docs/launch.md "When a job
+// fails"). A rank's state: exited, killed (by a signal), refused, lost (its
+// connection closed without a report: host or shim died), stopped-unreported
+// (the same, after the job had begun to end: stopped together with its
+// shim), no-report, never-started.
+std::string SummaryJson(const JobOutcome& job, const std::map<int, RankRecord>& ranks,
+                        const std::optional<RootCause>& cause);
+
+// "SIGKILL" for 9; "signal N" for what has no name.
+std::string SignalName(int sig);
+
+}  // namespace gpulaunch

@@ -1,0 +1,285 @@
+#include "launcher/sim/sim_command.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "common/file_write.h"
+#include "common/json.h"
+#include "common/strings.h"
+#include "launcher/base/exit_codes.h"
+#include "launcher/sim/sim_output.h"
+#include "policies/pool/resource_template.h"
+#include "policies/pool/simulator.h"
+#include "policies/pool/synthetic_trace.h"
+
+namespace gpulaunch {
+namespace {
+
+using namespace gpulaunch::pool;
+
+constexpr char kHelp[] =
+    "usage: gpulaunch sim (--trace FILE | --synthetic SPEC) --cluster SPEC\n"
+    "                     [--policy topology|fifo-first-fit|best-fit|all] [--templates DEFS]\n"
+    "                     [--teams N] [--quota TEAM:GUARANTEE/NOMINAL/BORROW[/LEND],...] [--grace S]\n"
+    "                     [--checkpoint S] [--max-wait H] [--reserve NAME:TEAM:HOSTS@START-END]...\n"
+    "                     [--fail HOST@START[-END]]...\n"
+    "                     [--format table|json] [--out FILE]\n"
+    "Replays a job trace (Tiresias, ElasticFlow, or id,submit,duration,gpus[,team,priority,user,template] CSV)\n"
+    "or a synthetic one (SPEC e.g. \"jobs:2000 days:14 teams:3 users:24 high:0.1 templated:0.2\") on a\n"
+    "simulated pool (SPEC e.g. \"leaf:2 node:8 gpu:8\"; groups of other hosts joined with '+', e.g.\n"
+    "\"leaf:1 node:8 gpu:8 mem:80 link:200 + leaf:1 node:8 gpu:8 mem:40\") under gpulaunch's policy\n"
+    "(topology) and the baselines (fifo-first-fit; best-fit, Slurm-like without topology), all by default, in\n"
+    "one run. --templates \"train:gpus=32,mem=80,link=200,affinity=leaf;...\" defines the templates jobs name.\n"
+    "--teams N deals the jobs round-robin to N teams (public traces have none); without it --quota uses the\n"
+    "trace's teams (0, 1, ... in the quota's order). Preempted jobs start over, or with --checkpoint S resume\n"
+    "from their last checkpoint (one every S seconds of work); moving or resuming a job costs 120 s.\n"
+    "--max-wait H: a job not started H hours after its submission leaves the queue (a queue timeout).\n"
+    "--reserve holds HOSTS whole hosts for TEAM (its name in --quota, or its number) from START to END hours\n"
+    "after the first job's submission. --fail makes HOST (its name, e.g. s0n3, or number) stop sending\n"
+    "heartbeats from START (to END) hours: suspect after 2 missed heartbeats, bad at 15 s, its jobs requeued,\n"
+    "its GPUs reused when their 30 s lease runs out.\n";
+
+struct SimOptions {
+  std::string trace, synthetic, cluster, policy = "all", format = "table", quota, templates;
+  std::vector<std::string> reserve, fail;
+  std::optional<std::string> out;
+  int teams = 0;
+  double grace_s = 300;
+  double checkpoint_s = 0;
+  double max_wait_h = 0;
+  bool help = false;
+};
+
+StatusOr<SimOptions> Parse(const std::vector<std::string>& args) {
+  SimOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> StatusOr<std::string> {
+      if (i + 1 >= args.size()) return InvalidArgument("sim: " + a + " needs a value");
+      return args[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+    } else if (a == "--trace") {
+      GL_ASSIGN_OR_RETURN(o.trace, value());
+    } else if (a == "--synthetic") {
+      GL_ASSIGN_OR_RETURN(o.synthetic, value());
+    } else if (a == "--cluster") {
+      GL_ASSIGN_OR_RETURN(o.cluster, value());
+    } else if (a == "--policy") {
+      GL_ASSIGN_OR_RETURN(o.policy, value());
+    } else if (a == "--templates") {
+      GL_ASSIGN_OR_RETURN(o.templates, value());
+    } else if (a == "--reserve") {
+      GL_ASSIGN_OR_RETURN(std::string v, value());
+      o.reserve.push_back(v);
+    } else if (a == "--fail") {
+      GL_ASSIGN_OR_RETURN(std::string v, value());
+      o.fail.push_back(v);
+    } else if (a == "--format") {
+      GL_ASSIGN_OR_RETURN(o.format, value());
+      if (o.format != "table" && o.format != "json") return InvalidArgument("sim: --format " + o.format + ": table or json");
+    } else if (a == "--out") {
+      GL_ASSIGN_OR_RETURN(std::string v, value());
+      o.out = v;
+    } else if (a == "--quota") {
+      GL_ASSIGN_OR_RETURN(o.quota, value());
+    } else if (a == "--teams" || a == "--grace" || a == "--checkpoint" || a == "--max-wait") {
+      GL_ASSIGN_OR_RETURN(std::string v, value());
+      const auto n = ParseInt(v);
+      if (!n || *n < 0 || *n > 100000) return InvalidArgument("sim: " + a + " " + v + ": give a whole number");
+      if (a == "--teams") o.teams = static_cast<int>(*n);
+      else if (a == "--grace") o.grace_s = static_cast<double>(*n);
+      else if (a == "--max-wait") o.max_wait_h = static_cast<double>(*n);
+      else o.checkpoint_s = static_cast<double>(*n);
+    } else {
+      return InvalidArgument("sim: unknown option '" + a + "'; see 'gpulaunch sim --help'");
+    }
+  }
+  if (o.help) return o;
+  if (o.trace.empty() == o.synthetic.empty() || o.cluster.empty()) {
+    return InvalidArgument("sim needs --trace FILE or --synthetic SPEC (one of them), and --cluster SPEC");
+  }
+  return o;
+}
+
+// "NAME:TEAM:HOSTS@START-END" (hours after `origin`).
+StatusOr<SimReservation> ParseReservation(const std::string& text, const QuotaBook& quotas, double origin) {
+  auto bad = [&](const std::string& why) {
+    return InvalidArgument("sim: --reserve '" + text + "': " + why + " (e.g. demo:a:4@24-48)");
+  };
+  const size_t at = text.find('@');
+  const std::vector<std::string> who = Split(text.substr(0, at), ':');
+  if (at == std::string::npos || who.size() != 3 || who[0].empty()) return bad("give NAME:TEAM:HOSTS@START-END");
+  SimReservation r;
+  r.name = who[0];
+  r.team = -1;
+  for (int t = 0; t < quotas.teams(); ++t)
+    if (quotas.quota(t).team == who[1]) r.team = t;
+  const auto index = ParseInt(who[1]);
+  if (r.team < 0 && index && *index >= 0 && (*index < quotas.teams() || !quotas.enabled()) && *index <= 100000) {
+    r.team = static_cast<int>(*index);
+  }
+  if (r.team < 0) return bad("team '" + who[1] + "' is neither a team of --quota nor a team number");
+  const auto hosts = ParseInt(who[2]);
+  if (!hosts || *hosts < 1 || *hosts > 100000) return bad("HOSTS must be a whole number from 1");
+  r.hosts = static_cast<int>(*hosts);
+  const std::vector<std::string> window = Split(text.substr(at + 1), '-');
+  const auto start = window.size() == 2 ? ParseInt(window[0]) : std::nullopt;
+  const auto end = window.size() == 2 ? ParseInt(window[1]) : std::nullopt;
+  if (!start || !end || *start < 0 || *end <= *start || *end > 1000000) {
+    return bad("START-END must be whole hours, END after START");
+  }
+  r.start = origin + static_cast<double>(*start) * 3600;
+  r.end = origin + static_cast<double>(*end) * 3600;
+  return r;
+}
+
+// "HOST@START[-END]" (hours after `origin`); HOST a name or a number.
+StatusOr<SimFailure> ParseFailure(const std::string& text, const GpuPool& pool, double origin) {
+  auto bad = [&](const std::string& why) {
+    return InvalidArgument("sim: --fail '" + text + "': " + why + " (e.g. s0n3@24-30, or 3@24)");
+  };
+  const size_t at = text.find('@');
+  if (at == std::string::npos) return bad("give HOST@START[-END]");
+  const std::string host = text.substr(0, at);
+  SimFailure f;
+  f.host = -1;
+  for (size_t h = 0; h < pool.hosts().size(); ++h)
+    if (pool.hosts()[h].name == host) f.host = static_cast<int>(h);
+  const auto index = ParseInt(host);
+  if (f.host < 0 && index && *index >= 0 && *index < static_cast<int64_t>(pool.hosts().size())) {
+    f.host = static_cast<int>(*index);
+  }
+  if (f.host < 0) {
+    return bad("no host '" + host + "' (names are s<leaf>n<node>, e.g. s0n0; numbers 0 to " +
+               std::to_string(pool.hosts().size() - 1) + ")");
+  }
+  const std::vector<std::string> window = Split(text.substr(at + 1), '-');
+  const auto start = ParseInt(window[0]);
+  const auto end = window.size() == 2 ? ParseInt(window[1]) : std::optional<int64_t>(-1);
+  if (window.size() > 2 || !start || !end || *start < 0 || *start > 1000000 ||
+      (window.size() == 2 && *end <= *start) || *end > 1000000) {
+    return bad("START[-END] must be whole hours, END after START");
+  }
+  f.at = origin + static_cast<double>(*start) * 3600;
+  f.back = window.size() == 2 ? origin + static_cast<double>(*end) * 3600 : -1;
+  return f;
+}
+
+struct SimInputs {
+  GpuPool pool;
+  std::vector<TraceJob> jobs;
+  QuotaBook quotas;
+  SimSetup setup;
+  SimRunInfo info;
+};
+
+StatusOr<SimInputs> Load(const SimOptions& o) {
+  SimInputs in;
+  GL_ASSIGN_OR_RETURN(in.pool, GpuPool::FromSpec(o.cluster));
+  std::vector<ResourceTemplate> templates;
+  if (!o.templates.empty()) {
+    GL_ASSIGN_OR_RETURN(templates, ParseTemplates(o.templates));
+  }
+  if (!o.trace.empty()) {
+    GL_ASSIGN_OR_RETURN(in.jobs, LoadTrace(o.trace));
+    GL_RETURN_IF_ERROR(ApplyTemplates(in.jobs, templates, o.trace));
+    in.info.source = o.trace;
+  } else {
+    GL_ASSIGN_OR_RETURN(SyntheticSpec spec, ParseSyntheticSpec(o.synthetic));
+    GL_ASSIGN_OR_RETURN(in.jobs, SyntheticTrace(spec, templates));
+    in.info.source = "synthetic: " + o.synthetic;
+  }
+  if (!o.quota.empty()) {
+    GL_ASSIGN_OR_RETURN(in.quotas, QuotaBook::Parse(o.quota));
+  }
+  if (o.teams > 0) {
+    if (in.quotas.enabled() && in.quotas.teams() != o.teams) {
+      return InvalidArgument("sim: --quota names " + std::to_string(in.quotas.teams()) + " teams, --teams says " +
+                             std::to_string(o.teams));
+    }
+    AssignTeams(in.jobs, o.teams);
+  } else if (in.quotas.enabled()) {
+    for (const TraceJob& j : in.jobs) {
+      if (j.team >= in.quotas.teams()) {
+        return InvalidArgument("sim: " + in.info.source + (o.trace.empty() ? "" : ":" + std::to_string(j.line)) +
+                               ": team " + std::to_string(j.team) + ", but --quota names teams 0 to " +
+                               std::to_string(in.quotas.teams() - 1) + "; or deal the jobs with --teams N");
+      }
+    }
+  }
+  const double origin = in.jobs.empty() ? 0 : in.jobs.front().submit;
+  for (const std::string& text : o.reserve) {
+    GL_ASSIGN_OR_RETURN(SimReservation r, ParseReservation(text, in.quotas, origin));
+    in.setup.reservations.push_back(r);
+    in.info.reservations += (in.info.reservations.empty() ? "" : ", ") + text;
+  }
+  for (const std::string& text : o.fail) {
+    GL_ASSIGN_OR_RETURN(SimFailure f, ParseFailure(text, in.pool, origin));
+    in.setup.failures.push_back(f);
+    in.info.failures += (in.info.failures.empty() ? "" : ", ") + text;
+  }
+  in.setup.checkpoint_interval_s = o.checkpoint_s;
+  in.setup.max_wait_s = o.max_wait_h * 3600;
+  in.info.max_wait_s = in.setup.max_wait_s;
+  in.info.cluster = o.cluster;
+  in.info.gpus = in.pool.total_gpus();
+  in.info.quota = o.quota;
+  in.info.checkpoint_s = o.checkpoint_s;
+  in.info.teams = o.teams ? "teams: " + std::to_string(o.teams) + " round-robin"
+                          : (in.quotas.enabled() ? "teams: the trace's" : "no teams");
+  if (!o.quota.empty()) in.info.teams += ", quotas " + o.quota;
+  return in;
+}
+
+}  // namespace
+
+int RunSimCommand(const std::vector<std::string>& args) {
+  auto parsed = Parse(args);
+  if (!parsed.ok()) return Fail(parsed.status());
+  const SimOptions& o = *parsed;
+  if (o.help) {
+    std::cout << kHelp;
+    return kExitOk;
+  }
+  auto in = Load(o);
+  if (!in.ok()) {
+    std::cerr << "gpulaunch: " << (StartsWith(in.status().message(), "sim") ? "" : "sim: ") << in.status().message()
+              << "\n";
+    return kExitUsage;
+  }
+  const std::vector<std::string> names =
+      o.policy == "all" ? std::vector<std::string>{"topology", "fifo-first-fit", "best-fit"} : Split(o.policy, ',');
+  std::vector<SimReport> reports;
+  for (const std::string& name : names) {
+    auto config = PolicyConfig(name, in->quotas);
+    if (!config.ok()) {
+      std::cerr << "gpulaunch: sim: " << config.status().message() << "\n";
+      return kExitUsage;
+    }
+    config->grace_s = o.grace_s;
+    auto r = Simulate(in->pool, in->jobs, *config, name, in->setup);
+    if (!r.ok()) {
+      std::cerr << "gpulaunch: sim: " << r.status().message() << "\n";
+      const StatusCode c = r.status().code();
+      return c == StatusCode::kInfeasible || c == StatusCode::kInvalidArgument ? kExitUsage : 1;
+    }
+    reports.push_back(std::move(r).value());
+  }
+  const std::string json = SimJson(in->info, o.teams, reports).Write() + "\n";
+  if (o.out) {
+    if (Status s = WriteFileAtomically(*o.out, json); !s.ok()) {
+      std::cerr << "gpulaunch: sim: " << s.message() << "\n";
+      return 1;
+    }
+  }
+  if (o.format == "json") {
+    std::cout << json;
+    return kExitOk;
+  }
+  PrintSimTable(in->info, reports);
+  return kExitOk;
+}
+
+}  // namespace gpulaunch
