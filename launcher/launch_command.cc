@@ -51,9 +51,8 @@ Status CheckProgram(const std::string& program) {
 
 fs::path SelfDir() { return fs::read_symlink("/proc/self/exe").parent_path(); }
 
-RunSettings RunSettingsFor(const LaunchOptions& o, const ParallelLayout& layout, int restart) {
+RunSettings RunSettingsFor(const LaunchOptions& o, int restart) {
   RunSettings run;
-  run.layout = layout.ToString();
   run.restart = restart;
   run.tag = o.tag;
   run.timeout_s = o.timeout_s;
@@ -140,7 +139,7 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
                              "(-n, --ntasks-per-node) or launch fewer ranks"));
     }
     if (!placement.ok()) return Fail(placement.status());
-    LaunchPlan plan = MakeLaunchPlan(std::move(placement).value(), o, resolved->all_local);
+    LaunchPlan plan = MakeLaunchPlan(std::move(placement).value(), request.layout, o, resolved->all_local);
 
     EngineSettings settings;
     settings.shim = (bin / "gpulaunch-shim").string();
@@ -156,7 +155,7 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
     if (o.display_map) std::cout << RenderPlanTable(plan) << std::flush;
     // Outside the plan hash: a relaunch is the same plan, told it is one.
     plan.env.push_back({"GPULAUNCH_RESTART_COUNT", std::to_string(restart)});
-    const LaunchOutcome outcome = LaunchPlannedJob(plan, engine, settings, RunSettingsFor(o, request.layout, restart));
+    const LaunchOutcome outcome = LaunchPlannedJob(plan, engine, settings, RunSettingsFor(o, restart));
     if (outcome.exit_code == 0 || !outcome.restartable || restart >= o.max_restarts) return outcome.exit_code;
     // Leave the failed hosts out when the others still hold the job.
     int spare = 0;

@@ -12,7 +12,6 @@
 
 #include "common/cluster_json.h"
 #include "common/hostlist.h"
-#include "common/sha256.h"
 #include "common/strings.h"
 #include "common/synthetic_cluster.h"
 #include "launcher/engine/engine.h"
@@ -22,6 +21,7 @@
 #include "launcher/core/layout_auto.h"
 #include "launcher/core/slurm_job.h"
 #include "launcher/core/options.h"
+#include "launcher/core/plan.h"
 #include "policies/placement_engine.h"
 #include "slurm/slurm_config.h"
 #include "slurm/slurm_policy.h"
@@ -146,12 +146,7 @@ int RunPlanCommand(const std::vector<std::string>& args) {
   const StepModel ours = ModelStep(*placement, *cluster, r);
   auto baseline = PlaceLikeOpenMpiBySlot(r, *cluster);
   const StepModel theirs = baseline.ok() ? ModelStep(*baseline, *cluster, r) : StepModel{};
-  std::ostringstream canon;
-  for (const RankSlot& s : placement->ranks) {
-    canon << s.rank << " " << s.host << " " << FormatIdList(s.cpus) << " " << FormatIdList(s.gpus) << " " << s.nic
-          << "\n";
-  }
-  const std::string hash = Sha256Hex(canon.str());
+  const std::string hash = PlanHash(*placement, r.layout.ToString());
 
   if (o.format == "json") {
     std::ostringstream j;

@@ -23,28 +23,30 @@ std::string GpusText(const RankSlot& r) {
 
 }  // namespace
 
-LaunchPlan MakeLaunchPlan(Placement placement, const LaunchOptions& options, bool all_local) {
+LaunchPlan MakeLaunchPlan(Placement placement, const ParallelLayout& layout, const LaunchOptions& options,
+                          bool all_local) {
   LaunchPlan plan;
   plan.placement = std::move(placement);
   plan.program = options.program;
   plan.env = options.env;
   plan.all_local = all_local;
-  plan.layout = options.layout;
-  plan.plan_hash = Sha256Hex(CanonicalPlanText(plan));
+  plan.layout = layout.ToString();
+  plan.plan_hash = PlanHash(plan.placement, plan.layout);
   return plan;
 }
 
-std::string CanonicalPlanText(const LaunchPlan& plan) {
+std::string PlanHash(const Placement& placement, const std::string& layout) {
+  return Sha256Hex(CanonicalPlanText(placement, layout));
+}
+
+std::string CanonicalPlanText(const Placement& placement, const std::string& layout) {
   std::ostringstream s;
-  s << "gpulaunch-plan v1\nworld " << plan.placement.ranks.size() << "\n";
-  for (const RankSlot& r : plan.placement.ranks) {
+  s << "gpulaunch-plan v2\nworld " << placement.ranks.size() << "\nlayout " << layout << "\n";
+  for (const RankSlot& r : placement.ranks) {
     s << "rank " << r.rank << " host " << r.host << " node " << r.node_rank << " local " << r.local_rank << "/"
       << r.local_size << " bound " << r.bound << " cpus " << FormatIdList(r.cpus) << " mem " << r.mem_node
       << " gpus " << GpusText(r) << " nic " << OrDash(r.nic) << "\n";
   }
-  for (const std::string& a : plan.program) s << "argv " << a.size() << ":" << a << "\n";
-  for (const EnvAssignment& e : plan.env) s << "env " << e.name << (e.value ? "=" + *e.value : "") << "\n";
-  if (!plan.layout.empty()) s << "layout " << plan.layout << "\n";
   return s.str();
 }
 

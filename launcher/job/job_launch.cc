@@ -91,7 +91,7 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
   table.master_port = rank0_local ? FreePort(plan.all_local ? "127.0.0.1" : "0.0.0.0")
                                   : 29500 + static_cast<int>(std::stoul(Sha256Hex(table.job_id).substr(0, 4), nullptr, 16) % 1000);
   table.ranks = plan.placement.ranks;
-  table.layout = o.layout;
+  table.layout = plan.layout;
   const std::string encoded = EncodeSlotTable(table);
   if (encoded.size() > kMaxSlotTableBytes) {
     return Failed(Internal("the plan for " + std::to_string(table.ranks.size()) + " ranks takes " +
@@ -143,7 +143,7 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
   bool teardown_killed = false;
   RunProfile profile;
   profile.job_id = table.job_id;
-  profile.layout = o.layout;
+  profile.layout = plan.layout;
   profile.host_of_rank = job.planned_hosts;
   auto write_profile = [&](bool final) {
     profile.steps = control.Metrics();

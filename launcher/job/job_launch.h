@@ -19,7 +19,6 @@ namespace gpulaunch {
 // How one launch is watched and reported: everything besides the plan and the
 // engine's own settings.
 struct RunSettings {
-  std::string layout;                // the resolved layout (dp×tp×pp) for the slot table
   int restart = 0;                   // GPULAUNCH_RESTART_COUNT of this launch
   bool tag = false;                  // label output lines by rank (when the engine does not)
   std::optional<int> timeout_s;      // the job's wall-clock limit

@@ -5,9 +5,12 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
+#include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
+#include "common/strings.h"
 #include "launcher/base/process.h"
 
 namespace gpulaunch {
@@ -69,6 +72,40 @@ INSTANTIATE_TEST_SUITE_P(
                                    "g4dn=" + kData + "/topologies/hwloc/mpibind/g4dnmetal.xml", "--explain"}},
         GoldenPlan{"fabric_explain", {"-n", "24", "--layout", "tp=8", "--synthetic", "switch:2 node:2 gpu:8 nic:4", "--explain"}}),
     [](const ::testing::TestParamInfo<GoldenPlan>& i) { return std::string(i.param.name); });
+
+std::string PrintedPlanHash(const std::string& out) {
+  std::smatch m;
+  static const std::regex re("plan hash: ([0-9a-f]{64})");
+  return std::regex_search(out, m, re) ? m[1].str() : "";
+}
+
+// One plan hash: `gpulaunch plan` and a launch's --dry-run (whose hash every
+// rank gets as GPULAUNCH_PLAN_HASH) name the same plan alike, on every
+// recorded machine, on one host and on two, with a layout and without.
+TEST(PlanCommand, PrintsTheSameHashAsTheLaunchForTheSamePlan) {
+  int compared = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(kData + "/topologies/hwloc")) {
+    if (entry.path().extension() != ".xml") continue;
+    for (const std::vector<std::string>& shape :
+         {std::vector<std::string>{"-n", "2"}, std::vector<std::string>{"-n", "4", "-H", "a:2,b:2", "--layout", "pp=2"}}) {
+      std::vector<std::string> common = shape;
+      common.insert(common.end(), {"--topology-file", entry.path().string()});
+      const CapturedRun plan = Plan(common);
+      std::vector<std::string> launch = {GL_BIN_DIR "/gpulaunch", "--dry-run"};
+      launch.insert(launch.end(), common.begin(), common.end());
+      launch.push_back("/bin/true");
+      const CapturedRun dry = RunCaptured(launch, EnvironmentWith({}), 60000);
+      ASSERT_EQ(WEXITSTATUS(plan.wait_status), 0) << entry.path() << plan.err;
+      ASSERT_EQ(WEXITSTATUS(dry.wait_status), 0) << entry.path() << dry.err;
+      const std::string want = PrintedPlanHash(dry.out);
+      ASSERT_EQ(want.size(), 64u) << dry.out;
+      EXPECT_EQ(PrintedPlanHash(plan.out), want) << entry.path() << " " << Join(shape, " ") << "\nplan:\n" << plan.out
+                                                 << "\ndry-run:\n" << dry.out;
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 28) << "every recorded machine, in both shapes";
+}
 
 TEST(PlanCommand, JsonIsWellFormedAndComplete) {
   const CapturedRun run = Plan({"-n", "16", "--layout", "tp=4,pp=2", "--synthetic", "switch:2 node:2 gpu:8 nic:4",

@@ -10,13 +10,13 @@
 namespace gpulaunch {
 namespace {
 
-LaunchPlan Plan(int ranks, std::vector<std::string> program = {"./job"}) {
+LaunchPlan Plan(int ranks, std::vector<std::string> program = {"./job"}, const std::string& layout = "") {
   LaunchOptions o;
   o.program = std::move(program);
   o.env = {{"FOO", "bar"}};
   auto p = PlaceBySlot(SlotJob(ranks, false), {HostResources{"n1", std::nullopt, std::nullopt, testing::SyntheticHost(2, 4, 2, 2, 1), {}},
                                         HostResources{"n2", std::nullopt, std::nullopt, testing::SyntheticHost(2, 4, 2, 2, 1), {}}});
-  return MakeLaunchPlan(std::move(p).value(), o, false);
+  return MakeLaunchPlan(std::move(p).value(), ParseLayout(layout, ranks).value(), o, false);
 }
 
 TEST(Plan, RankfileNamesHostsAndLogicalCores) {
@@ -26,12 +26,23 @@ TEST(Plan, RankfileNamesHostsAndLogicalCores) {
             "rank 4=n2 slot=0-1\nrank 5=n2 slot=2-3\n");
 }
 
-TEST(Plan, HashIsStableAndCoversWhatMatters) {
+TEST(Plan, HashNamesThePlacementAndLayoutNotTheProgram) {
   EXPECT_EQ(Plan(6).plan_hash, Plan(6).plan_hash);
   EXPECT_EQ(Plan(6).plan_hash.size(), 64u);
   EXPECT_NE(Plan(6).plan_hash, Plan(5).plan_hash);
-  EXPECT_NE(Plan(6).plan_hash, Plan(6, {"./job", "x"}).plan_hash);
-  EXPECT_NE(Plan(6, {"./job", "a b"}).plan_hash, Plan(6, {"./job", "a", "b"}).plan_hash);
+  // The layout is part of the plan, however it is spelt.
+  EXPECT_NE(Plan(4, {"./job"}, "tp=2").plan_hash, Plan(4, {"./job"}, "pp=2").plan_hash);
+  EXPECT_EQ(Plan(4, {"./job"}, "tp=2,pp=2").plan_hash, Plan(4, {"./job"}, "pp=2,tp=2").plan_hash);
+  EXPECT_EQ(Plan(4, {"./job"}, "").plan_hash, Plan(4, {"./job"}, "dp=4").plan_hash);
+  // The program is the job's: `gpulaunch plan` has none and must hash alike.
+  EXPECT_EQ(Plan(6).plan_hash, Plan(6, {"./other", "x"}).plan_hash);
+  // One function for every command.
+  const LaunchPlan plan = Plan(6);
+  EXPECT_EQ(plan.plan_hash, PlanHash(plan.placement, plan.layout));
+  // Each rank's row counts: a different NIC is a different plan.
+  Placement changed = plan.placement;
+  changed.ranks[3].nic = "mlx5_9";
+  EXPECT_NE(PlanHash(changed, plan.layout), plan.plan_hash);
 }
 
 TEST(Plan, MpirunArgvPassesValuesThroughTheEnvironment) {
@@ -70,7 +81,7 @@ TEST(Plan, OversubscribedHostsYieldWhenIdle) {
   o.program = {"./job"};
   auto over = PlaceBySlot(SlotJob(5, true), {HostResources{"n1", 2, std::nullopt, testing::SyntheticHost(1, 2, 1, 0, 0), {}}});
   ASSERT_TRUE(over.ok());
-  const LaunchPlan plan = MakeLaunchPlan(std::move(over).value(), o, true);
+  const LaunchPlan plan = MakeLaunchPlan(std::move(over).value(), ParseLayout("", 5).value(), o, true);
   EXPECT_TRUE(HostsOversubscribed(plan.placement));
   EXPECT_NE(joined(BuildMpirunArgv(plan, s)).find("--mca mpi_yield_when_idle 1"), std::string::npos);
 }
