@@ -128,9 +128,7 @@ int Run(int argc, char** argv) {
   };
   auto args = ParseJobOptions(argc, argv, false, kUsage);
   if (!args.ok()) return usage(args.status());
-  auto layout_text = LayoutText(*args);
-  if (!layout_text.ok()) return usage(layout_text.status());
-  auto layout = rt::ParseLayout(*layout_text, world.size());
+  auto layout = JobLayout(*args, (*rt)->layout(), world.size());
   if (!layout.ok()) return usage(layout.status());
   const int tp = layout->extent[rt::kTp], pp = layout->extent[rt::kPp], dp = layout->extent[rt::kDp];
   if (Status s = ValidateModel(args->model, tp); !s.ok()) return usage(s);

@@ -182,9 +182,7 @@ int Run(int argc, char** argv) {
   };
   auto opt = ParseJobOptions(argc, argv, true, kUsage);
   if (!opt.ok()) return usage(opt.status());
-  auto layout_text = LayoutText(*opt);
-  if (!layout_text.ok()) return usage(layout_text.status());
-  auto layout = rt::ParseLayout(*layout_text, world.size());
+  auto layout = JobLayout(*opt, (*rt)->layout(), world.size());
   if (!layout.ok()) return usage(layout.status());
   const int tp = layout->extent[rt::kTp], pp = layout->extent[rt::kPp], dp = layout->extent[rt::kDp];
   if (Status s = ValidateModel(opt->model, tp); !s.ok()) return usage(s);

@@ -30,6 +30,8 @@ class Runtime {
  public:
   ~Runtime();
   const RankEnv& env() const { return env_; }
+  // The job's dp x tp x pp layout as gpulaunch planned it (RankEnv::layout).
+  const ParallelLayout& layout() const { return env_.layout; }
   Communicator& world() { return *world_; }
   // Host name of every rank, by rank (for layout warnings and reports).
   const std::vector<std::string>& hosts() const { return hosts_; }

@@ -61,6 +61,15 @@ StatusOr<RankEnv> ReadRankEnv(const EnvLookup& env) {
   }
   if (const char* h = env("GPULAUNCH_PLAN_HASH")) e.plan_hash = h;
   if (const char* j = env("GPULAUNCH_JOB_ID")) e.job_id = j;
+  const char* layout = env("GPULAUNCH_LAYOUT");
+  e.layout_from_launcher = layout && *layout;
+  auto parsed = ParseLayout(e.layout_from_launcher ? layout : "", e.world_size);
+  if (!parsed.ok()) {
+    return FailedPrecondition("GPULAUNCH_LAYOUT='" + std::string(layout) + "' does not fit this world of " +
+                              std::to_string(e.world_size) + " ranks (" + parsed.status().message() +
+                              "); it is set by gpulaunch: start the ranks with it, or unset it");
+  }
+  e.layout = *parsed;
   return e;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/env.h"
+#include "common/parallel_layout.h"
 #include "common/status.h"
 
 namespace gpulaunch::rt {
@@ -21,10 +22,15 @@ struct RankEnv {
   int node_rank = 0;
   std::string plan_hash;  // GPULAUNCH_PLAN_HASH, empty when not under gpulaunch
   std::string job_id;     // GPULAUNCH_JOB_ID
+  // GPULAUNCH_LAYOUT (what gpulaunch resolved, checked against the world
+  // size), else data parallel over the whole world (tp=1,pp=1,dp=W).
+  ParallelLayout layout;
+  bool layout_from_launcher = false;  // GPULAUNCH_LAYOUT was set
   std::string source;     // which variables named the rank
 };
 
-// Fails when the variables contradict each other (e.g. RANK != OMPI_COMM_WORLD_RANK).
+// Fails when the variables contradict each other (e.g. RANK != OMPI_COMM_WORLD_RANK)
+// or GPULAUNCH_LAYOUT does not fit the world size.
 StatusOr<RankEnv> ReadRankEnv(const EnvLookup& env);
 
 // The CPUs this process may run on (sched_getaffinity), ascending: what a

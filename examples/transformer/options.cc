@@ -83,16 +83,17 @@ StatusOr<JobOptions> ParseJobOptions(int argc, char** argv, bool training, const
   return o;
 }
 
-StatusOr<std::string> LayoutText(const JobOptions& o) {
+StatusOr<ParallelLayout> JobLayout(const JobOptions& o, const ParallelLayout& planned, int world_size) {
   const std::string stages = std::to_string(o.stages), k = std::to_string(o.gpus_per_stage);
-  if (!o.layout.empty()) return o.layout;
-  if (o.parallel == "pipeline") return "pp=" + stages;
-  if (o.parallel == "tensor") return "tp=" + k;
-  if (o.parallel == "hybrid") return "tp=" + k + ",pp=" + stages;
-  if (o.parallel == "data") return std::string("tp=1");
-  if (!o.parallel.empty()) return InvalidArgument("--parallel '" + o.parallel + "': use pipeline, tensor, data or hybrid");
-  const char* env = std::getenv("GPULAUNCH_LAYOUT");
-  return std::string(env && *env ? env : "tp=1");
+  std::string text;
+  if (!o.layout.empty()) text = o.layout;
+  else if (o.parallel == "pipeline") text = "pp=" + stages;
+  else if (o.parallel == "tensor") text = "tp=" + k;
+  else if (o.parallel == "hybrid") text = "tp=" + k + ",pp=" + stages;
+  else if (o.parallel == "data") text = "tp=1";
+  else if (!o.parallel.empty()) return InvalidArgument("--parallel '" + o.parallel + "': use pipeline, tensor, data or hybrid");
+  else return planned;
+  return ParseLayout(text, world_size);
 }
 
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/parallel_layout.h"
 #include "common/status.h"
 #include "examples/transformer/model.h"
 
@@ -40,8 +41,9 @@ struct JobOptions {
 // with `usage`.
 StatusOr<JobOptions> ParseJobOptions(int argc, char** argv, bool training, const std::string& usage);
 
-// The layout text: --layout, else --parallel with --stages and
-// --gpus-per-stage, else gpulaunch's GPULAUNCH_LAYOUT, else one replica per rank.
-StatusOr<std::string> LayoutText(const JobOptions& options);
+// The job's layout over `world_size` ranks: --layout, else --parallel with
+// --stages and --gpus-per-stage, else `planned` (the runtime's: what
+// gpulaunch planned, or one replica per rank without it).
+StatusOr<ParallelLayout> JobLayout(const JobOptions& options, const ParallelLayout& planned, int world_size);
 
 }  // namespace gpulaunch::examples

@@ -127,5 +127,22 @@ TEST(RankEnv, Precedence) {
   EXPECT_FALSE(ReadRankEnv(Fake({{"RANK", "4"}, {"WORLD_SIZE", "4"}})).ok());
 }
 
+TEST(RankEnv, CarriesThePlannedLayoutOrDataParallel) {
+  auto planned = ReadRankEnv(Fake({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"GPULAUNCH_LAYOUT", "tp=2,pp=2,dp=2,order=tp-pp-dp"}}));
+  ASSERT_TRUE(planned.ok()) << planned.status().message();
+  EXPECT_TRUE(planned->layout_from_launcher);
+  EXPECT_EQ(planned->layout.ToString(), "tp=2,pp=2,dp=2,order=tp-pp-dp");
+  EXPECT_EQ(planned->layout.CoordsOf(planned->rank), (std::array<int, 3>{1, 0, 1}));
+  // Without gpulaunch: one replica per rank, over the engine's world.
+  auto plain = ReadRankEnv(Fake({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "3"}}));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->layout_from_launcher);
+  EXPECT_EQ(plain->layout.ToString(), "tp=1,pp=1,dp=3,order=tp-pp-dp");
+  // A layout that does not fit the world is a contract violation, named.
+  auto wrong = ReadRankEnv(Fake({{"RANK", "0"}, {"WORLD_SIZE", "6"}, {"GPULAUNCH_LAYOUT", "tp=4"}}));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("GPULAUNCH_LAYOUT='tp=4'"), std::string::npos) << wrong.status().message();
+}
+
 }  // namespace
 }  // namespace gpulaunch::rt
