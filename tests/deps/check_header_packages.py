@@ -11,7 +11,9 @@ How: Ninja records every header each object was compiled against
 (`ninja -t deps`, exact, transitive). Objects under tests/ and benchmarks/ are
 test code; every other object is product. Each header outside the source and
 build trees (and the optional CUDA toolkit's, which the machine image brings
-and CMake finds at configure time) is mapped to its Debian package with `dpkg -S`; the base list's
+and CMake finds at configure time, and the compiler's own resource directory:
+clang's builtin headers and sanitizer lists belong to whichever compiler builds,
+and the base list's compiler is gcc) is mapped to its Debian package with `dpkg -S`; the base list's
 dependency closure comes from `apt-cache depends --recurse --installed`.
 
 Exit 0 when every header is accounted for, 1 naming each object, header and
@@ -97,6 +99,8 @@ def main():
     ap.add_argument("--source-dir", required=True)
     ap.add_argument("--optional-roots", default="",
                     help="';'-separated include roots of optional toolkits found at configure time (CUDA)")
+    ap.add_argument("--compiler-roots", default="",
+                    help="';'-separated directories of the compiler's own headers (clang's resource directory)")
     args = ap.parse_args()
     if not os.path.exists(os.path.join(args.build_dir, ".ninja_deps")):
         print(f"check_header_packages: {args.build_dir} is not a built Ninja tree (no .ninja_deps); "
@@ -105,7 +109,7 @@ def main():
     base = install_list(args.source_dir)
     test_only = set(install_list(args.source_dir, "--test-only")) - set(base)
     allowed = dependency_closure(base)
-    optional_roots = [r for r in args.optional_roots.split(";") if r]
+    optional_roots = [r for r in (args.optional_roots + ";" + args.compiler_roots).split(";") if r]
     headers, objects = product_headers(args.build_dir, args.source_dir, optional_roots)
     owners = owning_packages(sorted(headers))
 
