@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/env.h"
 #include "common/strings.h"
 #include "runtime/rank_env.h"
 
@@ -22,10 +23,8 @@ namespace {
 
 std::string Affinity() { return gpulaunch::FormatIdList(gpulaunch::rt::BoundCpus()); }
 
-const char* Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
+// The contract's variable, "" when unset.
+std::string Env(const char* name) { return gpulaunch::EnvOr(name, ""); }
 
 }  // namespace
 
@@ -46,9 +45,10 @@ int main(int argc, char** argv) {
 
   // The contract must agree with MPI's own numbering.
   int problems = 0;
-  if (std::getenv("RANK") && std::atoi(Env("RANK")) != rank) ++problems;
-  if (std::getenv("WORLD_SIZE") && std::atoi(Env("WORLD_SIZE")) != size) ++problems;
-  if (std::getenv("GPULAUNCH_CPUSET") && std::string(Env("GPULAUNCH_CPUSET")) != Affinity()) ++problems;
+  using gpulaunch::HasEnv;
+  if (HasEnv("RANK") && std::atoi(Env("RANK").c_str()) != rank) ++problems;
+  if (HasEnv("WORLD_SIZE") && std::atoi(Env("WORLD_SIZE").c_str()) != size) ++problems;
+  if (HasEnv("GPULAUNCH_CPUSET") && Env("GPULAUNCH_CPUSET") != Affinity()) ++problems;
 
   long long local = rank + 1, total = 0;
   MPI_Allreduce(&local, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -57,9 +57,10 @@ int main(int argc, char** argv) {
 
   if (!quiet) {
     std::printf("rank %d/%d host %s local %s/%s node %s cpus %s mem %s gpus %s nic %s allreduce %lld %s\n", rank, size,
-                host, Env("LOCAL_RANK"), Env("LOCAL_WORLD_SIZE"), Env("NODE_RANK"), Affinity().c_str(),
-                Env("GPULAUNCH_MEM_NODE"), std::getenv("CUDA_VISIBLE_DEVICES") ? Env("CUDA_VISIBLE_DEVICES") : "-",
-                Env("GPULAUNCH_NIC"), total, problems ? "MISMATCH" : "ok");
+                host, Env("LOCAL_RANK").c_str(), Env("LOCAL_WORLD_SIZE").c_str(), Env("NODE_RANK").c_str(),
+                Affinity().c_str(), Env("GPULAUNCH_MEM_NODE").c_str(),
+                gpulaunch::EnvOr("CUDA_VISIBLE_DEVICES", "-").c_str(), Env("GPULAUNCH_NIC").c_str(), total,
+                problems ? "MISMATCH" : "ok");
     std::fflush(stdout);
   }
   int all_problems = 0;

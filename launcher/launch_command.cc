@@ -11,6 +11,7 @@
 #include <iostream>
 #include <set>
 
+#include "common/env.h"
 #include "common/strings.h"
 #include "launcher/engine/engine.h"
 #include "launcher/base/exit_codes.h"
@@ -27,11 +28,6 @@ namespace fs = std::filesystem;
 namespace gpulaunch {
 namespace {
 
-bool EnvIs(const char* name, const char* value) {
-  const char* v = std::getenv(name);
-  return v && std::string(v) == value;
-}
-
 // The program must exist here (mpirun runs the same path on every host).
 Status CheckProgram(const std::string& program) {
   if (program.find('/') != std::string::npos) {
@@ -41,8 +37,7 @@ Status CheckProgram(const std::string& program) {
     }
     return Status::Ok();
   }
-  const char* path = std::getenv("PATH");
-  for (const std::string& dir : Split(path ? path : "", ':')) {
+  for (const std::string& dir : Split(EnvOr("PATH", ""), ':')) {
     const std::string cand = (dir.empty() ? "." : dir) + "/" + program;
     if (access(cand.c_str(), X_OK) == 0 && !fs::is_directory(cand)) return Status::Ok();
   }
@@ -98,7 +93,7 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
     if (Status s = CheckProgram(o.program[0]); !s.ok()) return Fail(s);
   }
   for (auto it = o.env.begin(); it != o.env.end();) {
-    if (!it->value && !std::getenv(it->name.c_str())) {
+    if (!it->value && !HasEnv(it->name.c_str())) {
       std::cerr << "gpulaunch: warning: -x " << it->name << ": not set here, so not exported\n";
       it = o.env.erase(it);
     } else {
@@ -135,7 +130,7 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
     }
     if (!placement.ok() && in_allocation && placement.status().code() == StatusCode::kInfeasible) {
       return Fail(Infeasible(placement.status().message() + "; inside Slurm allocation " +
-                             std::getenv("SLURM_JOB_ID") + " the slots are its tasks: ask sbatch/salloc for more "
+                             EnvOr("SLURM_JOB_ID", "") + " the slots are its tasks: ask sbatch/salloc for more "
                              "(-n, --ntasks-per-node) or launch fewer ranks"));
     }
     if (!placement.ok()) return Fail(placement.status());

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <vector>
 
+#include "common/env.h"
 #include "common/file_write.h"
 
 namespace fs = std::filesystem;
@@ -94,8 +95,8 @@ StatusOr<std::optional<Checkpoint>> Checkpointer::LoadLatest() {
 }
 
 int RestartCount() {
-  const char* v = std::getenv("GPULAUNCH_RESTART_COUNT");
-  return v ? std::max(0, std::atoi(v)) : 0;
+  const auto v = GetEnv("GPULAUNCH_RESTART_COUNT");
+  return v ? std::max(0, std::atoi(v->c_str())) : 0;
 }
 
 }  // namespace gpulaunch::rt

@@ -6,19 +6,15 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "common/env.h"
+
 namespace gpulaunch::rt {
 namespace {
 
 constexpr int64_t kMinIntervalNs = 100'000'000;
 
 int HeartbeatFd() {
-  static const int fd = [] {
-    const char* text = std::getenv("GPULAUNCH_HEARTBEAT_FD");
-    if (!text || !*text) return -1;
-    char* end = nullptr;
-    const long v = std::strtol(text, &end, 10);
-    return *end == '\0' && v >= 3 && v < 65536 ? static_cast<int>(v) : -1;
-  }();
+  static const int fd = DescriptorFromEnv("GPULAUNCH_HEARTBEAT_FD");
   return fd;
 }
 

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <iostream>
 
+#include "common/env.h"
+
 namespace gpulaunch::rt {
 namespace {
 
@@ -41,14 +43,6 @@ class LineWriter {
  private:
   int fd_;
 };
-
-int DescriptorFromEnv(const char* name) {
-  const char* text = std::getenv(name);
-  if (!text || !*text) return -1;
-  char* end = nullptr;
-  const long v = std::strtol(text, &end, 10);
-  return *end == '\0' && v >= 3 && v < 65536 ? static_cast<int>(v) : -1;
-}
 
 // Bytes this rank sends plus receives in each kind of call.
 class ProfiledCommunicator : public Communicator {
@@ -118,12 +112,12 @@ StepProfiler& StepProfiler::Process() {
 }
 
 void StepProfiler::ConfigureFromEnvironment(int rank) {
-  const char* on = std::getenv("GPULAUNCH_PROFILE");
-  if (!on || std::string(on) != "1") return;
+  if (!EnvIs("GPULAUNCH_PROFILE", "1")) return;
   int fd = DescriptorFromEnv("GPULAUNCH_METRICS_FD");
   if (fd < 0) {
-    const char* dir = std::getenv("GPULAUNCH_PROFILE_DIR");
-    const std::string path = std::string(dir && *dir ? dir : ".") + "/metrics-rank" + std::to_string(rank) + ".jsonl";
+    std::string dir = EnvOr("GPULAUNCH_PROFILE_DIR", "");
+    if (dir.empty()) dir = ".";
+    const std::string path = dir + "/metrics-rank" + std::to_string(rank) + ".jsonl";
     fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
       std::cerr << "gpurt: GPULAUNCH_PROFILE=1 but " << path << " cannot be opened: " << std::strerror(errno)

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <regex>
 
+#include "common/env.h"
 #include "common/strings.h"
 #include "launcher/discovery/hwloc_source.h"
 #include "launcher/base/exit_codes.h"
@@ -58,8 +59,7 @@ int RunSlurmHealthCheck(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   if (node.empty()) {
-    const char* n = std::getenv("SLURMD_NODENAME");
-    node = n ? n : LocalHostname();
+    node = EnvOr("SLURMD_NODENAME", LocalHostname());
   }
   auto host = DiscoverLocalHost();
   if (!host.ok()) {

@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/env.h"
 #include "common/strings.h"
 #include "launcher/discovery/hwloc_source.h"
 #include "launcher/discovery/nvml_gpus.h"
@@ -47,7 +48,7 @@ double ClockSeconds() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   double t = static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-  if (const char* offset = std::getenv("GPULAUNCH_CHECK_CLOCK_OFFSET_S")) t += std::strtod(offset, nullptr);
+  if (auto offset = GetEnv("GPULAUNCH_CHECK_CLOCK_OFFSET_S")) t += std::strtod(offset->c_str(), nullptr);
   return t;
 }
 
@@ -95,8 +96,8 @@ int FreeJobPorts() {
 }
 
 void CheckTmp(HostFacts& f) {
-  const char* env = std::getenv("TMPDIR");
-  f.tmp_dir = env && *env ? env : "/tmp";
+  f.tmp_dir = EnvOr("TMPDIR", "");
+  if (f.tmp_dir.empty()) f.tmp_dir = "/tmp";
   std::string name = f.tmp_dir + "/gpulaunch-check.XXXXXX";
   const int fd = mkstemp(name.data());
   if (fd < 0) {
@@ -114,8 +115,7 @@ void CheckBinary(HostFacts& f, const std::string& binary) {
   if (binary.find('/') != std::string::npos) {
     path = binary;
   } else {
-    const char* env = std::getenv("PATH");
-    for (const std::string& dir : Split(env ? env : "/usr/bin:/bin", ':')) {
+    for (const std::string& dir : Split(EnvOr("PATH", "/usr/bin:/bin"), ':')) {
       const std::string candidate = (dir.empty() ? "." : dir) + "/" + binary;
       if (access(candidate.c_str(), X_OK) == 0) {
         path = candidate;

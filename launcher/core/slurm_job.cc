@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "common/env.h"
 #include "common/strings.h"
 #include "launcher/base/process.h"
 
@@ -35,7 +36,7 @@ std::string SignalName(int sig) {
 }  // namespace
 
 std::optional<NetworkTree> SlurmNetworkTree() {
-  if (!std::getenv("SLURM_JOB_ID")) return std::nullopt;
+  if (!HasEnv("SLURM_JOB_ID")) return std::nullopt;
   const auto out = ScontrolOutput({"show", "topology"});
   if (!out || out->find("SwitchName=") == std::string::npos) return std::nullopt;
   auto tree = ParseScontrolTopology(*out, "scontrol show topology");
@@ -44,10 +45,10 @@ std::optional<NetworkTree> SlurmNetworkTree() {
 }
 
 Status NarrowToSlurmJob(std::vector<HostResources>& hosts) {
-  const char* job = std::getenv("SLURM_JOB_ID");
+  const std::optional<std::string> job = GetEnv("SLURM_JOB_ID");
   if (!job || hosts.empty()) return Status::Ok();
-  const std::string what = std::string("scontrol show job -d ") + job;
-  const auto detail = ScontrolOutput({"show", "job", "-d", job});
+  const std::string what = "scontrol show job -d " + *job;
+  const auto detail = ScontrolOutput({"show", "job", "-d", *job});
   if (!detail) {
     return Unavailable("`" + what + "` failed, so the cores and GPUs Slurm gave this job are unknown; check that "
                        "slurmctld answers (`scontrol ping`)");

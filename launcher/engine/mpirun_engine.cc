@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "common/env.h"
 #include "common/strings.h"
 #include "launcher/base/control_server.h"
 #include "launcher/base/slot_table.h"
@@ -39,17 +40,17 @@ std::vector<std::string> BuildMpirunArgv(const LaunchPlan& plan, const EngineSet
   if (s.tag) argv.push_back("--tag-output");
   if (s.loopback_only) {
     // One host: nothing needs to leave the machine. A user's own setting wins.
-    if (!std::getenv("OMPI_MCA_oob_tcp_if_include") && !std::getenv("OMPI_MCA_oob_tcp_if_exclude")) {
+    if (!HasEnv("OMPI_MCA_oob_tcp_if_include") && !HasEnv("OMPI_MCA_oob_tcp_if_exclude")) {
       argv.insert(argv.end(), {"--mca", "oob_tcp_if_include", "lo"});
     }
-    if (!std::getenv("OMPI_MCA_btl_tcp_if_include") && !std::getenv("OMPI_MCA_btl_tcp_if_exclude")) {
+    if (!HasEnv("OMPI_MCA_btl_tcp_if_include") && !HasEnv("OMPI_MCA_btl_tcp_if_exclude")) {
       argv.insert(argv.end(), {"--mca", "btl_tcp_if_include", "lo"});
     }
   }
   if (s.kill_grace_s) {
     argv.insert(argv.end(), {"--mca", "odls_base_sigkill_timeout", std::to_string(*s.kill_grace_s)});
   }
-  if (HostsOversubscribed(plan.placement) && !std::getenv("OMPI_MCA_mpi_yield_when_idle")) {
+  if (HostsOversubscribed(plan.placement) && !HasEnv("OMPI_MCA_mpi_yield_when_idle")) {
     // What mpirun sets itself when it sees oversubscription: ranks yield the
     // CPU while they wait instead of spinning against each other.
     argv.insert(argv.end(), {"--mca", "mpi_yield_when_idle", "1"});

@@ -17,6 +17,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "common/env.h"
 #include "launcher/base/fd_io.h"
 #include "launcher/shim/stack_dump.h"
 
@@ -146,8 +147,7 @@ int SuperviseRank(char** argv, const SuperviseOptions& o) {
   int go[2], err[2], beat[2], metrics[2] = {-1, -1};
   // With --profile, runtime step metrics come through their own pipe
   // (GPULAUNCH_METRICS_FD): blocking for the rank, so no record is lost.
-  const char* profile = std::getenv("GPULAUNCH_PROFILE");
-  if (profile && std::string(profile) == "1" && pipe2(metrics, O_CLOEXEC) == 0) {
+  if (EnvIs("GPULAUNCH_PROFILE", "1") && pipe2(metrics, O_CLOEXEC) == 0) {
     fcntl(metrics[0], F_SETFL, fcntl(metrics[0], F_GETFL) | O_NONBLOCK);
   }
   if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(go, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||

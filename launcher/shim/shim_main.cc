@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/env.h"
 #include "launcher/base/exit_codes.h"
 #include "launcher/base/host_identity.h"
 #include "launcher/shim/apply_slot.h"
@@ -46,30 +47,30 @@ int main(int argc, char** argv) {
   }
   ControlClient control;
   const std::string hostname = LocalHostname();
-  const char* table_text = std::getenv(kSlotTableEnv);
+  const std::optional<std::string> table_text = GetEnv(kSlotTableEnv);
   if (!table_text) return Refuse(control, -1, hostname, std::string(kSlotTableEnv) + " is not set; start jobs with gpulaunch");
-  auto table = DecodeSlotTable(table_text);
+  auto table = DecodeSlotTable(*table_text);
   if (!table.ok()) return Refuse(control, -1, hostname, table.status().message());
   if (!control.Connect(table->control) && !table->control.empty()) {
     std::fprintf(stderr, "gpulaunch-shim: could not reach gpulaunch at %s; the rank runs without reporting\n",
                  table->control.c_str());
   }
-  auto id = ReadEngineIdentity([](const char* n) { return std::getenv(n); });
+  auto id = ReadEngineIdentity(ProcessEnv());
   if (!id.ok()) return Refuse(control, -1, hostname, id.status().message());
   if (Status s = CheckIdentity(*table, *id, IsLocalHost, hostname); !s.ok()) {
     return Refuse(control, id->rank, hostname, s.message());
   }
   const RankSlot& slot = table->ranks[id->rank];
   if (Status s = ApplyBinding(slot); !s.ok()) return Refuse(control, id->rank, hostname, s.message());
-  auto cuda_devices = CudaVisibleDevices(slot.gpus, [](const char* n) { return std::getenv(n); });
+  auto cuda_devices = CudaVisibleDevices(slot.gpus, ProcessEnv());
   if (!cuda_devices.ok()) return Refuse(control, id->rank, hostname, cuda_devices.status().message());
   for (const auto& [k, v] : RankEnvironment(*table, id->rank)) setenv(k.c_str(), v.c_str(), 1);
   if (!slot.gpus.empty()) setenv("CUDA_VISIBLE_DEVICES", cuda_devices->c_str(), 1);
   const std::string hash = table->plan_hash;
   const int world = static_cast<int>(table->ranks.size());
   unsetenv(kSlotTableEnv);  // large, and the job has no use for it
-  const char* slurm_job = std::getenv("SLURM_JOB_ID");
-  const char* slurm_step = std::getenv("SLURM_STEP_ID");
+  const std::optional<std::string> slurm_job = GetEnv("SLURM_JOB_ID");
+  const std::optional<std::string> slurm_step = GetEnv("SLURM_STEP_ID");
 
   SuperviseOptions options;
   options.rank = id->rank;
@@ -77,7 +78,7 @@ int main(int argc, char** argv) {
   // Under srun (no Open MPI daemon above us) slurmstepd signals every
   // process of the step, the job included; Open MPI signals only the shim's
   // process group (rank_supervisor.h).
-  options.forward_signals = !(slurm_step && !std::getenv("OMPI_COMM_WORLD_SIZE"));
+  options.forward_signals = !(slurm_step && !HasEnv("OMPI_COMM_WORLD_SIZE"));
   options.on_started = [&](int pid) {
     ControlMessage m;
     m.kind = ControlMessage::Kind::kCheckin;
@@ -86,7 +87,7 @@ int main(int argc, char** argv) {
     m.world = id->world_size.value_or(world);
     m.host = hostname;
     m.plan_hash = hash;
-    if (slurm_job && slurm_step) m.slurm_step = std::string(slurm_job) + "." + slurm_step;
+    if (slurm_job && slurm_step) m.slurm_step = *slurm_job + "." + *slurm_step;
     if (control.connected() && !control.Send(m)) {
       std::fprintf(stderr, "gpulaunch-shim: rank %d could not check in at %s\n", id->rank, table->control.c_str());
     }
