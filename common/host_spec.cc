@@ -24,16 +24,24 @@ StatusOr<int> ParseSlotCount(std::string_view text, std::string_view what) {
 // fuzz_hostlist: a linear search per name took 25 s for 164,000 names).
 class HostMerger {
  public:
-  void Add(HostSpec spec) {
+  // Fails past kMaxHostlistExpansion distinct hosts, however many lines or
+  // items named them.
+  Status Add(HostSpec spec) {
     auto [it, added] = index_.emplace(spec.name, hosts_.size());
     if (added) {
+      if (hosts_.size() >= kMaxHostlistExpansion) {
+        index_.erase(it);
+        return InvalidArgument("more than " + std::to_string(kMaxHostlistExpansion) +
+                               " distinct hosts, gpulaunch's limit for one job; split the job or its host list");
+      }
       hosts_.push_back(std::move(spec));
-      return;
+      return Status::Ok();
     }
     HostSpec& h = hosts_[it->second];
     if (h.slots && spec.slots) *h.slots += *spec.slots;
     else if (spec.slots) h.slots = spec.slots;
     if (spec.max_slots) h.max_slots = h.max_slots ? *h.max_slots + *spec.max_slots : *spec.max_slots;
+    return Status::Ok();
   }
   bool empty() const { return hosts_.empty(); }
   std::vector<HostSpec> Take() { return std::move(hosts_); }
@@ -72,7 +80,11 @@ StatusOr<std::vector<HostSpec>> ParseHostArgument(std::string_view text) {
   for (const std::string& item : SplitOutsideBrackets(text, ',')) {
     auto parsed = ParseHostWithCount(Trim(item), 1);
     if (!parsed.ok()) return InvalidArgument("--host '" + std::string(text) + "': " + parsed.status().message());
-    for (auto& h : *parsed) hosts.Add(std::move(h));
+    for (auto& h : *parsed) {
+      if (Status added = hosts.Add(std::move(h)); !added.ok()) {
+        return InvalidArgument("--host '" + std::string(text.substr(0, 80)) + "': " + added.message());
+      }
+    }
   }
   return hosts.Take();
 }
@@ -120,7 +132,7 @@ StatusOr<std::vector<HostSpec>> ParseHostfileText(std::string_view text, std::st
         h.slots = slots;
       }
       h.max_slots = max_slots;
-      hosts.Add(std::move(h));
+      if (Status added = hosts.Add(std::move(h)); !added.ok()) return AtLine(origin, line_no, added);
     }
     return Status::Ok();
   }));

@@ -17,6 +17,12 @@ std::string Pad(int64_t v, size_t width) {
 }
 
 // Expands one bracket body "01-04,09" into padded strings.
+Status TooManyHosts(std::string_view expr) {
+  return Malformed(expr, "expands to more than " + std::to_string(kMaxHostlistExpansion) +
+                             " hosts, gpulaunch's limit for one list (Slurm's for one range; Slurm would expand a "
+                             "longer product of ranges, gpulaunch does not)");
+}
+
 StatusOr<std::vector<std::string>> ExpandRanges(std::string_view expr, std::string_view body) {
   std::vector<std::string> out;
   for (const std::string& part : Split(body, ',')) {
@@ -27,10 +33,13 @@ StatusOr<std::vector<std::string>> ExpandRanges(std::string_view expr, std::stri
     const auto hi = ParseInt(hi_text);
     if (!lo || !hi || *lo < 0) return Malformed(expr, "'" + part + "' is not a number or range");
     if (*hi < *lo) return Malformed(expr, "range '" + part + "' runs backwards");
+    // hi - lo cannot overflow: both are whole numbers from 0.
     if (static_cast<uint64_t>(*hi - *lo) + out.size() >= kMaxHostlistExpansion) {
-      return Malformed(expr, "range '" + part + "' expands to too many hosts");
+      return Malformed(expr, "range '" + part + "' holds more than " + std::to_string(kMaxHostlistExpansion) +
+                                 " hosts, Slurm's limit for one range");
     }
-    for (int64_t v = *lo; v <= *hi; ++v) out.push_back(Pad(v, lo_text.size()));
+    // Counted from lo, so that hi = INT64_MAX ends (v <= hi would never fail).
+    for (int64_t k = 0; k <= *hi - *lo; ++k) out.push_back(Pad(*lo + k, lo_text.size()));
   }
   return out;
 }
@@ -51,7 +60,7 @@ Status ExpandItem(std::string_view expr, std::string_view item, std::vector<std:
     const size_t close = item.find(']', open);
     if (close == std::string_view::npos) return Malformed(expr, "'[' without ']'");
     GL_ASSIGN_OR_RETURN(std::vector<std::string> suffixes, ExpandRanges(expr, item.substr(open + 1, close - open - 1)));
-    if (partial.size() * suffixes.size() > kMaxHostlistExpansion) return Malformed(expr, "expands to too many hosts");
+    if (partial.size() * suffixes.size() > kMaxHostlistExpansion) return TooManyHosts(expr);
     std::vector<std::string> next;
     next.reserve(partial.size() * suffixes.size());
     for (const auto& p : partial)
@@ -121,7 +130,7 @@ StatusOr<std::vector<std::string>> ExpandHostlist(std::string_view expression) {
   std::vector<std::string> hosts;
   for (const std::string& item : SplitOutsideBrackets(expr, ',')) {
     GL_RETURN_IF_ERROR(ExpandItem(expr, Trim(item), hosts));
-    if (hosts.size() > kMaxHostlistExpansion) return Malformed(expr, "expands to too many hosts");
+    if (hosts.size() > kMaxHostlistExpansion) return TooManyHosts(expr);
   }
   return hosts;
 }

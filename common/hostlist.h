@@ -11,9 +11,12 @@
 
 namespace gpulaunch {
 
-// Upper bound on the hosts one expression may expand to; guards against
-// typos such as "node[1-99999999]" exhausting memory.
-inline constexpr size_t kMaxHostlistExpansion = 1 << 20;
+// The most hosts one range ("[1-65536]"), one expression, one hostfile or one
+// --host list may name: Slurm's own limit for one range (scontrol refuses
+// "n[1-65537]": "Too many hosts in range"). Slurm expands a longer product
+// ("a[1-300]b[1-300]"); gpulaunch refuses it and says so, so that memory and
+// time stay bounded by what a job can use, never by what a typo promises.
+inline constexpr size_t kMaxHostlistExpansion = 65536;
 
 // Expands to host names in written order (duplicates kept, as Slurm does).
 StatusOr<std::vector<std::string>> ExpandHostlist(std::string_view expression);

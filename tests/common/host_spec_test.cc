@@ -74,6 +74,20 @@ TEST(SlurmAllocation, NodesAndTasksPerNode) {
   EXPECT_FALSE(HostsFromSlurmAllocation(Env({{"SLURM_JOB_NODELIST", "n[1-"}})).ok());
 }
 
+TEST(Hostfile, AtMostTheHostLimitHoweverManyLinesNameThem) {
+  std::string text;
+  for (int line = 0; line < 3; ++line) text += "r" + std::to_string(line) + "n[1-30000]\n";
+  auto many = ParseHostfileText(text, "hosts");
+  ASSERT_FALSE(many.ok());
+  EXPECT_NE(many.status().message().find("hosts:3: more than 65536 distinct hosts"), std::string::npos)
+      << many.status().message();
+  // Repeated names merge and do not count again.
+  auto same = ParseHostfileText("n[1-30000]\nn[1-30000]\nn[1-30000]\n", "hosts");
+  ASSERT_TRUE(same.ok()) << same.status().message();
+  EXPECT_EQ(same->size(), 30000u);
+  EXPECT_FALSE(ParseHostArgument("a[1-40000],b[1-40000]").ok());
+}
+
 TEST(Hostfile, MissingFileIsNotFound) {
   auto got = ReadHostfile("/nonexistent/hosts");
   ASSERT_FALSE(got.ok());

@@ -35,7 +35,7 @@ TEST(Hostlist, RejectsMalformedWithTheReason) {
       {"node[4-1]", "runs backwards"},
       {"node[a-b]", "not a number"},
       {"", "empty"},
-      {"node[1-99999999]", "too many hosts"},
+      {"node[1-99999999]", "more than 65536 hosts, Slurm's limit for one range"},
       {"no de", "not allowed"},
       {"a,,b", "empty host name"},
   };
@@ -45,6 +45,30 @@ TEST(Hostlist, RejectsMalformedWithTheReason) {
     EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(got.status().message().find(why), std::string::npos) << got.status().message();
   }
+}
+
+// Slurm's own limit, as scontrol show hostnames reads it: a range of 65,536
+// expands, 65,537 is "Too many hosts in range". A longer product of ranges
+// (Slurm expands a[1-300]b[1-300]) is refused here, saying so.
+TEST(Hostlist, HoldsAtMostSlurmsRangeLimitAndNeverLoopsPastTheTop) {
+  auto full = ExpandHostlist("n[1-65536]");
+  ASSERT_TRUE(full.ok()) << full.status().message();
+  EXPECT_EQ(full->size(), 65536u);
+  EXPECT_EQ(full->back(), "n65536");
+  EXPECT_FALSE(ExpandHostlist("n[1-65537]").ok());
+  auto product = ExpandHostlist("a[1-300]b[1-300]");
+  ASSERT_FALSE(product.ok());
+  EXPECT_NE(product.status().message().find("Slurm would expand"), std::string::npos) << product.status().message();
+  EXPECT_FALSE(ExpandHostlist("a[1-40000],b[1-40000]").ok());
+  // The largest value ends the loop (v <= INT64_MAX is always true).
+  auto top = ExpandHostlist("n[9223372036854775807]");
+  ASSERT_TRUE(top.ok()) << top.status().message();
+  EXPECT_EQ(*top, (std::vector<std::string>{"n9223372036854775807"}));
+  auto near_top = ExpandHostlist("n[9223372036854775806-9223372036854775807]");
+  ASSERT_TRUE(near_top.ok());
+  EXPECT_EQ(near_top->size(), 2u);
+  // The fuzzer's input that ran 14 s expanding 808,375 names: refused at once.
+  EXPECT_FALSE(ExpandHostlist("noden[0-4][01-6467]node-[0-4][01-04,7]gode4").ok());
 }
 
 }  // namespace

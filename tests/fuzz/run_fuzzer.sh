@@ -7,8 +7,11 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 mkdir "$scratch/corpus" "$scratch/crashes"
 # -max_len 4096: the parsers read lines and short files; longer inputs only slow the search.
+# -timeout 120: a hang detector, not a speed test. One input may legitimately
+# take seconds under ASan on a loaded 2-core machine (65,536 host names, three
+# parses); 10 s failed there once at random. A loop that never ends still fails.
 status=0
-"$fuzzer" -max_total_time="$seconds" -max_len=4096 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+"$fuzzer" -max_total_time="$seconds" -max_len=4096 -rss_limit_mb=2048 -timeout=120 -print_final_stats=1 \
   -artifact_prefix="$scratch/crashes/" "$scratch/corpus" "$seeds" > "$scratch/log" 2>&1 || status=$?
 tail -n 40 "$scratch/log"
 for crash in "$scratch"/crashes/*; do
