@@ -25,23 +25,6 @@
 namespace gpulaunch {
 namespace {
 
-constexpr char kHelp[] =
-    "usage: gpulaunch check [-H LIST | --hostfile FILE] [--binary PATH] [--save FILE] [--compare FILE]\n"
-    "                       [--max-clock-skew S] [--budget S] [--format table|json] [--allow-run-as-root]\n"
-    "Pre-flight checks of every host at once, each through the engine within --budget seconds (default 30):\n"
-    "reach, clock (offset from this host, --max-clock-skew 1 s), dns (both ways), versions (gpulaunch, MPI,\n"
-    "UCX, driver), mtu and nic (the data interface's MTU, state and speed against the other hosts), gpus\n"
-    "(NVML: all present, temperature, ECC), ports (free job ports), tmp (writable), binary (--binary PATH\n"
-    "and its libraries resolve). --save FILE records the hosts' facts; --compare FILE reports what changed.\n"
-    "Exit 0 when every check passes on every host, 1 naming each host and check that failed.\n\n"
-    "       gpulaunch check --storage PATH [-H LIST | --hostfile FILE] [--size MiB] [--budget S]\n"
-    "                       [--format table|json] [--allow-run-as-root]\n"
-    "       gpulaunch check --slurm-health [--node NAME] [--expect-gpus N]\n"
-    "From every host at once (through mpirun, or srun inside an allocation): write --size MiB (default 16)\n"
-    "under PATH, read it back, time create/stat/unlink, then read every other host's file and compare. Reports\n"
-    "throughput and metadata latency per host with the spread, and fails naming each host that sees\n"
-    "missing or different data. Each host gets --budget seconds (default 60) per phase.\n"
-    "Exit 0 when every host passes, 1 when one does not, 2 for usage errors.\n";
 
 std::string NewToken() {
   std::random_device rd;
@@ -192,7 +175,7 @@ int RunCheckCommand(const std::vector<std::string>& args) {
   if (!parsed.ok()) return Fail(parsed.status());
   const CheckOptions& o = *parsed;
   if (o.help) {
-    std::cout << kHelp;
+    std::cout << CheckHelpText();
     return kExitOk;
   }
   auto target = ResolveCommandHosts(o.host_args, o.hostfile, "check");

@@ -12,6 +12,9 @@
 #include "launcher/base/exit_codes.h"
 #include "launcher/base/host_identity.h"
 #include "launcher/base/process.h"
+#include "launcher/core/subcommand_parser.h"
+
+namespace po = boost::program_options;
 
 namespace gpulaunch {
 
@@ -35,28 +38,29 @@ std::vector<std::string> HealthProblems(const HostTopology& host, const HealthEx
 }
 
 int RunSlurmHealthCheck(const std::vector<std::string>& args) {
-  bool slurm_health = false;
-  std::string node;
-  std::optional<int> expect_gpus;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--slurm-health") slurm_health = true;
-    else if (args[i] == "--node" && i + 1 < args.size()) node = args[++i];
-    else if (args[i] == "--expect-gpus" && i + 1 < args.size()) {
-      const auto n = ParseInt(args[++i]);
-      if (!n || *n < 0) {
-        std::cerr << "gpulaunch: --expect-gpus needs a number\n";
-        return kExitUsage;
-      }
-      expect_gpus = static_cast<int>(*n);
-    } else {
-      std::cerr << "gpulaunch: check: unknown argument '" << args[i]
-                << "'; usage: gpulaunch check --slurm-health [--node NAME] [--expect-gpus N]\n";
-      return kExitUsage;
-    }
+  static const SubcommandParser* parser = [] {
+    auto* p = new SubcommandParser(
+        "check", "--slurm-health [--node NAME] [--expect-gpus N]",
+        "Slurm's HealthCheckProgram: checks this node (its GPUs against Slurm's gres, its NICs' ports) and drains\n"
+        "it with the reason when something is wrong.");
+    p->Add()
+      ("slurm-health", "the Slurm node health check")
+      ("node", po::value<std::string>()->value_name("NAME"), "the node's Slurm name (default: SLURMD_NODENAME, else the hostname)")
+      ("expect-gpus", po::value<std::string>()->value_name("N"), "GPUs the node must have (default: its gpu gres)");
+    return p;
+  }();
+  auto vm = parser->Parse(args);
+  if (!vm.ok()) return Fail(vm.status());
+  if (SubcommandParser::WantsHelp(*vm)) {
+    std::cout << parser->Help();
+    return kExitOk;
   }
-  if (!slurm_health) {
-    std::cerr << "gpulaunch: check: this version checks Slurm nodes only: gpulaunch check --slurm-health\n";
-    return kExitUsage;
+  std::string node = vm->count("node") ? (*vm)["node"].as<std::string>() : "";
+  std::optional<int> expect_gpus;
+  if (vm->count("expect-gpus")) {
+    auto n = IntOption(*parser, *vm, "expect-gpus", 0, 0, 1 << 20, "a number of GPUs");
+    if (!n.ok()) return Fail(n.status());
+    expect_gpus = *n;
   }
   if (node.empty()) {
     node = EnvOr("SLURMD_NODENAME", LocalHostname());

@@ -18,16 +18,6 @@
 namespace gpulaunch {
 namespace {
 
-constexpr char kHelp[] =
-    "usage: gpulaunch nodes [-H LIST | --hostfile FILE] [--format table|json] [--budget S] [--watch S [--count N]]\n"
-    "                       [--allow-run-as-root]\n"
-    "One row per host and GPU model: state (online, down, drained, draining), GPU count, model and memory,\n"
-    "cores, when the host last answered, and why it is not online. Without -H/--hostfile: the Slurm\n"
-    "allocation, else this machine. Each host gets --budget seconds (default 10) to answer through the\n"
-    "engine (mpirun, or srun inside an allocation). --watch S refreshes every S seconds (--count N times);\n"
-    "a host that answered before and misses one or two rounds is suspect, after three down. GPU memory in\n"
-    "use and free come from NVML where a driver answers.\n"
-    "Exit 0 when every host is online, 1 when one is not, 2 for usage errors.\n";
 
 // One host's row: this machine in-process, others through the engine.
 NodeRow AskHost(const std::string& host, const NodesOptions& o, const std::string& probe, const Engine& engine) {
@@ -68,7 +58,7 @@ int RunNodesCommand(const std::vector<std::string>& args) {
   if (!parsed.ok()) return Fail(parsed.status());
   const NodesOptions& o = *parsed;
   if (o.help) {
-    std::cout << kHelp;
+    std::cout << NodesHelpText();
     return kExitOk;
   }
   auto target = ResolveCommandHosts(o.host_args, o.hostfile, "nodes");

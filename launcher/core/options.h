@@ -116,6 +116,7 @@ struct NodesOptions {
   bool help = false;
 };
 StatusOr<NodesOptions> ParseNodesCommandLine(const std::vector<std::string>& args);
+std::string NodesHelpText();
 
 // `gpulaunch check`: cluster checks over a host list, hostfile or Slurm
 // allocation (check_command.h): the pre-flight checks, or --storage.
@@ -134,5 +135,6 @@ struct CheckOptions {
   bool help = false;
 };
 StatusOr<CheckOptions> ParseCheckCommandLine(const std::vector<std::string>& args);
+std::string CheckHelpText();
 
 }  // namespace gpulaunch

@@ -7,37 +7,19 @@
 #include "common/json.h"
 #include "common/strings.h"
 #include "launcher/base/exit_codes.h"
+#include "launcher/core/subcommand_parser.h"
 #include "launcher/sim/sim_output.h"
 #include "policies/pool/resource_template.h"
 #include "policies/pool/simulator.h"
 #include "policies/pool/synthetic_trace.h"
+
+namespace po = boost::program_options;
 
 namespace gpulaunch {
 namespace {
 
 using namespace gpulaunch::pool;
 
-constexpr char kHelp[] =
-    "usage: gpulaunch sim (--trace FILE | --synthetic SPEC) --cluster SPEC\n"
-    "                     [--policy topology|fifo-first-fit|best-fit|all] [--templates DEFS]\n"
-    "                     [--teams N] [--quota TEAM:GUARANTEE/NOMINAL/BORROW[/LEND],...] [--grace S]\n"
-    "                     [--checkpoint S] [--max-wait H] [--reserve NAME:TEAM:HOSTS@START-END]...\n"
-    "                     [--fail HOST@START[-END]]...\n"
-    "                     [--format table|json] [--out FILE]\n"
-    "Replays a job trace (Tiresias, ElasticFlow, or id,submit,duration,gpus[,team,priority,user,template] CSV)\n"
-    "or a synthetic one (SPEC e.g. \"jobs:2000 days:14 teams:3 users:24 high:0.1 templated:0.2\") on a\n"
-    "simulated pool (SPEC e.g. \"leaf:2 node:8 gpu:8\"; groups of other hosts joined with '+', e.g.\n"
-    "\"leaf:1 node:8 gpu:8 mem:80 link:200 + leaf:1 node:8 gpu:8 mem:40\") under gpulaunch's policy\n"
-    "(topology) and the baselines (fifo-first-fit; best-fit, Slurm-like without topology), all by default, in\n"
-    "one run. --templates \"train:gpus=32,mem=80,link=200,affinity=leaf;...\" defines the templates jobs name.\n"
-    "--teams N deals the jobs round-robin to N teams (public traces have none); without it --quota uses the\n"
-    "trace's teams (0, 1, ... in the quota's order). Preempted jobs start over, or with --checkpoint S resume\n"
-    "from their last checkpoint (one every S seconds of work); moving or resuming a job costs 120 s.\n"
-    "--max-wait H: a job not started H hours after its submission leaves the queue (a queue timeout).\n"
-    "--reserve holds HOSTS whole hosts for TEAM (its name in --quota, or its number) from START to END hours\n"
-    "after the first job's submission. --fail makes HOST (its name, e.g. s0n3, or number) stop sending\n"
-    "heartbeats from START (to END) hours: suspect after 2 missed heartbeats, bad at 15 s, its jobs requeued,\n"
-    "its GPUs reused when their 30 s lease runs out.\n";
 
 struct SimOptions {
   std::string trace, synthetic, cluster, policy = "all", format = "table", quota, templates;
@@ -50,51 +32,79 @@ struct SimOptions {
   bool help = false;
 };
 
+const SubcommandParser& Parser() {
+  static const SubcommandParser* parser = [] {
+    auto* p = new SubcommandParser(
+        "sim", "(--trace FILE | --synthetic SPEC) --cluster SPEC\n"
+               "                     [--policy topology|fifo-first-fit|best-fit|all] [--templates DEFS]\n"
+               "                     [--teams N] [--quota TEAM:GUARANTEE/NOMINAL/BORROW[/LEND],...] [--grace S]\n"
+               "                     [--checkpoint S] [--max-wait H] [--reserve NAME:TEAM:HOSTS@START-END]...\n"
+               "                     [--fail HOST@START[-END]]...\n"
+               "                     [--format table|json] [--out FILE]",
+        "Replays a job trace (Tiresias, ElasticFlow, or id,submit,duration,gpus[,team,priority,user,template] CSV)\n"
+        "or a synthetic one (SPEC e.g. \"jobs:2000 days:14 teams:3 users:24 high:0.1 templated:0.2\") on a\n"
+        "simulated pool (SPEC e.g. \"leaf:2 node:8 gpu:8\"; groups of other hosts joined with '+', e.g.\n"
+        "\"leaf:1 node:8 gpu:8 mem:80 link:200 + leaf:1 node:8 gpu:8 mem:40\") under gpulaunch's policy\n"
+        "(topology) and the baselines (fifo-first-fit; best-fit, Slurm-like without topology), all by default, in\n"
+        "one run. --templates \"train:gpus=32,mem=80,link=200,affinity=leaf;...\" defines the templates jobs name.\n"
+        "--teams N deals the jobs round-robin to N teams (public traces have none); without it --quota uses the\n"
+        "trace's teams (0, 1, ... in the quota's order). Preempted jobs start over, or with --checkpoint S resume\n"
+        "from their last checkpoint (one every S seconds of work); moving or resuming a job costs 120 s.\n"
+        "--max-wait H: a job not started H hours after its submission leaves the queue (a queue timeout).\n"
+        "--reserve holds HOSTS whole hosts for TEAM (its name in --quota, or its number) from START to END hours\n"
+        "after the first job's submission. --fail makes HOST (its name, e.g. s0n3, or number) stop sending\n"
+        "heartbeats from START (to END) hours: suspect after 2 missed heartbeats, bad at 15 s, its jobs requeued,\n"
+        "its GPUs reused when their 30 s lease runs out.");
+    p->Add()
+      ("trace", po::value<std::string>()->value_name("FILE"), "a job trace")
+      ("synthetic", po::value<std::string>()->value_name("SPEC"), "a synthetic trace instead")
+      ("cluster", po::value<std::string>()->value_name("SPEC"), "the simulated pool")
+      ("policy", po::value<std::string>()->value_name("NAME,..."), "topology, fifo-first-fit, best-fit or all (default)")
+      ("templates", po::value<std::string>()->value_name("DEFS"), "the resource templates jobs name")
+      ("teams", po::value<std::string>()->value_name("N"), "deal the jobs to N teams")
+      ("quota", po::value<std::string>()->value_name("QUOTAS"), "per-team quotas")
+      ("grace", po::value<std::string>()->value_name("S"), "seconds before borrowed GPUs are reclaimed (default 300)")
+      ("checkpoint", po::value<std::string>()->value_name("S"), "preempted jobs resume from a checkpoint every S s")
+      ("max-wait", po::value<std::string>()->value_name("H"), "queue timeout in hours")
+      ("reserve", po::value<std::vector<std::string>>()->composing()->value_name("RESERVATION"), "a reservation (repeatable)")
+      ("fail", po::value<std::vector<std::string>>()->composing()->value_name("HOST@START[-END]"), "a failing host (repeatable)")
+      ("format", po::value<std::string>()->value_name("table|json"), "table (default) or json")
+      ("out", po::value<std::string>()->value_name("FILE"), "also write the JSON report to FILE");
+    return p;
+  }();
+  return *parser;
+}
+
 StatusOr<SimOptions> Parse(const std::vector<std::string>& args) {
+  const SubcommandParser& p = Parser();
+  GL_ASSIGN_OR_RETURN(po::variables_map vm, p.Parse(args));
   SimOptions o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> StatusOr<std::string> {
-      if (i + 1 >= args.size()) return InvalidArgument("sim: " + a + " needs a value");
-      return args[++i];
-    };
-    if (a == "-h" || a == "--help") {
-      o.help = true;
-    } else if (a == "--trace") {
-      GL_ASSIGN_OR_RETURN(o.trace, value());
-    } else if (a == "--synthetic") {
-      GL_ASSIGN_OR_RETURN(o.synthetic, value());
-    } else if (a == "--cluster") {
-      GL_ASSIGN_OR_RETURN(o.cluster, value());
-    } else if (a == "--policy") {
-      GL_ASSIGN_OR_RETURN(o.policy, value());
-    } else if (a == "--templates") {
-      GL_ASSIGN_OR_RETURN(o.templates, value());
-    } else if (a == "--reserve") {
-      GL_ASSIGN_OR_RETURN(std::string v, value());
-      o.reserve.push_back(v);
-    } else if (a == "--fail") {
-      GL_ASSIGN_OR_RETURN(std::string v, value());
-      o.fail.push_back(v);
-    } else if (a == "--format") {
-      GL_ASSIGN_OR_RETURN(o.format, value());
-      if (o.format != "table" && o.format != "json") return InvalidArgument("sim: --format " + o.format + ": table or json");
-    } else if (a == "--out") {
-      GL_ASSIGN_OR_RETURN(std::string v, value());
-      o.out = v;
-    } else if (a == "--quota") {
-      GL_ASSIGN_OR_RETURN(o.quota, value());
-    } else if (a == "--teams" || a == "--grace" || a == "--checkpoint" || a == "--max-wait") {
-      GL_ASSIGN_OR_RETURN(std::string v, value());
-      const auto n = ParseInt(v);
-      if (!n || *n < 0 || *n > 100000) return InvalidArgument("sim: " + a + " " + v + ": give a whole number");
-      if (a == "--teams") o.teams = static_cast<int>(*n);
-      else if (a == "--grace") o.grace_s = static_cast<double>(*n);
-      else if (a == "--max-wait") o.max_wait_h = static_cast<double>(*n);
-      else o.checkpoint_s = static_cast<double>(*n);
-    } else {
-      return InvalidArgument("sim: unknown option '" + a + "'; see 'gpulaunch sim --help'");
-    }
+  o.help = SubcommandParser::WantsHelp(vm);
+  if (o.help) return o;
+  auto text = [&](const char* name, std::string& out) {
+    if (vm.count(name)) out = vm[name].as<std::string>();
+  };
+  text("trace", o.trace);
+  text("synthetic", o.synthetic);
+  text("cluster", o.cluster);
+  text("policy", o.policy);
+  text("templates", o.templates);
+  text("quota", o.quota);
+  if (vm.count("reserve")) o.reserve = vm["reserve"].as<std::vector<std::string>>();
+  if (vm.count("fail")) o.fail = vm["fail"].as<std::vector<std::string>>();
+  if (vm.count("out")) o.out = vm["out"].as<std::string>();
+  if (vm.count("format")) {
+    o.format = vm["format"].as<std::string>();
+    if (o.format != "table" && o.format != "json") return p.Error("--format " + o.format + ": table or json");
+  }
+  for (auto [name, out] : {std::pair{"teams", static_cast<double*>(nullptr)}, std::pair{"grace", &o.grace_s},
+                           std::pair{"checkpoint", &o.checkpoint_s}, std::pair{"max-wait", &o.max_wait_h}}) {
+    if (!vm.count(name)) continue;
+    const std::string v = vm[name].as<std::string>();
+    const auto n = ParseInt(v);
+    if (!n || *n < 0 || *n > 100000) return p.Error(std::string("--") + name + " " + v + ": give a whole number");
+    if (out) *out = static_cast<double>(*n);
+    else o.teams = static_cast<int>(*n);
   }
   if (o.help) return o;
   if (o.trace.empty() == o.synthetic.empty() || o.cluster.empty()) {
@@ -240,7 +250,7 @@ int RunSimCommand(const std::vector<std::string>& args) {
   if (!parsed.ok()) return Fail(parsed.status());
   const SimOptions& o = *parsed;
   if (o.help) {
-    std::cout << kHelp;
+    std::cout << Parser().Help();
     return kExitOk;
   }
   auto in = Load(o);

@@ -23,7 +23,7 @@ BELOW = {
     "engine": {"base", "discovery", "core"},
     "job": {"base", "discovery", "core", "engine"},
     "check": {"base", "discovery", "core", "engine"},
-    "sim": {"base"},
+    "sim": {"base", "discovery", "core"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"launcher/([^"]+)"')
 

@@ -8,27 +8,18 @@
 #include "common/file_write.h"
 #include "common/strings.h"
 #include "launcher/base/exit_codes.h"
+#include "launcher/core/subcommand_parser.h"
 #include "launcher/check/host_command.h"
 #include "launcher/base/host_identity.h"
 #include "launcher/check/linkcheck/ucx_link.h"
+
+namespace po = boost::program_options;
 
 namespace gpulaunch {
 namespace {
 
 constexpr int kDefaultPort = 13337;
 
-constexpr char kHelp[] =
-    "usage: gpulaunch linkcheck --server [--port P] [--once] [--tls LIST] [--nic DEV]\n"
-    "       gpulaunch linkcheck --client HOST [--port P] [--tls LIST] [--nic DEV] [MEASURE] [REPORT]\n"
-    "       gpulaunch linkcheck (--hosts LIST | --hostfile FILE) [--pattern ring|pairs] [--budget S]\n"
-    "                           [--allow-run-as-root] [--tls LIST] [--nic DEV] [MEASURE] [REPORT]\n"
-    "MEASURE: --iterations N (8-byte round trips, default 1000) --sizes MiB,... (default 1,2,4)\n"
-    "         --mib-per-size M (default 256) --window W (sends in flight, default 8) --quick\n"
-    "REPORT:  --format table|json --save FILE --compare FILE [--tolerance PCT (default 20)]\n"
-    "Latency is an 8-byte ping-pong (round trip median and p99; one-way is half); bandwidth sends\n"
-    "messages of each size with a window in flight. --tls tcp forces the network path (UCX_TLS);\n"
-    "--nic picks the device (UCX_NET_DEVICES). The transport UCX used is reported per link.\n"
-    "Exit 0, 1 when a link failed or is more than --tolerance worse than --compare's, 2 for usage errors.\n";
 
 struct LinkcheckOptions {
   bool server = false, once = false, help = false, quick = false, allow_run_as_root = false;
@@ -45,96 +36,92 @@ struct LinkcheckOptions {
   int budget_s = 120;
 };
 
+const SubcommandParser& Parser() {
+  static const SubcommandParser* parser = [] {
+    auto* p = new SubcommandParser(
+        "linkcheck", "--server [--port P] [--once] [--tls LIST] [--nic DEV]\n"
+                     "       gpulaunch linkcheck --client HOST [--port P] [--tls LIST] [--nic DEV] [MEASURE] [REPORT]\n"
+                     "       gpulaunch linkcheck (--hosts LIST | --hostfile FILE) [--pattern ring|pairs] [--budget S]\n"
+                     "                           [--allow-run-as-root] [--tls LIST] [--nic DEV] [MEASURE] [REPORT]",
+        "MEASURE: --iterations N (8-byte round trips, default 1000) --sizes MiB,... (default 1,2,4)\n"
+        "         --mib-per-size M (default 256) --window W (sends in flight, default 8) --quick\n"
+        "REPORT:  --format table|json --save FILE --compare FILE [--tolerance PCT (default 20)]\n"
+        "Latency is an 8-byte ping-pong (round trip median and p99; one-way is half); bandwidth sends\n"
+        "messages of each size with a window in flight. --tls tcp forces the network path (UCX_TLS);\n"
+        "--nic picks the device (UCX_NET_DEVICES). The transport UCX used is reported per link.\n"
+        "Exit 0, 1 when a link failed or is more than --tolerance worse than --compare's, 2 for usage errors.");
+    p->Add()
+      ("server", "serve one peer's measurements (on the far host)")
+      ("once", "--server: stop after one client")
+      ("client", po::value<std::string>()->value_name("HOST"), "measure the link to HOST's --server")
+      ("hosts,H", po::value<std::vector<std::string>>()->composing()->value_name("LIST"), "measure between these hosts (repeatable)")
+      ("hostfile", po::value<std::string>()->value_name("FILE"), "the hosts, from a host file")
+      ("pattern", po::value<std::string>()->value_name("ring|pairs"), "which links: each to the next (default) or every pair")
+      ("port", po::value<std::string>()->value_name("P"), "the server's control port")
+      ("tls", po::value<std::string>()->value_name("LIST"), "UCX transports (UCX_TLS), e.g. tcp")
+      ("nic", po::value<std::string>()->value_name("DEV"), "the device (UCX_NET_DEVICES)")
+      ("iterations", po::value<std::string>()->value_name("N"), "8-byte round trips (default 1000)")
+      ("window", po::value<std::string>()->value_name("W"), "sends in flight (default 8)")
+      ("mib-per-size", po::value<std::string>()->value_name("M"), "MiB sent per message size (default 256)")
+      ("sizes", po::value<std::string>()->value_name("MiB,..."), "message sizes (default 1,2,4)")
+      ("quick", "fewer iterations and bytes: 200 round trips, 32 MiB of 1 and 4 MiB")
+      ("format", po::value<std::string>()->value_name("table|json"), "table (default) or json")
+      ("save", po::value<std::string>()->value_name("FILE"), "record the results as a baseline")
+      ("compare", po::value<std::string>()->value_name("FILE"), "flag links worse than the baseline's")
+      ("tolerance", po::value<std::string>()->value_name("PCT"), "how much worse counts (default 20)")
+      ("budget", po::value<std::string>()->value_name("S"), "seconds each link gets (default 120)")
+      ("allow-run-as-root", "let mpirun run as root");
+    return p;
+  }();
+  return *parser;
+}
+
 StatusOr<LinkcheckOptions> Parse(const std::vector<std::string>& args) {
+  const SubcommandParser& p = Parser();
+  GL_ASSIGN_OR_RETURN(po::variables_map vm, p.Parse(args));
   LinkcheckOptions o;
-  bool sizes_given = false, mib_given = false, iterations_given = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> StatusOr<std::string> {
-      if (i + 1 >= args.size()) return InvalidArgument("linkcheck: " + a + " needs a value");
-      return args[++i];
-    };
-    auto number = [&](int64_t lo, int64_t hi) -> StatusOr<int64_t> {
-      GL_ASSIGN_OR_RETURN(std::string v, value());
-      const auto n = ParseInt(v);
-      if (!n || *n < lo || *n > hi) {
-        return InvalidArgument("linkcheck: " + a + " " + v + ": give a number from " + std::to_string(lo) + " to " +
-                               std::to_string(hi));
+  o.help = SubcommandParser::WantsHelp(vm);
+  if (o.help) return o;
+  auto text = [&](const char* name, std::string fallback) {
+    return vm.count(name) ? vm[name].as<std::string>() : fallback;
+  };
+  o.server = vm.count("server") > 0;
+  o.once = vm.count("once") > 0;
+  o.quick = vm.count("quick") > 0;
+  o.allow_run_as_root = vm.count("allow-run-as-root") > 0;
+  if (vm.count("client")) o.client = vm["client"].as<std::string>();
+  if (vm.count("hosts")) o.host_args = vm["hosts"].as<std::vector<std::string>>();
+  if (vm.count("hostfile")) o.hostfile = vm["hostfile"].as<std::string>();
+  o.pattern = text("pattern", o.pattern);
+  if (o.pattern != "ring" && o.pattern != "pairs") return p.Error("--pattern " + o.pattern + ": choose ring or pairs");
+  o.ucx.tls = text("tls", o.ucx.tls);
+  o.ucx.net_devices = text("nic", o.ucx.net_devices);
+  GL_ASSIGN_OR_RETURN(o.port, IntOption(p, vm, "port", o.port, 1, 65535, "a number"));
+  GL_ASSIGN_OR_RETURN(o.plan.iterations, IntOption(p, vm, "iterations", o.plan.iterations, 1, 10000000, "a number"));
+  GL_ASSIGN_OR_RETURN(o.plan.window, IntOption(p, vm, "window", o.plan.window, 1, 64, "a number"));
+  GL_ASSIGN_OR_RETURN(const int mib, IntOption(p, vm, "mib-per-size", static_cast<int>(o.plan.bytes_per_size >> 20), 1,
+                                               1 << 20, "a number"));
+  o.plan.bytes_per_size = static_cast<uint64_t>(mib) << 20;
+  if (vm.count("sizes")) {
+    const std::string v = vm["sizes"].as<std::string>();
+    o.plan.sizes.clear();
+    for (const std::string& s : Split(v, ',')) {
+      const auto size = ParseInt(s);
+      if (!size || *size < 1 || *size > 256) {
+        return p.Error("--sizes " + v + ": give message sizes in MiB from 1 to 256, e.g. 1,2,4");
       }
-      return *n;
-    };
-    if (a == "-h" || a == "--help") {
-      o.help = true;
-    } else if (a == "--server") {
-      o.server = true;
-    } else if (a == "--once") {
-      o.once = true;
-    } else if (a == "--client") {
-      GL_ASSIGN_OR_RETURN(std::string v, value());
-      o.client = v;
-    } else if (a == "--hosts" || a == "-H") {
-      GL_ASSIGN_OR_RETURN(std::string v, value());
-      o.host_args.push_back(v);
-    } else if (a == "--hostfile") {
-      GL_ASSIGN_OR_RETURN(std::string v, value());
-      o.hostfile = v;
-    } else if (a == "--pattern") {
-      GL_ASSIGN_OR_RETURN(o.pattern, value());
-      if (o.pattern != "ring" && o.pattern != "pairs") {
-        return InvalidArgument("linkcheck: --pattern " + o.pattern + ": choose ring or pairs");
-      }
-    } else if (a == "--port") {
-      GL_ASSIGN_OR_RETURN(int64_t p, number(1, 65535));
-      o.port = static_cast<int>(p);
-    } else if (a == "--tls") {
-      GL_ASSIGN_OR_RETURN(o.ucx.tls, value());
-    } else if (a == "--nic") {
-      GL_ASSIGN_OR_RETURN(o.ucx.net_devices, value());
-    } else if (a == "--iterations") {
-      GL_ASSIGN_OR_RETURN(int64_t n, number(1, 10000000));
-      o.plan.iterations = static_cast<int>(n);
-      iterations_given = true;
-    } else if (a == "--window") {
-      GL_ASSIGN_OR_RETURN(int64_t n, number(1, 64));
-      o.plan.window = static_cast<int>(n);
-    } else if (a == "--mib-per-size") {
-      GL_ASSIGN_OR_RETURN(int64_t n, number(1, 1 << 20));
-      o.plan.bytes_per_size = static_cast<uint64_t>(n) << 20;
-      mib_given = true;
-    } else if (a == "--sizes") {
-      GL_ASSIGN_OR_RETURN(std::string v, value());
-      o.plan.sizes.clear();
-      for (const std::string& s : Split(v, ',')) {
-        const auto mib = ParseInt(s);
-        if (!mib || *mib < 1 || *mib > 256) {
-          return InvalidArgument("linkcheck: --sizes " + v + ": give message sizes in MiB from 1 to 256, e.g. 1,2,4");
-        }
-        o.plan.sizes.push_back(static_cast<uint64_t>(*mib) << 20);
-      }
-      sizes_given = true;
-    } else if (a == "--quick") {
-      o.quick = true;
-    } else if (a == "--format") {
-      GL_ASSIGN_OR_RETURN(o.format, value());
-      if (o.format != "table" && o.format != "json") {
-        return InvalidArgument("linkcheck: --format " + o.format + ": choose table or json");
-      }
-    } else if (a == "--save" || a == "--compare") {
-      GL_ASSIGN_OR_RETURN(std::string v, value());
-      (a == "--save" ? o.save : o.compare) = v;
-    } else if (a == "--tolerance") {
-      GL_ASSIGN_OR_RETURN(int64_t n, number(1, 1000));
-      o.tolerance_pct = static_cast<double>(n);
-    } else if (a == "--budget") {
-      GL_ASSIGN_OR_RETURN(int64_t n, number(1, 86400));
-      o.budget_s = static_cast<int>(n);
-    } else if (a == "--allow-run-as-root") {
-      o.allow_run_as_root = true;
-    } else {
-      return InvalidArgument("linkcheck: unknown option '" + a + "'; see 'gpulaunch linkcheck --help'");
+      o.plan.sizes.push_back(static_cast<uint64_t>(*size) << 20);
     }
   }
-  if (o.help) return o;
+  GL_ASSIGN_OR_RETURN(o.format, FormatOption(p, vm));
+  if (vm.count("save")) o.save = vm["save"].as<std::string>();
+  if (vm.count("compare")) o.compare = vm["compare"].as<std::string>();
+  GL_ASSIGN_OR_RETURN(const int tolerance, IntOption(p, vm, "tolerance", static_cast<int>(o.tolerance_pct), 1, 1000,
+                                                     "a number"));
+  o.tolerance_pct = tolerance;
+  GL_ASSIGN_OR_RETURN(o.budget_s, IntOption(p, vm, "budget", o.budget_s, 1, 86400, "a number"));
+  const bool sizes_given = vm.count("sizes") > 0, mib_given = vm.count("mib-per-size") > 0,
+             iterations_given = vm.count("iterations") > 0;
   const int modes = (o.server ? 1 : 0) + (o.client ? 1 : 0) + (!o.host_args.empty() || o.hostfile ? 1 : 0);
   if (modes != 1) {
     return InvalidArgument("linkcheck: give one of --server, --client HOST, or --hosts LIST / --hostfile FILE");
@@ -240,7 +227,7 @@ int RunLinkcheckCommand(const std::vector<std::string>& args) {
   if (!parsed.ok()) return Fail(parsed.status());
   const LinkcheckOptions& o = *parsed;
   if (o.help) {
-    std::cout << kHelp;
+    std::cout << Parser().Help();
     return kExitOk;
   }
   auto progress = [](const std::string& line) { std::cerr << "linkcheck: " << line << std::endl; };

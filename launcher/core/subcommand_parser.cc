@@ -1,0 +1,89 @@
+#include "launcher/core/subcommand_parser.h"
+
+#include <sstream>
+
+#include "common/strings.h"
+
+namespace po = boost::program_options;
+
+namespace gpulaunch {
+namespace {
+
+constexpr char kPositional[] = "gpulaunch-positional-arguments";
+
+}  // namespace
+
+SubcommandParser::SubcommandParser(std::string name, std::string usage, std::string about)
+    : name_(std::move(name)), usage_(std::move(usage)), about_(std::move(about)), options_("Options", 100, 50) {
+  options_.add_options()("help,h", "show this help");
+}
+
+StatusOr<po::variables_map> SubcommandParser::Parse(const std::vector<std::string>& args) const {
+  const std::string see = "; see 'gpulaunch " + name_ + " --help'";
+  po::variables_map vm;
+  try {
+    // Words that are not options are collected under a hidden name, so the
+    // error can name the first of them.
+    po::options_description all;
+    all.add(options_).add_options()(kPositional, po::value<std::vector<std::string>>());
+    po::positional_options_description rest;
+    rest.add(kPositional, -1);
+    po::store(po::command_line_parser(args).options(all).positional(rest).style(po::command_line_style::unix_style)
+                  .run(),
+              vm);
+    po::notify(vm);
+    if (vm.count(kPositional)) {
+      return Error("unexpected argument '" + vm[kPositional].as<std::vector<std::string>>().front() +
+                   "': it takes options only" + see);
+    }
+  } catch (const po::unknown_option& e) {
+    return Error("unknown option '" + e.get_option_name() + "'" + see);
+  } catch (const po::invalid_command_line_syntax& e) {
+    // Name the option as given: "--budget" last, or "--once=1".
+    if (e.kind() == po::invalid_syntax::missing_parameter) return Error(e.get_option_name() + " needs a value" + see);
+    if (e.kind() == po::invalid_syntax::extra_parameter) return Error(e.get_option_name() + " takes no value" + see);
+    return Error("malformed option '" + e.get_option_name() + "'" + see);
+  } catch (const po::error& e) {
+    // Boost fills %placeholders% into its messages and never stops when the
+    // user's own text holds one: with a '%' anywhere, the message is ours.
+    for (const std::string& a : args) {
+      if (a.find('%') != std::string::npos) {
+        return Error("cannot parse the options near '" + a.substr(0, 80) + "' (check that option's value)" + see);
+      }
+    }
+    return Error(e.what() + see);
+  }
+  return vm;
+}
+
+std::string SubcommandParser::Help() const {
+  std::ostringstream s;
+  s << "usage: gpulaunch " << name_ << " " << usage_ << "\n";
+  if (!about_.empty()) s << about_ << (about_.back() == '\n' ? "" : "\n");
+  s << "\n" << options_;
+  std::string text = s.str();
+  if (text.back() != '\n') text += "\n";
+  return text;
+}
+
+StatusOr<int> IntOption(const SubcommandParser& parser, const po::variables_map& vm, const char* name, int fallback,
+                        int lo, int hi, const char* unit) {
+  if (!vm.count(name)) return fallback;
+  const std::string v = vm[name].as<std::string>();
+  const auto n = ParseInt(v);
+  if (!n || *n < lo || *n > hi) {
+    return parser.Error(std::string("--") + name + " " + v + ": give " + unit + " from " + std::to_string(lo) +
+                        " to " + std::to_string(hi));
+  }
+  return static_cast<int>(*n);
+}
+
+StatusOr<std::string> FormatOption(const SubcommandParser& parser, const po::variables_map& vm,
+                                   const std::string& fallback) {
+  if (!vm.count("format")) return fallback;
+  const std::string f = vm["format"].as<std::string>();
+  if (f != "table" && f != "json") return parser.Error("--format " + f + ": choose table or json");
+  return f;
+}
+
+}  // namespace gpulaunch
