@@ -59,32 +59,22 @@ LaunchOutcome Failed(const Status& s) {
 }
 
 
-}  // namespace
+// The per-job directory (engine files): private, removed on every exit path.
+struct JobDir {
+  fs::path path;
+  ~JobDir() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove_all(path, ec);
+  }
+};
 
-LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, const EngineSettings& engine_settings,
-                               const RunSettings& o) {
-  // Per-job state lives in a private directory removed on every exit path.
-  std::string dir_template = (fs::temp_directory_path() / "gpulaunch.XXXXXX").string();
-  if (!mkdtemp(dir_template.data())) return Failed(Internal("cannot create a job directory under /tmp"));
-  const fs::path job_dir = dir_template;
-  struct DirGuard {
-    fs::path p;
-    ~DirGuard() { std::error_code ec; fs::remove_all(p, ec); }
-  } guard{job_dir};
-
-  const std::string first_remote = plan.all_local ? "" : [&] {
-    for (const auto& h : plan.placement.hosts)
-      if (!IsLocalHost(h)) return h;
-    return std::string();
-  }();
-  const std::string advertise = plan.all_local ? "127.0.0.1" : LocalAddressTowards(first_remote);
-  ControlServer control;
-  if (Status s = control.Start(plan.all_local ? "127.0.0.1" : "0.0.0.0", plan.plan_hash); !s.ok()) return Failed(s);
-
+// What every rank receives: the plan's rows, the job's id, where gpulaunch's
+// control server and rank 0's MASTER_PORT are.
+SlotTable MakeSlotTable(const LaunchPlan& plan, const std::string& advertise, int control_port) {
   SlotTable table;
   table.job_id = NewJobId();
   table.plan_hash = plan.plan_hash;
-  table.control = advertise.empty() ? "" : advertise + ":" + std::to_string(control.port());
+  table.control = advertise.empty() ? "" : advertise + ":" + std::to_string(control_port);
   const RankSlot& rank0 = plan.placement.ranks.front();
   const bool rank0_local = plan.all_local || IsLocalHost(rank0.host);
   table.master_addr = plan.all_local ? "127.0.0.1" : (rank0_local && !advertise.empty() ? advertise : rank0.host);
@@ -92,106 +82,135 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
                                   : 29500 + static_cast<int>(std::stoul(Sha256Hex(table.job_id).substr(0, 4), nullptr, 16) % 1000);
   table.ranks = plan.placement.ranks;
   table.layout = plan.layout;
-  const std::string encoded = EncodeSlotTable(table);
-  if (encoded.size() > kMaxSlotTableBytes) {
-    return Failed(Internal("the plan for " + std::to_string(table.ranks.size()) + " ranks takes " +
-                           std::to_string(encoded.size()) + " bytes, over the " + std::to_string(kMaxSlotTableBytes) +
-                           "-byte environment limit; launch fewer ranks per job"));
-  }
+  return table;
+}
+
+// The address ranks reach this host by: loopback for a one-host job, else
+// the local address on the route to the first remote host.
+std::string AdvertisedAddress(const LaunchPlan& plan) {
+  if (plan.all_local) return "127.0.0.1";
+  for (const auto& h : plan.placement.hosts)
+    if (!IsLocalHost(h)) return LocalAddressTowards(h);
+  return LocalAddressTowards("");
+}
+
+// The engine's command, environment and signal handling for this launch.
+// The closures refer to `plan`, `engine` and `control`, which outlive RunJob.
+StatusOr<JobRunOptions> EngineRun(const LaunchPlan& plan, const Engine& engine, const EngineSettings& engine_settings,
+                                  const RunSettings& o, const fs::path& job_dir, const std::string& encoded_table,
+                                  ControlServer& control) {
   // --profile reaches the ranks as GPULAUNCH_PROFILE=1 (runtime/step_profiler.h);
   // it is not part of the plan, so it leaves the plan hash alone.
   LaunchPlan engine_plan = plan;
   if (o.profile) engine_plan.env.push_back({"GPULAUNCH_PROFILE", std::string("1")});
-  auto engine_job = engine.PrepareJob(engine_plan, engine_settings, job_dir);
-  if (!engine_job.ok()) return Failed(engine_job.status());
-  std::map<std::string, std::string> engine_env = {{kSlotTableEnv, encoded}};
+  GL_ASSIGN_OR_RETURN(EngineJob engine_job, engine.PrepareJob(engine_plan, engine_settings, job_dir));
+  std::map<std::string, std::string> engine_env = {{kSlotTableEnv, encoded_table}};
   for (const EnvAssignment& e : engine_plan.env)
     if (e.value) engine_env[e.name] = *e.value;
-  for (const auto& [name, value] : engine_job->env) engine_env[name] = value;  // the engine's own files win
+  for (const auto& [name, value] : engine_job.env) engine_env[name] = value;  // the engine's own files win
 
   JobRunOptions run;
-  run.argv = engine_job->argv;
+  run.argv = engine_job.argv;
   run.env = EnvironmentWith(engine_env);
   run.tag = o.tag && !engine.LabelsOutputItself();
-  run.host_of_rank = [&](int r) {
+  run.host_of_rank = [&plan](int r) {
     return r >= 0 && r < static_cast<int>(plan.placement.ranks.size()) ? plan.placement.ranks[r].host : "?";
   };
-  run.force_kill = [&] {
+  run.force_kill = [&control] {
     for (int pid : control.LocalPids()) kill(pid, SIGKILL);
   };
-  run.signal_local_ranks = [&](int sig) {
+  run.signal_local_ranks = [&control](int sig) {
     for (int pid : control.LocalPids()) kill(pid, sig);
   };
-  const int world = static_cast<int>(plan.placement.ranks.size());
   // The engine delivers stop signals its own way (engine.h); SIGKILL follows
   // a kill grace later.
-  run.signal_all_ranks = [&](int sig) { return engine.SignalAllRanks(control, world, sig); };
+  const int world = static_cast<int>(plan.placement.ranks.size());
+  run.signal_all_ranks = [&engine, &control, world](int sig) { return engine.SignalAllRanks(control, world, sig); };
   run.kill_grace_ms = o.kill_grace_s.value_or(engine.DefaultKillGraceS()) * 1000;
   run.timeout_ms = o.timeout_s.value_or(0) * 1000;
+  return run;
+}
 
-  JobOutcome job;
-  job.job_id = table.job_id;
-  job.plan_hash = plan.plan_hash;
-  job.program = plan.program;
-  job.restart = o.restart;
-  for (const RankSlot& r : plan.placement.ranks) job.planned_hosts.push_back(r.host);
-  const MonitorSettings monitor{world, o.startup_timeout_s, o.stall_timeout_s};
-  MonitorVerdict verdict;
-  // After the first failed rank: SIGTERM to every rank at once through the
-  // shims, SIGKILL a kill grace later, whatever the engine does meanwhile.
-  std::optional<ControlClock::time_point> teardown_since;
-  bool teardown_killed = false;
-  RunProfile profile;
-  profile.job_id = table.job_id;
-  profile.layout = plan.layout;
-  profile.host_of_rank = job.planned_hosts;
-  auto write_profile = [&](bool final) {
-    profile.steps = control.Metrics();
-    const RunReport report = AnalyzeRun(profile);
-    if (Status s = WriteProfileFiles(o.profile_dir, profile, report); !s.ok()) {
-      if (final) std::cerr << "gpulaunch: warning: " << s.message() << "\n";
-    }
-    if (final) {
-      std::cerr << RenderRunReport(report);
-      std::cerr << "gpulaunch: metrics in " << fs::absolute(o.profile_dir).string()
-                << " (rank-<R>.jsonl, metrics.prom, run-report.json)\n";
-      if (const int bad = control.MalformedMetrics(); bad > 0) {
-        std::cerr << "gpulaunch: warning: " << bad << " metrics record(s) from ranks did not parse and were left out\n";
-      }
-    }
-  };
-  auto profile_written = ControlClock::now();
-  run.watchdog = [&] {
+// What gpulaunch watches while the job runs (RunJob's watchdog, about every
+// 200 ms): the monitor's verdict (start-up, stalls, a failed rank), the
+// teardown after the first failure (SIGTERM to every rank at once through
+// the shims, SIGKILL a kill grace later, whatever the engine does
+// meanwhile), and the --profile files.
+class JobWatch {
+ public:
+  JobWatch(const LaunchPlan& plan, const RunSettings& o, ControlServer& control, const JobOutcome& job, int kill_grace_ms)
+      : o_(o), control_(control), job_(job), kill_grace_(std::chrono::milliseconds(kill_grace_ms)),
+        monitor_{static_cast<int>(plan.placement.ranks.size()), o.startup_timeout_s, o.stall_timeout_s},
+        ranks_(plan.placement.ranks.size()) {
+    profile_.job_id = job.job_id;
+    profile_.layout = plan.layout;
+    profile_.host_of_rank = job.planned_hosts;
+  }
+
+  // True to stop the job (the watchdog's contract).
+  bool Poll() {
     const auto now = ControlClock::now();
-    if (o.profile && now - profile_written >= kProfileRefresh) {
-      write_profile(false);
-      profile_written = now;
+    if (o_.profile && now - profile_written_ >= kProfileRefresh) {
+      WriteProfile(false);
+      profile_written_ = now;
     }
-    verdict = WatchJob(monitor, control.Records(), job.started, now);
-    if (verdict.failed_rank >= 0 && !teardown_since) {
-      teardown_since = now;
-      control.SignalAllRanks(SIGTERM, world);
-    } else if (teardown_since && !teardown_killed && now - *teardown_since >= std::chrono::milliseconds(run.kill_grace_ms)) {
-      teardown_killed = true;
-      control.SignalAllRanks(SIGKILL, world);
+    verdict_ = WatchJob(monitor_, control_.Records(), job_.started, now);
+    if (verdict_.failed_rank >= 0 && !teardown_since_) {
+      teardown_since_ = now;
+      control_.SignalAllRanks(SIGTERM, monitor_.world);
+    } else if (teardown_since_ && !teardown_killed_ && now - *teardown_since_ >= kill_grace_) {
+      teardown_killed_ = true;
+      control_.SignalAllRanks(SIGKILL, monitor_.world);
     }
-    if (verdict.stop == StopReason::kStall) control.CollectStacks(verdict.stalled, kStackWaitMs);
-    return verdict.stop != StopReason::kNone;
-  };
-  run.job_over = [&] {
-    if (!teardown_since) return false;
-    const auto records = control.Records();
-    if (records.size() < plan.placement.ranks.size()) return false;
+    if (verdict_.stop == StopReason::kStall) control_.CollectStacks(verdict_.stalled, kStackWaitMs);
+    return verdict_.stop != StopReason::kNone;
+  }
+
+  // True once every rank has ended (or refused, or was lost) after a failure.
+  bool Over() const {
+    if (!teardown_since_) return false;
+    const auto records = control_.Records();
+    if (records.size() < ranks_) return false;
     for (const auto& [rank, r] : records)
       if (!r.ended && !r.lost && r.refusal.empty()) return false;
     return true;
-  };
-  job.started = ControlClock::now();
-  job.started_wall = std::chrono::system_clock::now();
-  const JobRunResult result = RunJob(run);
+  }
 
-  // No rank outlives gpulaunch, even when the engine died before its ranks
-  // (e.g. a crashed mpirun): give them a moment, then SIGKILL.
+  // The metrics files; `final` also prints the run report.
+  void WriteProfile(bool final) {
+    profile_.steps = control_.Metrics();
+    const RunReport report = AnalyzeRun(profile_);
+    if (Status s = WriteProfileFiles(o_.profile_dir, profile_, report); !s.ok()) {
+      if (final) std::cerr << "gpulaunch: warning: " << s.message() << "\n";
+    }
+    if (!final) return;
+    std::cerr << RenderRunReport(report);
+    std::cerr << "gpulaunch: metrics in " << fs::absolute(o_.profile_dir).string()
+              << " (rank-<R>.jsonl, metrics.prom, run-report.json)\n";
+    if (const int bad = control_.MalformedMetrics(); bad > 0) {
+      std::cerr << "gpulaunch: warning: " << bad << " metrics record(s) from ranks did not parse and were left out\n";
+    }
+  }
+
+  const MonitorVerdict& verdict() const { return verdict_; }
+
+ private:
+  const RunSettings& o_;
+  ControlServer& control_;
+  const JobOutcome& job_;
+  const std::chrono::milliseconds kill_grace_;
+  const MonitorSettings monitor_;
+  const size_t ranks_;
+  MonitorVerdict verdict_;
+  std::optional<ControlClock::time_point> teardown_since_;
+  bool teardown_killed_ = false;
+  RunProfile profile_;
+  ControlClock::time_point profile_written_ = ControlClock::now();
+};
+
+// No rank outlives gpulaunch, even when the engine died before its ranks
+// (e.g. a crashed mpirun): give them a moment, then SIGKILL.
+void KillSurvivors(ControlServer& control) {
   std::set<int> alive = control.LocalPids();
   for (int waited_ms = 0; !alive.empty() && waited_ms <= 3000; waited_ms += 50) {
     std::erase_if(alive, [](int pid) { return kill(pid, 0) != 0; });
@@ -201,18 +220,14 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
     std::cerr << "gpulaunch: rank process " << pid << " outlived the engine; killing it\n";
     kill(pid, SIGKILL);
   }
-  const std::set<int> mismatched = control.HashMismatches();
-  const int checked_in = control.CheckedIn();
-  control.Stop();
-  const std::map<int, RankRecord> records = control.Records();
-  job.ended = ControlClock::now();
-  if (o.profile) write_profile(true);
+}
 
+// The launch's exit code and stop reason from the engine's result and the
+// watchdog's verdict, recorded in `job` for the summary.
+LaunchOutcome StopOutcome(const JobRunResult& result, const MonitorVerdict& verdict, int checked_in,
+                          const RunSettings& o, JobOutcome& job) {
   LaunchOutcome out;
   out.exit_code = JobExitCode(result.wait_status, checked_in > 0);
-  if (!mismatched.empty()) {
-    std::cerr << "gpulaunch: warning: " << mismatched.size() << " rank(s) reported a different plan hash\n";
-  }
   if (result.timed_out) {
     out.stop = StopReason::kTimeout;
     job.limit_s = *o.timeout_s;
@@ -232,6 +247,12 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
   }
   job.stop = out.stop;
   job.exit_code = out.exit_code;
+  return out;
+}
+
+// The root cause, the exit code it implies, the hosts to leave out of a
+// restart, and whether a restart may help.
+void Blame(const std::map<int, RankRecord>& records, int checked_in, JobOutcome& job, LaunchOutcome& out) {
   out.cause = FindRootCause(job, records);
   // The engine's code can name a rank our teardown stopped; the job's code is
   // the first failure's.
@@ -244,7 +265,6 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
     }
     job.exit_code = out.exit_code;
   }
-
   bool refused = false;
   for (const auto& [rank, r] : records) {
     refused = refused || !r.refusal.empty();
@@ -253,14 +273,68 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
   if (out.cause && out.cause->rank >= 0) out.failed_hosts.insert(job.planned_hosts[out.cause->rank]);
   out.restartable = out.exit_code != 0 && checked_in > 0 && !refused &&
                     (out.stop == StopReason::kNone || out.stop == StopReason::kStall);
+}
 
-  const std::string summary = o.summary_path;
-  if (!summary.empty()) {
-    if (Status s = WriteFileAtomically(summary, SummaryJson(job, records, out.cause)); !s.ok()) {
+// gpulaunch-summary.json, then the root-cause block.
+void Report(const RunSettings& o, const JobOutcome& job, const std::map<int, RankRecord>& records,
+            const LaunchOutcome& out) {
+  if (!o.summary_path.empty()) {
+    if (Status s = WriteFileAtomically(o.summary_path, SummaryJson(job, records, out.cause)); !s.ok()) {
       std::cerr << "gpulaunch: warning: " << s.message() << "\n";
     }
   }
-  if (out.cause) std::cerr << RenderRootCause(*out.cause, summary.empty() ? "" : fs::absolute(summary).string());
+  if (out.cause) {
+    std::cerr << RenderRootCause(*out.cause, o.summary_path.empty() ? "" : fs::absolute(o.summary_path).string());
+  }
+}
+
+}  // namespace
+
+LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, const EngineSettings& engine_settings,
+                               const RunSettings& o) {
+  std::string dir_template = (fs::temp_directory_path() / "gpulaunch.XXXXXX").string();
+  if (!mkdtemp(dir_template.data())) return Failed(Internal("cannot create a job directory under /tmp"));
+  const JobDir job_dir{dir_template};
+
+  const std::string advertise = AdvertisedAddress(plan);
+  ControlServer control;
+  if (Status s = control.Start(plan.all_local ? "127.0.0.1" : "0.0.0.0", plan.plan_hash); !s.ok()) return Failed(s);
+  const SlotTable table = MakeSlotTable(plan, advertise, control.port());
+  const std::string encoded = EncodeSlotTable(table);
+  if (encoded.size() > kMaxSlotTableBytes) {
+    return Failed(Internal("the plan for " + std::to_string(table.ranks.size()) + " ranks takes " +
+                           std::to_string(encoded.size()) + " bytes, over the " + std::to_string(kMaxSlotTableBytes) +
+                           "-byte environment limit; launch fewer ranks per job"));
+  }
+  auto run = EngineRun(plan, engine, engine_settings, o, job_dir.path, encoded, control);
+  if (!run.ok()) return Failed(run.status());
+
+  JobOutcome job;
+  job.job_id = table.job_id;
+  job.plan_hash = plan.plan_hash;
+  job.program = plan.program;
+  job.restart = o.restart;
+  for (const RankSlot& r : plan.placement.ranks) job.planned_hosts.push_back(r.host);
+  JobWatch watch(plan, o, control, job, run->kill_grace_ms);
+  run->watchdog = [&watch] { return watch.Poll(); };
+  run->job_over = [&watch] { return watch.Over(); };
+  job.started = ControlClock::now();
+  job.started_wall = std::chrono::system_clock::now();
+  const JobRunResult result = RunJob(*run);
+
+  KillSurvivors(control);
+  const std::set<int> mismatched = control.HashMismatches();
+  const int checked_in = control.CheckedIn();
+  control.Stop();
+  const std::map<int, RankRecord> records = control.Records();
+  job.ended = ControlClock::now();
+  if (o.profile) watch.WriteProfile(true);
+  if (!mismatched.empty()) {
+    std::cerr << "gpulaunch: warning: " << mismatched.size() << " rank(s) reported a different plan hash\n";
+  }
+  LaunchOutcome out = StopOutcome(result, watch.verdict(), checked_in, o, job);
+  Blame(records, checked_in, job, out);
+  Report(o, job, records, out);
   return out;
 }
 
