@@ -12,12 +12,20 @@
 
 namespace gpulaunch {
 
+// One host: what discovery (or a recording, or a synthetic cluster) found and
+// what the user granted on it. The one host type from host resolution to
+// placement, for launches and `gpulaunch plan` alike.
 struct ClusterHost {
-  std::string name;
-  HostTopology topology;
+  std::string name{};
+  HostTopology topology{};
   bool healthy = true;
-  std::vector<bool> gpu_busy;  // by GPU index; empty: all free
-  std::optional<int> max_ranks;  // slots the user granted (-H a:2, hostfile slots=)
+  // By GPU index: GPUs other jobs hold (a Slurm node shared with them); never
+  // given to a rank. Empty: every GPU is this job's.
+  std::vector<bool> gpu_busy{};
+  // Slots the user granted (-H a:2, hostfile slots=); nullopt: derive them
+  // from the topology (GPUs when it has any, else cores).
+  std::optional<int> slots{};
+  std::optional<int> max_slots{};  // hostfile max_slots=: ranks beyond slots, up to this
   int FreeGpus() const;
   bool GpuFree(int index) const { return gpu_busy.empty() || !gpu_busy[index]; }
 };

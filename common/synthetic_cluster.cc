@@ -95,7 +95,7 @@ StatusOr<ClusterTopology> MakeSyntheticCluster(std::string_view spec) {
       NetworkSwitch leaf;
       leaf.name = Numbered("leaf", ++leaf_no, 2);
       for (int n = 0; n < nodes; ++n) {
-        ClusterHost h{Numbered("node", ++host_no, 4), host, true, {}, std::nullopt};
+        ClusterHost h{.name = Numbered("node", ++host_no, 4), .topology = host};
         h.topology.hostname = h.name;
         leaf.nodes.push_back(h.name);
         c.hosts.push_back(std::move(h));

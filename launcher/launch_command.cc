@@ -102,7 +102,7 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
   }
   const fs::path bin = SelfDir();
   const ResolveSettings resolve{(bin / "gpulaunch-probe").string(), root_allowed, &engine};
-  auto resolved = ResolveHosts(o, resolve);
+  auto resolved = ResolveHosts(HostRequest{o.host_args, o.hostfile, o.topology_files, o.dry_run}, resolve);
   if (!resolved.ok()) return Fail(resolved.status());
   // Hosts that failed in an earlier launch of this job (--on-failure=restart:N).
   std::set<std::string> excluded;
@@ -111,12 +111,10 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
     // cannot bind (more ranks than GPUs or cores: --oversubscribe, or slots
     // granted beyond the hardware) goes to the even, unbound slot filler.
     ClusterTopology cluster;
-    std::vector<HostResources> usable;
     int slots = 0;
-    for (const HostResources& h : resolved->hosts) {
+    for (const ClusterHost& h : resolved->hosts) {
       if (excluded.count(h.name)) continue;
-      usable.push_back(h);
-      cluster.hosts.push_back(ClusterHost{h.name, h.topology, true, h.gpu_busy, h.slots});
+      cluster.hosts.push_back(h);
       slots += EffectiveSlots(h);
     }
     if (auto tree = SlurmNetworkTree()) cluster.network = std::move(*tree);
@@ -126,7 +124,7 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
     request.layout = *layout;
     auto placement = Place(request, cluster);
     if (!placement.ok() && placement.status().code() == StatusCode::kInfeasible) {
-      placement = PlaceBySlot(SlotJob(o.ranks, o.oversubscribe), usable);
+      placement = PlaceBySlot(SlotJob(o.ranks, o.oversubscribe), cluster.hosts);
     }
     if (!placement.ok() && in_allocation && placement.status().code() == StatusCode::kInfeasible) {
       return Fail(Infeasible(placement.status().message() + "; inside Slurm allocation " +
@@ -154,7 +152,7 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
     if (outcome.exit_code == 0 || !outcome.restartable || restart >= o.max_restarts) return outcome.exit_code;
     // Leave the failed hosts out when the others still hold the job.
     int spare = 0;
-    for (const HostResources& h : usable)
+    for (const ClusterHost& h : cluster.hosts)
       if (!outcome.failed_hosts.count(h.name)) spare += EffectiveSlots(h);
     std::string without;
     if (!outcome.failed_hosts.empty() && spare >= request.ranks && !in_allocation) {

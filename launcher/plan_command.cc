@@ -38,15 +38,11 @@ StatusOr<ClusterTopology> BuildCluster(const PlanOptions& o) {
   } else if (o.cluster_file) {
     GL_ASSIGN_OR_RETURN(c, ReadClusterFile(*o.cluster_file));
   } else {
-    LaunchOptions lo;
-    lo.host_args = o.host_args;
-    lo.hostfile = o.hostfile;
-    lo.topology_files = o.topology_files;
-    lo.dry_run = true;
+    const HostRequest request{o.host_args, o.hostfile, o.topology_files, /*planning_only=*/true};
     const std::string probe = (fs::read_symlink("/proc/self/exe").parent_path() / "gpulaunch-probe").string();
     GL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, SelectEngine("auto"));  // probes through srun in an allocation
-    GL_ASSIGN_OR_RETURN(ResolvedHosts hosts, ResolveHosts(lo, ResolveSettings{probe, false, engine.get()}));
-    for (const HostResources& h : hosts.hosts) c.hosts.push_back(ClusterHost{h.name, h.topology, true, h.gpu_busy, h.slots});
+    GL_ASSIGN_OR_RETURN(ResolvedHosts hosts, ResolveHosts(request, ResolveSettings{probe, false, engine.get()}));
+    c.hosts = std::move(hosts.hosts);
   }
   if (o.network) {
     GL_ASSIGN_OR_RETURN(c.network, ReadTopologyConf(*o.network));

@@ -9,23 +9,12 @@
 
 #include <array>
 
+#include "common/cluster_topology.h"
 #include "common/host_topology.h"
 #include "common/parallel_layout.h"
 #include "common/status.h"
 
 namespace gpulaunch {
-
-// One candidate host: its name, the slots the user granted (nullopt: derive
-// from the topology: GPUs when it has any, else cores), and its hardware.
-struct HostResources {
-  std::string name;
-  std::optional<int> slots;
-  std::optional<int> max_slots;
-  HostTopology topology;
-  // By GPU index: GPUs other jobs hold (a Slurm node shared with them); never
-  // given to a rank. Empty: every GPU is this job's.
-  std::vector<bool> gpu_busy;
-};
 
 // Bytes each kind of group moves per step, for the communication model.
 // Defaults follow a transformer step: tensor parallelism allreduces

@@ -23,7 +23,7 @@ bool AnyGpus(const ClusterTopology& c) {
 int RanksThatFit(const ClusterHost& h, const JobRequest& r) {
   int fit = r.gpus_per_rank > 0 ? h.FreeGpus() / r.gpus_per_rank
                                 : static_cast<int>(h.topology.cores.size()) / std::max(1, r.cores_per_rank);
-  if (h.max_ranks) fit = std::min(fit, *h.max_ranks);
+  if (h.slots) fit = std::min(fit, *h.slots);
   return fit;
 }
 

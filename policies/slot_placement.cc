@@ -11,7 +11,7 @@ namespace gpulaunch {
 namespace {
 
 // Counts of ranks per host, or an error naming what is short.
-StatusOr<std::vector<int>> RanksPerHost(const JobRequest& req, const std::vector<HostResources>& hosts, int ranks,
+StatusOr<std::vector<int>> RanksPerHost(const JobRequest& req, const std::vector<ClusterHost>& hosts, int ranks,
                                         bool& oversubscribed) {
   std::vector<int> slots;
   int total = 0;
@@ -138,7 +138,7 @@ void PlaceCpuRanks(const HostTopology& topo, std::vector<RankSlot*>& ranks) {
 
 // The host's hardware without the GPUs other jobs hold. The GPUs keep their
 // index; the code above looks them up by position.
-HostTopology UsableTopology(const HostResources& host) {
+HostTopology UsableTopology(const ClusterHost& host) {
   HostTopology t = host.topology;
   if (host.gpu_busy.empty()) return t;
   std::vector<Gpu> free;
@@ -151,14 +151,14 @@ HostTopology UsableTopology(const HostResources& host) {
 
 }  // namespace
 
-int EffectiveSlots(const HostResources& host) {
+int EffectiveSlots(const ClusterHost& host) {
   if (host.slots) return *host.slots;
   const HostTopology usable = UsableTopology(host);
   if (!usable.gpus.empty()) return static_cast<int>(usable.gpus.size());
   return std::max<int>(1, static_cast<int>(usable.cores.size()));
 }
 
-StatusOr<Placement> PlaceBySlot(const JobRequest& request, const std::vector<HostResources>& hosts) {
+StatusOr<Placement> PlaceBySlot(const JobRequest& request, const std::vector<ClusterHost>& hosts) {
   if (hosts.empty()) return InvalidArgument("no hosts to place ranks on");
   if (request.ranks < 0) return InvalidArgument("-n must be at least 1, got " + std::to_string(request.ranks));
   int ranks = request.ranks;

@@ -27,8 +27,8 @@ inline JobRequest SlotJob(int ranks, bool oversubscribe) {
 }
 
 // Slots a host offers: the user's count, else its GPUs, else its cores.
-int EffectiveSlots(const HostResources& host);
+int EffectiveSlots(const ClusterHost& host);
 
-StatusOr<Placement> PlaceBySlot(const JobRequest& request, const std::vector<HostResources>& hosts);
+StatusOr<Placement> PlaceBySlot(const JobRequest& request, const std::vector<ClusterHost>& hosts);
 
 }  // namespace gpulaunch

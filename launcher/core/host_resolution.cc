@@ -61,7 +61,7 @@ StatusOr<std::map<std::string, HostTopology>> ProbeRemote(const std::vector<std:
 
 }  // namespace
 
-StatusOr<ResolvedHosts> ResolveHosts(const LaunchOptions& o, const ResolveSettings& s) {
+StatusOr<ResolvedHosts> ResolveHosts(const HostRequest& o, const ResolveSettings& s) {
   if (!o.host_args.empty() && o.hostfile) {
     return InvalidArgument("give either --host or --hostfile, not both");
   }
@@ -80,7 +80,7 @@ StatusOr<ResolvedHosts> ResolveHosts(const LaunchOptions& o, const ResolveSettin
 
   ResolvedHosts out;
   if (!o.topology_files.empty()) {
-    if (!o.dry_run) {
+    if (!o.planning_only) {
       return InvalidArgument("--topology-file describes recorded machines, not these ones; use it with --dry-run");
     }
     // "FILE" describes every host not named otherwise; "HOST=FILE" one host.
@@ -108,7 +108,7 @@ StatusOr<ResolvedHosts> ResolveHosts(const LaunchOptions& o, const ResolveSettin
         return InvalidArgument("no topology for host '" + h.name + "': add --topology-file " + h.name +
                                "=FILE or a --topology-file FILE for all hosts");
       }
-      out.hosts.push_back(HostResources{h.name, h.slots, h.max_slots, it != per_host.end() ? it->second : *for_all, {}});
+      out.hosts.push_back(ClusterHost{.name = h.name, .topology = it != per_host.end() ? it->second : *for_all, .slots = h.slots, .max_slots = h.max_slots});
     }
     out.all_local = false;
     return out;
@@ -135,7 +135,7 @@ StatusOr<ResolvedHosts> ResolveHosts(const LaunchOptions& o, const ResolveSettin
   }
   for (const HostSpec& h : specs) {
     const bool is_local = !probed.count(h.name);
-    out.hosts.push_back(HostResources{h.name, h.slots, h.max_slots, is_local ? *local : probed[h.name], {}});
+    out.hosts.push_back(ClusterHost{.name = h.name, .topology = is_local ? *local : probed[h.name], .slots = h.slots, .max_slots = h.max_slots});
   }
   GL_RETURN_IF_ERROR(NarrowToSlurmJob(out.hosts));
   return out;

@@ -1,4 +1,4 @@
-// From the command line's host options to HostResources with topologies:
+// From the command line's host options to ClusterHosts with topologies:
 // no host options means the Slurm allocation (SLURM_JOB_NODELIST) when inside
 // one, else this machine; local names are discovered in-process;
 // remote hosts are probed through the engine (gpulaunch-probe, one rank per
@@ -6,19 +6,31 @@
 // and GPUs there (slurm_job.h); --topology-file replaces discovery for every host (dry runs).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/cluster_topology.h"
 #include "common/network_tree.h"
 #include "common/status.h"
 #include "launcher/core/host_runner.h"
-#include "launcher/core/options.h"
 #include "policies/placement.h"
 
 namespace gpulaunch {
 
+// Which hosts, as the command line named them (launches and `plan` alike).
+struct HostRequest {
+  std::vector<std::string> host_args;      // each -H/--host value, in order
+  std::optional<std::string> hostfile;     // --hostfile / --machinefile
+  // --topology-file, repeatable: "FILE" for every host, or "HOST=FILE".
+  std::vector<std::string> topology_files;
+  // No job will start (--dry-run, plan): recorded topologies may stand in for
+  // discovery. A launch refuses --topology-file.
+  bool planning_only = false;
+};
+
 struct ResolvedHosts {
-  std::vector<HostResources> hosts;
+  std::vector<ClusterHost> hosts;
   bool all_local = true;
 };
 
@@ -28,6 +40,6 @@ struct ResolveSettings {
   const HostRunner* runner = nullptr;  // probes remote hosts (an engine); must outlive ResolveHosts
 };
 
-StatusOr<ResolvedHosts> ResolveHosts(const LaunchOptions& options, const ResolveSettings& settings);
+StatusOr<ResolvedHosts> ResolveHosts(const HostRequest& request, const ResolveSettings& settings);
 
 }  // namespace gpulaunch

@@ -44,7 +44,7 @@ std::optional<NetworkTree> SlurmNetworkTree() {
   return std::move(tree).value();
 }
 
-Status NarrowToSlurmJob(std::vector<HostResources>& hosts) {
+Status NarrowToSlurmJob(std::vector<ClusterHost>& hosts) {
   const std::optional<std::string> job = GetEnv("SLURM_JOB_ID");
   if (!job || hosts.empty()) return Status::Ok();
   const std::string what = "scontrol show job -d " + *job;
@@ -55,12 +55,12 @@ Status NarrowToSlurmJob(std::vector<HostResources>& hosts) {
   }
   GL_ASSIGN_OR_RETURN(auto shares, ParseScontrolJobDetail(*detail, what));
   std::vector<std::string> names;
-  for (const HostResources& h : hosts)
+  for (const ClusterHost& h : hosts)
     if (shares.count(h.name)) names.push_back(h.name);
   if (names.empty()) return Status::Ok();  // hosts outside the job: srun will say so
   const auto nodes = ScontrolOutput({"show", "node", "-o", Join(names, ",")});
   const std::set<std::string> with_gpu_gres = nodes ? ParseNodesWithGpuGres(*nodes) : std::set<std::string>{};
-  for (HostResources& h : hosts) {
+  for (ClusterHost& h : hosts) {
     const auto it = shares.find(h.name);
     if (it == shares.end()) continue;
     GL_ASSIGN_OR_RETURN(NarrowedHost n, NarrowToSlurmShare(h.topology, it->second, with_gpu_gres.count(h.name) > 0,

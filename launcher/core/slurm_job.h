@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cluster_topology.h"
 #include "common/network_tree.h"
 #include "common/slurm_allocation.h"
 #include "common/status.h"
@@ -24,7 +25,7 @@ std::optional<NetworkTree> SlurmNetworkTree();
 // nodes to the cores and GPUs Slurm gave the job there (`scontrol show job
 // -d`); GPUs count only on nodes whose Slurm config lists gpu GRES. Outside
 // an allocation, leaves the hosts as they are.
-Status NarrowToSlurmJob(std::vector<HostResources>& hosts);
+Status NarrowToSlurmJob(std::vector<ClusterHost>& hosts);
 
 // Sends `sig` to every task of the given steps ("JOB.STEP") with scancel.
 // False when there is no step or scancel failed for all of them.

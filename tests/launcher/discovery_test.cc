@@ -115,7 +115,7 @@ TEST(RecordedTopologies, GpuRanksGetLocalCoresAndTheNearestNic) {
   for (const Recorded& r : kRecorded) {
     auto t = LoadHwlocXmlFile(PathOf(r.file));
     ASSERT_TRUE(t.ok());
-    auto p = PlaceBySlot(SlotJob(0, false), {HostResources{"h", std::nullopt, std::nullopt, *t, {}}});
+    auto p = PlaceBySlot(SlotJob(0, false), {ClusterHost{.name = "h", .topology = *t}});
     ASSERT_TRUE(p.ok()) << r.file << ": " << p.status().ToString();
     ASSERT_EQ(p->ranks.size(), r.gpus) << r.file;
     for (const RankSlot& rank : p->ranks) {

@@ -14,8 +14,8 @@ LaunchPlan Plan(int ranks, std::vector<std::string> program = {"./job"}, const s
   LaunchOptions o;
   o.program = std::move(program);
   o.env = {{"FOO", "bar"}};
-  auto p = PlaceBySlot(SlotJob(ranks, false), {HostResources{"n1", std::nullopt, std::nullopt, testing::SyntheticHost(2, 4, 2, 2, 1), {}},
-                                        HostResources{"n2", std::nullopt, std::nullopt, testing::SyntheticHost(2, 4, 2, 2, 1), {}}});
+  auto p = PlaceBySlot(SlotJob(ranks, false), {ClusterHost{.name = "n1", .topology = testing::SyntheticHost(2, 4, 2, 2, 1)},
+                                        ClusterHost{.name = "n2", .topology = testing::SyntheticHost(2, 4, 2, 2, 1)}});
   return MakeLaunchPlan(std::move(p).value(), ParseLayout(layout, ranks).value(), o, false);
 }
 
@@ -79,7 +79,7 @@ TEST(Plan, OversubscribedHostsYieldWhenIdle) {
   EXPECT_EQ(joined(BuildMpirunArgv(Plan(6), s)).find("mpi_yield_when_idle"), std::string::npos);
   LaunchOptions o;
   o.program = {"./job"};
-  auto over = PlaceBySlot(SlotJob(5, true), {HostResources{"n1", 2, std::nullopt, testing::SyntheticHost(1, 2, 1, 0, 0), {}}});
+  auto over = PlaceBySlot(SlotJob(5, true), {ClusterHost{.name = "n1", .topology = testing::SyntheticHost(1, 2, 1, 0, 0), .slots = 2}});
   ASSERT_TRUE(over.ok());
   const LaunchPlan plan = MakeLaunchPlan(std::move(over).value(), ParseLayout("", 5).value(), o, true);
   EXPECT_TRUE(HostsOversubscribed(plan.placement));

@@ -292,7 +292,7 @@ TEST(NarrowToSlurmShare, PlacementUsesOnlyTheShare) {
   auto n = NarrowToSlurmShare(host, SlurmNodeShare{{5, 6}, std::vector<int>{2, 3}}, true, "node1");
   ASSERT_TRUE(n.ok());
   ClusterTopology c;
-  c.hosts.push_back(ClusterHost{"node1", n->topology, true, n->gpu_busy, 2});
+  c.hosts.push_back(ClusterHost{.name = "node1", .topology = n->topology, .gpu_busy = n->gpu_busy, .slots = 2});
   auto p = Place(SlotJob(2, false), c);
   ASSERT_TRUE(p.ok()) << p.status().message();
   std::set<int> gpus, cpus;
@@ -304,7 +304,7 @@ TEST(NarrowToSlurmShare, PlacementUsesOnlyTheShare) {
   EXPECT_EQ(cpus, (std::set<int>{5, 6}));
 
   // The slot filler (used when the engine cannot bind) honours it too.
-  auto by_slot = PlaceBySlot(SlotJob(2, false), {HostResources{"node1", 2, std::nullopt, n->topology, n->gpu_busy}});
+  auto by_slot = PlaceBySlot(SlotJob(2, false), {ClusterHost{.name = "node1", .topology = n->topology, .gpu_busy = n->gpu_busy, .slots = 2}});
   ASSERT_TRUE(by_slot.ok());
   EXPECT_EQ(by_slot->ranks[0].gpus, (std::vector<int>{2}));
   EXPECT_EQ(by_slot->ranks[1].gpus, (std::vector<int>{3}));

@@ -12,9 +12,9 @@ namespace {
 
 using testing::SyntheticHost;
 
-HostResources Host(const std::string& name, HostTopology t, std::optional<int> slots = std::nullopt,
+ClusterHost Host(const std::string& name, HostTopology t, std::optional<int> slots = std::nullopt,
                    std::optional<int> max_slots = std::nullopt) {
-  return HostResources{name, slots, max_slots, std::move(t), {}};
+  return ClusterHost{.name = name, .topology = std::move(t), .slots = slots, .max_slots = max_slots};
 }
 
 bool Subset(const std::vector<int>& a, const std::vector<int>& b) {
@@ -125,7 +125,7 @@ TEST(SlotPlacement, MoreRanksThanCoresOnGrantedSlotsAreUnbound) {
 }
 
 TEST(SlotPlacement, Deterministic) {
-  const std::vector<HostResources> hosts = {Host("a", SyntheticHost(2, 8, 2, 4, 2)), Host("b", SyntheticHost(2, 8, 2, 4, 2))};
+  const std::vector<ClusterHost> hosts = {Host("a", SyntheticHost(2, 8, 2, 4, 2)), Host("b", SyntheticHost(2, 8, 2, 4, 2))};
   auto p1 = PlaceBySlot(SlotJob(12, false), hosts);
   auto p2 = PlaceBySlot(SlotJob(12, false), hosts);
   ASSERT_TRUE(p1.ok() && p2.ok());
