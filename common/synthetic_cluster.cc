@@ -61,58 +61,55 @@ HostTopology MakeSyntheticHost(int numa, int cores_per_numa, int gpus, int nics,
   return h;
 }
 
-StatusOr<ClusterTopology> MakeSyntheticCluster(std::string_view spec) {
-  std::map<std::string, int> v = {{"pod", 0}, {"switch", 1}, {"node", 1}, {"gpu", 0}, {"nic", 0},
-                                  {"numa", 2}, {"core", 16}, {"nvlink", -1}};
-  for (const std::string& word : Split(Trim(spec), ' ')) {
-    if (word.empty()) continue;
-    const auto colon = word.find(':');
-    const std::string key = word.substr(0, colon);
-    const int64_t n = colon == std::string::npos ? -1 : ParseInt(word.substr(colon + 1)).value_or(-1);
-    if (!v.count(key) || n < 0 || n > 100000) {
-      return InvalidArgument("synthetic cluster '" + std::string(spec) + "': bad item '" + word +
-                             "' (expected KEY:N with KEY one of pod, switch, node, gpu, nic, numa, core, nvlink)");
-    }
-    v[key] = static_cast<int>(n);
-  }
-  if (v["node"] < 1 || v["switch"] < 1 || v["numa"] < 1 || v["core"] < 1) {
-    return InvalidArgument("synthetic cluster '" + std::string(spec) + "': node, switch, numa and core must be >= 1");
-  }
-  const int pods = std::max(v["pod"], 1), leaves = v["switch"], nodes = v["node"];
-  if (static_cast<int64_t>(pods) * leaves * nodes > 100000) {
-    return InvalidArgument("synthetic cluster '" + std::string(spec) + "': more than 100000 hosts");
-  }
-  const bool nvlink = v["nvlink"] < 0 ? v["gpu"] > 1 : v["nvlink"] > 0;
-  const HostTopology host = MakeSyntheticHost(v["numa"], v["core"], v["gpu"], v["nic"], nvlink ? 300.0 : 0.0);
+StatusOr<ClusterTopology> MakeSyntheticCluster(const ClusterSpec& spec) {
+  GL_RETURN_IF_ERROR(OnlyKeys(spec, {"pod", "leaf", "node", "gpu", "nic", "numa", "core", "nvlink"},
+                              "a synthetic cluster for plan and slurm-config"));
   ClusterTopology c;
   std::vector<NetworkSwitch> switches;
   std::vector<std::string> tops;
-  int host_no = 0, leaf_no = 0;
-  for (int p = 1; p <= pods; ++p) {
-    NetworkSwitch pod;
-    pod.name = Numbered("pod", p, 1);
-    for (int l = 0; l < leaves; ++l) {
-      NetworkSwitch leaf;
-      leaf.name = Numbered("leaf", ++leaf_no, 2);
-      for (int n = 0; n < nodes; ++n) {
-        ClusterHost h{.name = Numbered("node", ++host_no, 4), .topology = host};
-        h.topology.hostname = h.name;
-        leaf.nodes.push_back(h.name);
-        c.hosts.push_back(std::move(h));
-      }
-      pod.children.push_back(leaf.name);
-      switches.push_back(std::move(leaf));
+  int host_no = 0, leaf_no = 0, pod_no = 0;
+  int64_t total = 0;
+  for (const ClusterGroupSpec& g : spec.groups) {
+    const int pod_count = g.Get("pod", 0), leaves = g.Get("leaf", 1), nodes = g.Get("node", 1);
+    const int numa = g.Get("numa", 2), cores = g.Get("core", 16), gpus = g.Get("gpu", 0);
+    if (nodes < 1 || leaves < 1 || numa < 1 || cores < 1) {
+      return InvalidArgument("cluster spec '" + spec.text + "': node, leaf, numa and core must be >= 1");
     }
-    if (v["pod"] > 0) {
-      tops.push_back(pod.name);
-      switches.push_back(std::move(pod));
-    } else {
-      tops = pod.children;
+    total += static_cast<int64_t>(std::max(pod_count, 1)) * leaves * nodes;
+    if (total > 100000) return InvalidArgument("cluster spec '" + spec.text + "': more than 100000 hosts");
+    const bool nvlink = g.Has("nvlink") ? g.Get("nvlink", 0) > 0 : gpus > 1;
+    const HostTopology host = MakeSyntheticHost(numa, cores, gpus, g.Get("nic", 0), nvlink ? 300.0 : 0.0);
+    for (int p = 0; p < std::max(pod_count, 1); ++p) {
+      NetworkSwitch pod;
+      if (pod_count > 0) pod.name = Numbered("pod", ++pod_no, 1);
+      for (int l = 0; l < leaves; ++l) {
+        NetworkSwitch leaf;
+        leaf.name = Numbered("leaf", ++leaf_no, 2);
+        for (int n = 0; n < nodes; ++n) {
+          ClusterHost h{.name = Numbered("node", ++host_no, 4), .topology = host};
+          h.topology.hostname = h.name;
+          leaf.nodes.push_back(h.name);
+          c.hosts.push_back(std::move(h));
+        }
+        pod.children.push_back(leaf.name);
+        switches.push_back(std::move(leaf));
+      }
+      if (pod_count > 0) {
+        tops.push_back(pod.name);
+        switches.push_back(std::move(pod));
+      } else {
+        tops.insert(tops.end(), pod.children.begin(), pod.children.end());
+      }
     }
   }
   if (tops.size() > 1) switches.push_back(NetworkSwitch{"spine", {}, tops, std::nullopt, "", 0});
   GL_ASSIGN_OR_RETURN(c.network, NetworkTree::Build(std::move(switches), "synthetic cluster"));
   return c;
+}
+
+StatusOr<ClusterTopology> MakeSyntheticCluster(std::string_view text) {
+  GL_ASSIGN_OR_RETURN(ClusterSpec spec, ParseClusterSpec(text));
+  return MakeSyntheticCluster(spec);
 }
 
 }  // namespace gpulaunch

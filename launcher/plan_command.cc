@@ -34,7 +34,9 @@ namespace {
 StatusOr<ClusterTopology> BuildCluster(const PlanOptions& o) {
   ClusterTopology c;
   if (o.synthetic) {
-    GL_ASSIGN_OR_RETURN(c, MakeSyntheticCluster(*o.synthetic));
+    GL_ASSIGN_OR_RETURN(ClusterSpec spec, ParseClusterSpec(*o.synthetic));
+    for (const std::string& note : spec.notes) std::cerr << "gpulaunch: note: " << note << "\n";
+    GL_ASSIGN_OR_RETURN(c, MakeSyntheticCluster(spec));
   } else if (o.cluster_file) {
     GL_ASSIGN_OR_RETURN(c, ReadClusterFile(*o.cluster_file));
   } else {

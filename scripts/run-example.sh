@@ -52,7 +52,7 @@ fi
 cat <<EOF
 
 == What next
-  $BIN/gpulaunch plan -n 32 --layout tp=8,pp=2 --synthetic 'switch:2 node:4 gpu:8 nic:4' --explain
+  $BIN/gpulaunch plan -n 32 --layout tp=8,pp=2 --synthetic 'leaf:2 node:4 gpu:8 nic:4' --explain
       where 32 ranks would go on 8 GPU servers under 2 switches, and why (docs/plan.md)
   $BIN/gpulaunch check
       pre-flight checks of every host before a job (docs/check.md)

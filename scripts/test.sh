@@ -24,7 +24,7 @@ if [ "$(id -u)" -eq 0 ] && "$ROOT/.ci/rig/netns-up.sh"; then
   # A 4-node Slurm cluster on those hosts, its switch tree written by
   # gpulaunch slurm-config (so slurmctld accepting it is part of the test).
   mkdir -p "$RIG/generated"
-  if "$ROOT/build/bin/gpulaunch" slurm-config --out "$RIG/generated" --synthetic "switch:2 node:2" \
+  if "$ROOT/build/bin/gpulaunch" slurm-config --out "$RIG/generated" --synthetic "leaf:2 node:2" \
        --network "$ROOT/tests/data/network/two-leaf.topology.conf" &&
      GL_TOPOLOGY_CONF="$RIG/generated/topology.conf" "$ROOT/.ci/rig/slurm-cluster-up.sh"; then
     export GL_SLURM_CLUSTER_CONF=$RIG/slurmc/slurm.conf GL_SLURM_CLUSTER_GPU_XML=$RIG/slurmc/gpunode.xml

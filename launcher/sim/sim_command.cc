@@ -187,7 +187,9 @@ struct SimInputs {
 
 StatusOr<SimInputs> Load(const SimOptions& o) {
   SimInputs in;
-  GL_ASSIGN_OR_RETURN(in.pool, GpuPool::FromSpec(o.cluster));
+  GL_ASSIGN_OR_RETURN(ClusterSpec spec, ParseClusterSpec(o.cluster));
+  for (const std::string& note : spec.notes) std::cerr << "gpulaunch: note: " << note << "\n";
+  GL_ASSIGN_OR_RETURN(in.pool, GpuPool::FromSpec(spec));
   std::vector<ResourceTemplate> templates;
   if (!o.templates.empty()) {
     GL_ASSIGN_OR_RETURN(templates, ParseTemplates(o.templates));

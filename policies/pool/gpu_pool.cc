@@ -33,32 +33,24 @@ namespace {
 
 // One group "leaf:2 node:8 gpu:8 [mem:80] [link:100]", its leaves numbered
 // from `first_leaf`.
-Status AddGroup(const std::string& spec, const std::string& group, int first_leaf, std::vector<PoolHost>& hosts) {
-  int leaves = 1, nodes = 0, gpus = 8, mem = 80, link = 100;
-  std::istringstream in(group);
-  std::string word;
-  while (in >> word) {
-    const size_t colon = word.find(':');
-    const int64_t n = colon == std::string::npos ? -1 : ParseInt(word.substr(colon + 1)).value_or(-1);
-    const std::string key = word.substr(0, colon);
-    if (n < 1 || n > 100000 ||
-        (key != "leaf" && key != "switch" && key != "node" && key != "gpu" && key != "mem" && key != "link")) {
-      return InvalidArgument("cluster spec '" + spec + "': '" + word +
-                             "' is not leaf:N, node:N, gpu:N, mem:GIB or link:GBPS (e.g. \"leaf:2 node:8 gpu:8\")");
+Status AddGroup(const ClusterSpec& spec, const ClusterGroupSpec& group, int first_leaf, std::vector<PoolHost>& hosts) {
+  for (const auto& [key, value] : group.given) {
+    if (value < 1) {
+      return InvalidArgument("cluster spec '" + spec.text + "': " + key + ":" + std::to_string(value) +
+                             " must be at least 1 (e.g. \"leaf:2 node:8 gpu:8\")");
     }
-    if (key == "mem") mem = static_cast<int>(n);
-    if (key == "link") link = static_cast<int>(n);
-    if (key == "leaf" || key == "switch") leaves = static_cast<int>(n);
-    if (key == "node") nodes = static_cast<int>(n);
-    if (key == "gpu") gpus = static_cast<int>(n);
   }
-  if (nodes == 0) return InvalidArgument("cluster spec '" + spec + "' needs node:N (hosts per leaf switch) in each group");
-  if (gpus > 64) return InvalidArgument("cluster spec '" + spec + "': at most 64 GPUs per host");
+  if (!group.Has("node")) {
+    return InvalidArgument("cluster spec '" + spec.text + "' needs node:N (hosts per leaf switch) in each group");
+  }
+  const int leaves = group.Get("leaf", 1), nodes = group.Get("node", 0), gpus = group.Get("gpu", 8);
+  const int mem = group.Get("mem", 80), link = group.Get("link", 100);
+  if (gpus > 64) return InvalidArgument("cluster spec '" + spec.text + "': at most 64 GPUs per host");
   if (static_cast<int64_t>(leaves) * nodes + static_cast<int64_t>(hosts.size()) > 100000) {
-    return InvalidArgument("cluster spec '" + spec + "': too many hosts");
+    return InvalidArgument("cluster spec '" + spec.text + "': too many hosts");
   }
   if (!hosts.empty() && hosts.front().gpus != gpus) {
-    return InvalidArgument("cluster spec '" + spec + "': every group needs the same gpu:N (gangs take whole hosts)");
+    return InvalidArgument("cluster spec '" + spec.text + "': every group needs the same gpu:N (gangs take whole hosts)");
   }
   for (int l = 0; l < leaves; ++l) {
     for (int n = 0; n < nodes; ++n) {
@@ -71,13 +63,19 @@ Status AddGroup(const std::string& spec, const std::string& group, int first_lea
 
 }  // namespace
 
-StatusOr<GpuPool> GpuPool::FromSpec(const std::string& spec) {
+StatusOr<GpuPool> GpuPool::FromSpec(const ClusterSpec& spec) {
+  GL_RETURN_IF_ERROR(OnlyKeys(spec, {"leaf", "node", "gpu", "mem", "link"}, "gpulaunch sim"));
   std::vector<PoolHost> hosts;
-  for (const std::string& group : Split(spec, '+')) {
+  for (const ClusterGroupSpec& group : spec.groups) {
     const int first_leaf = hosts.empty() ? 0 : hosts.back().leaf + 1;
     GL_RETURN_IF_ERROR(AddGroup(spec, group, first_leaf, hosts));
   }
   return GpuPool(std::move(hosts));
+}
+
+StatusOr<GpuPool> GpuPool::FromSpec(const std::string& text) {
+  GL_ASSIGN_OR_RETURN(ClusterSpec spec, ParseClusterSpec(text));
+  return FromSpec(spec);
 }
 
 uint64_t GpuPool::free_mask(int host) const {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cluster_spec.h"
 #include "common/status.h"
 
 namespace gpulaunch::pool {
@@ -44,6 +45,10 @@ class GpuPool {
   // hosts join with '+' ("leaf:1 node:8 gpu:8 mem:80 + leaf:1 node:8 gpu:8
   // mem:40 link:200"), each under leaf switches of its own; every group has
   // the same GPUs per host.
+  // The one cluster-spec syntax (common/cluster_spec.h); sim models leaf,
+  // node, gpu (default 8), mem (default 80) and link (default 100), every
+  // value at least 1, node required; hosts are named s<leaf>n<index>.
+  static StatusOr<GpuPool> FromSpec(const ClusterSpec& spec);
   static StatusOr<GpuPool> FromSpec(const std::string& spec);
 
   const std::vector<PoolHost>& hosts() const { return hosts_; }

@@ -150,7 +150,7 @@ TEST(PlanCommand, BadInputExitsTwoWithTheReason) {
       {{"-n", "64", "--synthetic", "node:2 gpu:8"}, "needs 64 GPUs (64 ranks x 1) but the 2 eligible hosts offer 16 usable free GPUs: short by 48"},
       {{"-n", "8", "--layout", "tp=3", "--synthetic", "node:2 gpu:8"}, "does not divide"},
       {{"-n", "8", "--synthetic", "node:2 gpu:8", "--policy", "random"}, "unknown policy 'random'"},
-      {{"-n", "8", "--synthetic", "node:2 gpux:8"}, "bad item 'gpux:8'"},
+      {{"-n", "8", "--synthetic", "node:2 gpux:8"}, "'gpux:8' has no known key"},
       {{"-n", "4", "--synthetic", "node:2 gpu:8", "--network", ::testing::TempDir() + "/bad.topology.conf"}, "bad.topology.conf:2: 'y' is not KEY=VALUE"},
       {{"-n", "4", "--topology-file", ::testing::TempDir() + "/bad.xml", "-H", "a"}, "bad.xml:4: </topology> closes <object> opened on line 3"},
       {{"--synthetic", "node:1"}, "needs -n N"},

@@ -95,7 +95,7 @@ TEST(Sim, BadInputIsAUsageErrorThatSaysWhere) {
   const Case cases[] = {
       {{"sim", "--cluster", "node:2"}, "sim needs --trace FILE or --synthetic SPEC (one of them)"},
       {{"sim", "--trace", kTiresias, "--synthetic", "jobs:10", "--cluster", "node:2"}, "(one of them)"},
-      {{"sim", "--trace", kTiresias, "--cluster", "rack:2"}, "is not leaf:N, node:N, gpu:N"},
+      {{"sim", "--trace", kTiresias, "--cluster", "rack:2"}, "'rack:2' has no known key"},
       {{"sim", "--trace", kTiresias, "--cluster", "node:2 gpu:8 + node:2 gpu:4"}, "every group needs the same gpu:N"},
       {{"sim", "--trace", kTiresias, "--cluster", "node:2", "--policy", "lottery"}, "unknown policy 'lottery'"},
       {{"sim", "--trace", kTiresias, "--cluster", "node:2", "--teams", "3", "--quota", "a:1/2/3"},
