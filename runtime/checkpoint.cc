@@ -58,14 +58,22 @@ Status Checkpointer::Save(int step, const std::string& state) {
   }
   // Only when every rank's file is there does `latest` move on.
   if (Status s = AllOk(world_, mine); !s.ok()) return s;
-  if (world_.rank() != 0) return Status::Ok();
-  if (Status s = WriteFileAtomically(dir_ + "/latest", std::to_string(step) + "\n"); !s.ok()) return s;
-  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
-    // Only older steps: faster ranks may already be writing the next one.
-    const std::string name = entry.path().filename();
-    if (name.rfind("step-", 0) == 0 && std::atoi(name.c_str() + 5) < step) fs::remove_all(entry.path(), ec);
+  Status committed = Status::Ok();
+  if (world_.rank() == 0) {
+    committed = WriteFileAtomically(dir_ + "/latest", std::to_string(step) + "\n");
+    for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+      // Only older steps: faster ranks may already be writing the next one.
+      const std::string name = entry.path().filename();
+      if (committed.ok() && name.rfind("step-", 0) == 0 && std::atoi(name.c_str() + 5) < step) {
+        fs::remove_all(entry.path(), ec);
+      }
+    }
   }
-  return Status::Ok();
+  // Every rank returns only once `latest` names this step: a rank that goes
+  // on (or dies) right after Save can count on the checkpoint. Without this,
+  // a rank killed just after its Save returned could leave rank 0 stopped
+  // before the commit, and the restart found no checkpoint.
+  return AllOk(world_, committed);
 }
 
 StatusOr<std::optional<Checkpoint>> Checkpointer::LoadLatest() {

@@ -34,6 +34,10 @@ class Checkpointer {
  public:
   Checkpointer(Communicator& world, std::string dir, std::string fingerprint);
 
+  // Collective, at a step boundary. Ok on every rank only once the
+  // checkpoint is committed (every rank's file written, then `latest` naming
+  // `step`): a rank that dies right after its Save returned still leaves a
+  // checkpoint a restart resumes from. A failure on any rank is every rank's.
   Status Save(int step, const std::string& state);
   StatusOr<std::optional<Checkpoint>> LoadLatest();
 

@@ -81,8 +81,12 @@ class ControlServer {
   // SIGTERM, SIGHUP or SIGKILL) to its job process: a stop sequence of
   // gpulaunch's own, with a real grace between SIGTERM and SIGKILL (Open
   // MPI's mpirun, itself signalled, sends SIGTERM and SIGKILL back to back).
-  // Returns true when every one of the `world` ranks has checked in and has
-  // either ended or been asked; false means some rank is out of reach.
+  // A rank that checks in later (its check-in still unread, or not yet sent)
+  // is asked the moment it does: the latest stop signal is remembered. So
+  // this returns true once any rank has checked in (every such rank has ended
+  // or been asked, and the rest will be), and false only when none has (the
+  // caller then signals the engine, the only one that knows the ranks).
+  // `world` bounds the ranks asked.
   bool SignalAllRanks(int sig, int world);
 
  private:
@@ -113,6 +117,7 @@ class ControlServer {
   std::map<int, RankRecord> records_;
   std::map<int, int> rank_fd_;  // for stack requests
   std::set<int> stacks_pending_;  // asked for stacks, answer not complete
+  int stop_signal_ = 0;           // the latest SignalAllRanks signal: sent to later check-ins too
   std::set<std::string> slurm_steps_;
   std::map<int, std::vector<StepMetrics>> metrics_;
   int malformed_metrics_ = 0;

@@ -2,10 +2,12 @@
 #include "launcher/base/control_server.h"
 
 #include <poll.h>
+#include <signal.h>
 
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <vector>
 
 #include "launcher/shim/control_client.h"
 
@@ -127,6 +129,36 @@ TEST(ControlServer, StackRequestsReachTheShimAndTheAnswerIsRecorded) {
   server.CollectStacks({0}, 5000);
   answer.join();
   EXPECT_EQ(server.Records().at(0).stacks, stacks);
+}
+
+// Every request line the shim receives within `ms` (poll on its socket).
+std::vector<std::string> RequestsWithin(ControlClient& shim, int ms) {
+  std::vector<std::string> got;
+  pollfd p{shim.fd(), POLLIN, 0};
+  while (poll(&p, 1, ms) == 1) {
+    for (const std::string& r : shim.ReadRequests()) got.push_back(r);
+    if (!got.empty()) break;
+  }
+  return got;
+}
+
+// A stop reaches every rank: those checked in at once, and one whose check-in
+// comes (or is read) later the moment it arrives. Before, a rank not yet
+// checked in made the stop fall back to the engine, and mpirun, signalled,
+// sends SIGTERM and SIGKILL back to back: that rank never saw its SIGTERM.
+TEST(ControlServer, AStopReachesARankThatChecksInAfterIt) {
+  ControlServer server;
+  ASSERT_TRUE(server.Start("127.0.0.1", "H").ok());
+  EXPECT_FALSE(server.SignalAllRanks(SIGTERM, 2)) << "no rank known: the caller must signal the engine";
+  ControlClient early, late;
+  ASSERT_TRUE(early.Connect("127.0.0.1:" + std::to_string(server.port())));
+  ASSERT_TRUE(early.Send(Checkin(0, 999991, "H")));
+  ASSERT_EQ(server.CheckedIn(), 1);
+  EXPECT_TRUE(server.SignalAllRanks(SIGTERM, 2)) << "one rank known: the shims carry the stop";
+  EXPECT_EQ(RequestsWithin(early, 5000), (std::vector<std::string>{"signal 15"}));
+  ASSERT_TRUE(late.Connect("127.0.0.1:" + std::to_string(server.port())));
+  ASSERT_TRUE(late.Send(Checkin(1, 999992, "H")));
+  EXPECT_EQ(RequestsWithin(late, 5000), (std::vector<std::string>{"signal 15"}));
 }
 
 }  // namespace

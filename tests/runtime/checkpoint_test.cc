@@ -66,6 +66,31 @@ TEST(Checkpoint, AnIncompleteStepIsNeverLoaded) {
   EXPECT_EQ(loaded, (std::vector<std::string>{"good 0", "good 1"}));
 }
 
+// Save returns on a rank only once the checkpoint is committed: when rank 0
+// cannot move `latest` (here a directory in its way), no rank hears Ok. A
+// rank that had returned Ok earlier could die, believing in a checkpoint that
+// a restart would not find.
+TEST(Checkpoint, SaveIsOkOnNoRankUntilLatestIsCommitted) {
+  TempDir dir;
+  fs::create_directories(dir.path / "latest" / "in-the-way");
+  std::vector<std::string> errors(3);
+  RunOnThreads(3, [&](Communicator& c) {
+    const Status s = Checkpointer(c, dir.path.string(), "world=3").Save(0, "x");
+    errors[c.rank()] = s.ok() ? "ok" : s.message();
+  });
+  for (int r = 1; r < 3; ++r) EXPECT_NE(errors[r].find("rank 0 failed to checkpoint"), std::string::npos) << errors[r];
+  EXPECT_NE(errors[0], "ok");
+  // Committed, every rank's Save finds `latest` naming its step on return.
+  fs::remove_all(dir.path / "latest");
+  std::vector<std::string> seen(3);
+  RunOnThreads(3, [&](Communicator& c) {
+    ASSERT_TRUE(Checkpointer(c, dir.path.string(), "world=3").Save(1, "y").ok());
+    std::ifstream latest(dir.path / "latest");
+    std::getline(latest, seen[c.rank()]);
+  });
+  EXPECT_EQ(seen, (std::vector<std::string>{"1", "1", "1"}));
+}
+
 TEST(Checkpoint, AnotherRunsCheckpointIsRefusedOnEveryRank) {
   TempDir dir;
   RunOnThreads(2, [&](Communicator& c) { ASSERT_TRUE(Checkpointer(c, dir.path.string(), "layout=dp2").Save(0, "x").ok()); });
