@@ -70,7 +70,10 @@ TEST(Profile, StragglerIsNamedAndTheCommunicationShareMatchesTheInjectedWait) {
   EXPECT_NE(slow.err.find("  slowest rank: 2 on "), std::string::npos) << slow.err;
   EXPECT_NE(slow.err.find("warning: communication takes"), std::string::npos) << slow.err;
   EXPECT_NE(slow.err.find("rank 2 on "), std::string::npos) << slow.err;
-  EXPECT_EQ(base.err.find("warning: communication takes"), std::string::npos) << base.err;
+  // Not asserted here: that the baseline run gives no warning. On a loaded
+  // machine one of its ranks really is slower, and the warning is then right
+  // (CI saw rank 2 at 1.3x the median). That no warning comes without cause is
+  // shown on fixed profiles: RunReport.LowCommunicationShareGivesNoWarning.
 
   // Every step of every rank, one valid record per line.
   for (int r = 0; r < 4; ++r) {
