@@ -49,7 +49,8 @@ StatusOr<ClusterSpec> ParseClusterSpec(std::string_view text) {
 
 Status OnlyKeys(const ClusterSpec& spec, std::initializer_list<const char*> modelled, const std::string& who) {
   for (const ClusterGroupSpec& g : spec.groups) {
-    for (const auto& [key, value] : g.given) {
+    for (const auto& entry : g.given) {
+      const std::string& key = entry.first;  // a plain name: clang 14 cannot capture structured bindings
       if (std::find_if(modelled.begin(), modelled.end(), [&](const char* m) { return key == m; }) == modelled.end()) {
         std::string keys;
         for (const char* m : modelled) keys += std::string(keys.empty() ? "" : ", ") + m;
