@@ -1,8 +1,11 @@
-// A small JSON value, reader and writer for gpulaunch's own files (cluster
-// descriptions). Objects keep their key order, numbers are doubles written
-// in the shortest form that reads back exactly, so write(read(x)) reproduces
-// what write produced, byte for byte. Parse errors name
-// origin:line. Standard library only, as everything in common/.
+// A JSON value for gpulaunch's own files (cluster descriptions, summaries,
+// policies, baselines), read and escaped by nlohmann-json (json.cc; the header
+// stays free of it, so users of the installed libgpurt need not have it).
+// What this type adds: objects keep their key order and refuse a key given
+// twice, every value remembers the line it started on (so schema errors can
+// name origin:line and the field), and numbers are doubles written in the
+// shortest form that reads back exactly, so write(read(x)) reproduces what
+// write produced, byte for byte. Parse errors name origin:line.
 #pragma once
 
 #include <map>
@@ -58,6 +61,12 @@ class Json {
   int line_ = 0;
 };
 
+// Nesting deeper than 64 levels, a number outside a double's range and a
+// string that is not UTF-8 are errors too.
 StatusOr<Json> ParseJson(std::string_view text, const std::string& origin);
+
+// `s` as a JSON string literal, quotes included: the one escaper for every
+// JSON gpulaunch writes (bytes that are not UTF-8 become U+FFFD).
+std::string JsonQuote(std::string_view s);
 
 }  // namespace gpulaunch

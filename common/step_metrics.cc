@@ -18,15 +18,6 @@ std::string Number(double v) {
   return buf;
 }
 
-std::string Quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
-  }
-  return out + "\"";
-}
-
 StatusOr<double> NumberField(const Json& object, const std::string& key, const std::string& where, bool required) {
   const Json* v = object.Find(key);
   if (!v) {
@@ -54,7 +45,7 @@ std::string StepMetricsJson(const StepMetrics& m) {
                     ",\"groups\":[";
   for (size_t i = 0; i < m.groups.size(); ++i) {
     const GroupTraffic& g = m.groups[i];
-    out += (i ? ",{" : "{") + std::string("\"group\":") + Quoted(g.group) + ",\"comm_s\":" + Number(g.comm_s) +
+    out += (i ? ",{" : "{") + std::string("\"group\":") + JsonQuote(g.group) + ",\"comm_s\":" + Number(g.comm_s) +
            ",\"bytes\":" + std::to_string(g.bytes) + ",\"calls\":" + std::to_string(g.calls) + "}";
   }
   return out + "]}";

@@ -12,6 +12,7 @@
 
 #include "common/cluster_json.h"
 #include "common/hostlist.h"
+#include "common/json.h"
 #include "common/strings.h"
 #include "common/synthetic_cluster.h"
 #include "launcher/engine/engine.h"
@@ -78,21 +79,6 @@ std::string Ms(double seconds) {
   return buf;
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    if (static_cast<unsigned char>(ch) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", ch);
-      out += buf;
-      continue;
-    }
-    out += ch;
-  }
-  return out + "\"";
-}
-
 std::string JsonIds(const std::vector<int>& v) {
   std::vector<std::string> parts;
   for (int x : v) parts.push_back(std::to_string(x));
@@ -148,19 +134,19 @@ int RunPlanCommand(const std::vector<std::string>& args) {
 
   if (o.format == "json") {
     std::ostringstream j;
-    j << "{\"schema\":\"gpulaunch-plan/v1\",\"plan_hash\":" << JsonString(hash) << ",\"layout\":"
-      << JsonString(r.layout.ToString()) << ",\"policy\":" << JsonString(o.policy) << ",\"ranks\":[";
+    j << "{\"schema\":\"gpulaunch-plan/v1\",\"plan_hash\":" << JsonQuote(hash) << ",\"layout\":"
+      << JsonQuote(r.layout.ToString()) << ",\"policy\":" << JsonQuote(o.policy) << ",\"ranks\":[";
     for (size_t i = 0; i < placement->ranks.size(); ++i) {
       const RankSlot& s = placement->ranks[i];
-      j << (i ? "," : "") << "{\"rank\":" << s.rank << ",\"host\":" << JsonString(s.host)
+      j << (i ? "," : "") << "{\"rank\":" << s.rank << ",\"host\":" << JsonQuote(s.host)
         << ",\"local_rank\":" << s.local_rank << ",\"cpus\":" << JsonIds(s.cpus) << ",\"numa\":" << s.mem_node
-        << ",\"gpus\":" << JsonIds(s.gpus) << ",\"gpu_ids\":" << JsonString(GpuIds(*cluster, s))
-        << ",\"nic\":" << JsonString(s.nic) << ",\"coords\":{\"tp\":" << s.coords[kTp] << ",\"pp\":"
+        << ",\"gpus\":" << JsonIds(s.gpus) << ",\"gpu_ids\":" << JsonQuote(GpuIds(*cluster, s))
+        << ",\"nic\":" << JsonQuote(s.nic) << ",\"coords\":{\"tp\":" << s.coords[kTp] << ",\"pp\":"
         << s.coords[kPp] << ",\"dp\":" << s.coords[kDp] << "}}";
     }
     j << "],\"summary\":" << ModelJson(ours) << ",\"openmpi_by_slot\":"
       << (baseline.ok() ? ModelJson(theirs) : "null") << ",\"explain\":[";
-    for (size_t i = 0; i < placement->explain.size(); ++i) j << (i ? "," : "") << JsonString(placement->explain[i]);
+    for (size_t i = 0; i < placement->explain.size(); ++i) j << (i ? "," : "") << JsonQuote(placement->explain[i]);
     j << "]}\n";
     std::cout << j.str();
     return kExitOk;

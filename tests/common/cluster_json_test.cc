@@ -42,8 +42,8 @@ TEST(ClusterJson, ErrorsNameFileAndLine) {
        "c.json:4: missing \"healthy\""},
       {"{\"schema\":\"other/v9\"}", "c.json:1: unknown schema"},
       {"{\n\"schema\": \"gpulaunch-cluster/v1\",\n\"nic_gbps\": \"fast\"}", "c.json:3: \"nic_gbps\" has the wrong type"},
-      {"{\"schema\":\n\"gpulaunch-cluster/v1\" \"x\"}", "c.json:2: expected ',' or '}'"},
-      {"[1,2", "c.json:1: expected ',' or ']'"},
+      {"{\"schema\":\n\"gpulaunch-cluster/v1\" \"x\"}", "c.json:2: syntax error while parsing object - unexpected string literal; expected '}'"},
+      {"[1,2", "c.json:1: syntax error while parsing array - unexpected end of input; expected ']'"},
       {"{\"a\":1,\"a\":2}", "appears twice"},
   };
   for (const auto& [text, want] : cases) {
@@ -58,6 +58,45 @@ TEST(Json, WritesWhatItReads) {
   auto j = ParseJson(text, "t");
   ASSERT_TRUE(j.ok());
   EXPECT_EQ(j->Write(), text);
+}
+
+TEST(Json, ValuesKnowTheLineTheyStartOn) {
+  auto j = ParseJson("{\n\"a\": 1,\n\"b\":\n  [true,\n   {\"c\": \"x\"}]\n}", "t");
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ(j->line(), 1);
+  EXPECT_EQ(j->Find("a")->line(), 2);
+  EXPECT_EQ(j->Find("b")->line(), 4);
+  EXPECT_EQ(j->Find("b")->items()[0].line(), 4);
+  EXPECT_EQ(j->Find("b")->items()[1].Find("c")->line(), 5);
+}
+
+TEST(Json, RefusesWhatNoGpulaunchFileHolds) {
+  const std::pair<std::string, std::string> cases[] = {
+      {std::string(65, '[') + std::string(65, ']'), "t:1: nesting deeper than 64"},
+      {"{\"a\":\n1e400}", "t:2: number overflow"},
+      {"{\"a\":\n\"caf\xe9\"}", "t:2: "},
+      {"{\"a\":1}\n{}", "t:2: "},
+      {"", "t:1: "},
+  };
+  for (const auto& [text, want] : cases) {
+    auto j = ParseJson(text, "t");
+    ASSERT_FALSE(j.ok()) << text;
+    EXPECT_EQ(j.status().message().rfind(want, 0), 0u) << j.status().message();
+    EXPECT_EQ(j.status().message().find("json.exception"), std::string::npos) << j.status().message();
+  }
+  EXPECT_TRUE(ParseJson(std::string(64, '[') + std::string(64, ']'), "t").ok());
+}
+
+TEST(Json, OneEscaperForEveryString) {
+  EXPECT_EQ(JsonQuote("a\"b\\c\n\t\x01"), "\"a\\\"b\\\\c\\n\\t\\u0001\"");
+  EXPECT_EQ(JsonQuote("caf\xc3\xa9"), "\"caf\xc3\xa9\"");
+  EXPECT_EQ(JsonQuote("bad\xff"), "\"bad\xef\xbf\xbd\"");  // U+FFFD
+  Json o = Json::Object();
+  o.Set("k\x02", Json(std::string("v\r")));
+  EXPECT_EQ(o.Write(), "{\"k\\u0002\":\"v\\r\"}\n");
+  auto back = ParseJson(o.Write(), "t");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->Find("k\x02")->AsString(), "v\r");
 }
 
 }  // namespace
