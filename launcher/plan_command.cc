@@ -44,7 +44,7 @@ StatusOr<ClusterTopology> BuildCluster(const PlanOptions& o) {
     const HostRequest request{o.host_args, o.hostfile, o.topology_files, /*planning_only=*/true};
     const std::string probe = (fs::read_symlink("/proc/self/exe").parent_path() / "gpulaunch-probe").string();
     GL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, SelectEngine("auto"));  // probes through srun in an allocation
-    GL_ASSIGN_OR_RETURN(ResolvedHosts hosts, ResolveHosts(request, ResolveSettings{probe, false, engine.get()}));
+    GL_ASSIGN_OR_RETURN(ResolvedHosts hosts, ResolveHosts(request, ResolveSettings{probe, o.allow_run_as_root, engine.get()}));
     c.hosts = std::move(hosts.hosts);
   }
   if (o.network) {
@@ -194,36 +194,20 @@ int RunPlanCommand(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int RunSlurmConfigCommand(const std::vector<std::string>& all_args) {
-  // slurm-config places no job: its --policy is a policy file (slurm_policy.h).
-  std::vector<std::string> args;
-  std::optional<std::string> policy_file;
-  for (size_t i = 0; i < all_args.size(); ++i) {
-    if (all_args[i] == "--policy" && i + 1 < all_args.size()) {
-      policy_file = all_args[++i];
-    } else {
-      args.push_back(all_args[i]);
-    }
+int RunSlurmConfigCommand(const std::vector<std::string>& args) {
+  auto parsed = ParseSlurmConfigCommandLine(args);
+  if (!parsed.ok()) return Fail(parsed.status());
+  if (parsed->help) {
+    std::cout << SlurmConfigHelpText();
+    return kExitOk;
   }
+  // slurm-config places no job: its --policy is a policy file (slurm_policy.h).
   std::optional<PolicyFile> policy;
-  if (policy_file) {
-    auto text = ReadTextFile(*policy_file, "policy file");
-    auto p = text.ok() ? ParsePolicyFile(*text, *policy_file) : StatusOr<PolicyFile>(text.status());
+  if (parsed->policy_file) {
+    auto text = ReadTextFile(*parsed->policy_file, "policy file");
+    auto p = text.ok() ? ParsePolicyFile(*text, *parsed->policy_file) : StatusOr<PolicyFile>(text.status());
     if (!p.ok()) return Fail(p.status());
     policy = std::move(p).value();
-  }
-  auto parsed = ParsePlanCommandLine(args);
-  if (!parsed.ok()) return Fail(parsed.status());
-  if (parsed->help || !parsed->out_dir) {
-    std::cout << "Usage: gpulaunch slurm-config --out DIR [-H hosts | --hostfile FILE | --topology-file [HOST=]XML |\n"
-                 "                              --synthetic SPEC | --cluster FILE] [--network topology.conf]\n"
-                 "                              [--policy POLICY.json]\n\n"
-                 "Writes DIR/topology.conf (the switch tree) and DIR/gres.conf (each host's GPUs with the\n"
-                 "cores of their NUMA node) for the cluster as gpulaunch sees it. With --policy, also the Slurm\n"
-                 "side of a gpulaunch-policy/v1 file: DIR/slurm-policy.conf (partition tiers for slurm.conf),\n"
-                 "DIR/apply.sh (scontrol: partitions and reservations on a running slurmctld) and DIR/qos.sh\n"
-                 "(sacctmgr: per-team GPU QOS; needs slurmdbd).\n";
-    return parsed->help ? kExitOk : kExitUsage;
   }
   auto cluster = BuildCluster(*parsed);
   if (!cluster.ok()) return Fail(cluster.status());

@@ -84,10 +84,16 @@ struct PlanOptions {
   std::string format = "table";
   bool explain = false;
   bool help = false;
+  bool allow_run_as_root = false;           // discovery of -H hosts through mpirun
   std::optional<std::string> out_dir;       // slurm-config: where to write the files
+  std::optional<std::string> policy_file;   // slurm-config --policy (gpulaunch-policy/v1)
 };
 
+// plan_options.cc: `gpulaunch plan` and `gpulaunch slurm-config` (which
+// fills only the cluster options, out_dir and policy_file).
 StatusOr<PlanOptions> ParsePlanCommandLine(const std::vector<std::string>& args);
+StatusOr<PlanOptions> ParseSlurmConfigCommandLine(const std::vector<std::string>& args);
+std::string SlurmConfigHelpText();
 
 // `gpulaunch submit`: its own options first, then everything for the
 // gpulaunch that the batch job runs (options and program), verbatim.
