@@ -16,15 +16,27 @@ namespace fs = std::filesystem;
 
 namespace gpulaunch {
 
+std::string SbatchWord(const std::string& word) {
+  if (!word.empty() && word.find_first_of(" \t\"'\\#") == std::string::npos) return word;
+  std::string out = "\"";
+  for (char c : word) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
 std::string RenderBatchScript(const SubmitOptions& o, const std::string& gpulaunch) {
   std::string s = "#!/bin/bash\n# Written by gpulaunch submit.\n";
-  s += "#SBATCH --job-name=" + o.job_name + "\n";
-  s += "#SBATCH --nodes=" + std::to_string(o.nodes) + "\n";
-  if (o.ranks > 0) s += "#SBATCH --ntasks=" + std::to_string(o.ranks) + "\n";
-  if (o.gpus_per_node > 0) s += "#SBATCH --gpus-per-node=" + std::to_string(o.gpus_per_node) + "\n";
-  if (!o.time.empty()) s += "#SBATCH --time=" + o.time + "\n";
-  if (!o.partition.empty()) s += "#SBATCH --partition=" + o.partition + "\n";
-  if (!o.output.empty()) s += "#SBATCH --output=" + o.output + "\n";
+  auto directive = [&s](const std::string& word) { s += "#SBATCH " + SbatchWord(word) + "\n"; };
+  directive("--job-name=" + o.job_name);
+  directive("--nodes=" + std::to_string(o.nodes));
+  if (o.ranks > 0) directive("--ntasks=" + std::to_string(o.ranks));
+  if (o.gpus_per_node > 0) directive("--gpus-per-node=" + std::to_string(o.gpus_per_node));
+  if (!o.time.empty()) directive("--time=" + o.time);
+  if (!o.partition.empty()) directive("--partition=" + o.partition);
+  if (!o.output.empty()) directive("--output=" + o.output);
+  for (const std::string& a : o.sbatch_args) directive(a);  // after ours: sbatch lets the last one win
   s += "exec " + ShellQuote(gpulaunch);
   for (const std::string& a : o.launch) s += " " + ShellQuote(a);
   return s + "\n";
@@ -34,11 +46,7 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
   auto parsed = ParseSubmitCommandLine(args);
   if (!parsed.ok()) return Fail(parsed.status());
   if (parsed->help) {
-    std::cout << "Usage: gpulaunch submit -N NODES [-n RANKS] [--gpus-per-node G] [--time T] [--partition P]\n"
-                 "                        [--job-name NAME] [--output FILE] [--script FILE]\n"
-                 "                        [gpulaunch options] [--] PROGRAM [ARGS...]\n\n"
-                 "Writes a batch script that runs gpulaunch with the given options on the allocation,\n"
-                 "submits it with sbatch and prints the job id.\n";
+    std::cout << SubmitHelpText();
     return kExitOk;
   }
   const std::string self = fs::read_symlink("/proc/self/exe").string();
@@ -59,6 +67,17 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
       std::cerr << "gpulaunch: cannot write the batch script " << path << "\n";
       return kExitUsage;
     }
+  }
+  if (parsed->test_only) {
+    // sbatch answers on stderr: "Job N to start at T using C processors on
+    // nodes ... in partition P", or why not.
+    const CapturedRun ask = RunCaptured({"sbatch", "--test-only", path}, EnvironmentWith({}), 60000);
+    if (!parsed->script) std::remove(path.c_str());
+    const bool would_run = !ask.timed_out && WIFEXITED(ask.wait_status) && WEXITSTATUS(ask.wait_status) == 0;
+    std::cout << ask.err << ask.out;
+    std::cerr << "gpulaunch: " << (would_run ? "sbatch accepts the job; nothing was submitted (--test-only)\n"
+                                             : "sbatch refuses the job as asked; nothing was submitted\n");
+    return would_run ? kExitOk : kExitUsage;
   }
   const CapturedRun run = RunCaptured({"sbatch", "--parsable", path}, EnvironmentWith({}), 60000);
   if (!parsed->script) std::remove(path.c_str());  // sbatch keeps its own copy

@@ -1,7 +1,5 @@
-// The subcommands' command lines: nodes and check through SubcommandParser
-// (Boost.ProgramOptions, subcommand_parser.h); submit by hand, because it
-// stops at the first word that is not its own and passes the rest through
-// verbatim to the gpulaunch inside the job.
+// The command lines of nodes and check, through SubcommandParser
+// (Boost.ProgramOptions, subcommand_parser.h).
 #include "launcher/core/options.h"
 
 #include <cstdlib>
@@ -99,46 +97,6 @@ const SubcommandParser& CheckParser() {
 }
 
 }  // namespace
-
-StatusOr<SubmitOptions> ParseSubmitCommandLine(const std::vector<std::string>& args) {
-  SubmitOptions o;
-  size_t i = 0;
-  auto value = [&](const std::string& name) -> StatusOr<std::string> {
-    if (i + 1 >= args.size()) return InvalidArgument("submit: " + name + " needs a value");
-    return args[++i];
-  };
-  auto count = [&](const std::string& name, int* out) -> Status {
-    GL_ASSIGN_OR_RETURN(std::string v, value(name));
-    const auto n = ParseInt(v);
-    if (!n || *n < 1 || *n > 1000000) return InvalidArgument("submit: " + name + " " + v + ": give a positive number");
-    *out = static_cast<int>(*n);
-    return Status::Ok();
-  };
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-h" || a == "--help") {
-      o.help = true;
-      return o;
-    }
-    if (a == "-N" || a == "--nodes") GL_RETURN_IF_ERROR(count(a, &o.nodes));
-    else if (a == "-n" || a == "--ntasks") GL_RETURN_IF_ERROR(count(a, &o.ranks));
-    else if (a == "--gpus-per-node") GL_RETURN_IF_ERROR(count(a, &o.gpus_per_node));
-    else if (a == "--time") { GL_ASSIGN_OR_RETURN(o.time, value(a)); }
-    else if (a == "--partition" || a == "-p") { GL_ASSIGN_OR_RETURN(o.partition, value(a)); }
-    else if (a == "--job-name" || a == "-J") { GL_ASSIGN_OR_RETURN(o.job_name, value(a)); }
-    else if (a == "--output" || a == "-o") { GL_ASSIGN_OR_RETURN(o.output, value(a)); }
-    else if (a == "--script") { GL_ASSIGN_OR_RETURN(std::string p, value(a)); o.script = p; }
-    else break;  // the rest is for the gpulaunch in the job
-  }
-  if (i < args.size() && args[i] == "--") ++i;
-  o.launch.assign(args.begin() + static_cast<long>(i), args.end());
-  if (o.nodes == 0) return InvalidArgument("submit needs -N NODES, e.g. gpulaunch submit -N 4 -- ./job");
-  if (o.launch.empty()) return InvalidArgument("submit: no program; e.g. gpulaunch submit -N 4 -- ./job");
-  for (const std::string& field : {o.time, o.partition, o.job_name, o.output}) {
-    if (field.find('\n') != std::string::npos) return InvalidArgument("submit: values must be one line");
-  }
-  return o;
-}
 
 StatusOr<NodesOptions> ParseNodesCommandLine(const std::vector<std::string>& args) {
   const SubcommandParser& p = NodesParser();

@@ -56,6 +56,23 @@ StatusOr<po::variables_map> SubcommandParser::Parse(const std::vector<std::strin
   return vm;
 }
 
+int SubcommandParser::WordsAfter(const std::string& token) const {
+  const po::option_description* option = nullptr;
+  bool value_attached = false;
+  if (token.rfind("--", 0) == 0 && token.size() > 2) {
+    const size_t eq = token.find('=');
+    option = options_.find_nothrow(token.substr(2, eq == std::string::npos ? std::string::npos : eq - 2), false);
+    value_attached = eq != std::string::npos;
+  } else if (token.size() >= 2 && token[0] == '-' && token[1] != '-') {
+    for (const auto& o : options_.options()) {
+      if (o->canonical_display_name(po::command_line_style::allow_dash_for_short) == token.substr(0, 2)) option = o.get();
+    }
+    value_attached = token.size() > 2;
+  }
+  if (!option) return -1;
+  return option->semantic()->max_tokens() > 0 && !value_attached ? 1 : 0;
+}
+
 std::string SubcommandParser::Help() const {
   std::ostringstream s;
   s << "usage: gpulaunch " << name_ << " " << usage_ << "\n";

@@ -32,6 +32,12 @@ class SubcommandParser {
   // True when the parsed line asked for --help.
   static bool WantsHelp(const boost::program_options::variables_map& vm) { return vm.count("help") > 0; }
 
+  // For commands that stop at the first word that is not theirs (submit):
+  // how many of the following words `token` takes if it is one of this
+  // parser's options ("--time", "--time=5", "-N", "-N4"): 1 when its value is
+  // the next word, 0 when it has none or carries it; -1 when it is not one.
+  int WordsAfter(const std::string& token) const;
+
   std::string Help() const;
   const std::string& name() const { return name_; }
 

@@ -114,6 +114,35 @@ check "submit prints the job id" "$(echo "$id" | grep -cE '^[0-9]+$')" 1
 wait_done "$id"
 check "the submitted job ran on 2 nodes" "$(grep -c 'rank_report: 2 ranks, allreduce ok, 0 problem' "$WORK/submit.out")" 1
 
+# 5b. sbatch options through --sbatch-arg, each quoted onto its own #SBATCH
+#     line and read back by sbatch word for word: 8 ranks on 2 nodes of 2
+#     cores need --overcommit; a name and a comment keep blanks and quotes.
+last_job() { on1 scontrol show jobs -o 2>/dev/null | grep -o '^JobId=[0-9]*' | cut -d= -f2 | sort -n | tail -1; }
+id=$(on1 "$BIN/gpulaunch" submit -N 2 -n 8 -J "gl job" --sbatch-arg=--overcommit --sbatch-arg '--comment=a b "c"' \
+  --output "$WORK/over.out" -- "$BIN/rank_report" 2>"$WORK/over.err")
+check "submit with --sbatch-arg prints the job id" "$(echo "$id" | grep -cE '^[0-9]+$')" 1 || cat "$WORK/over.err"
+show=$(on1 scontrol show job "$id" 2>&1)
+check "-J with a blank reaches Slurm whole" "$(echo "$show" | grep -c 'JobName=gl job$')" 1
+check "--sbatch-arg '--comment=a b \"c\"' reaches Slurm whole" "$(echo "$show" | grep -c 'Comment=a b "c"')" 1
+wait_done "$id"
+check "8 ranks on 2 two-core nodes with --sbatch-arg=--overcommit" \
+  "$(grep -c 'rank_report: 8 ranks, allreduce ok' "$WORK/over.out")" 1 || tail -5 "$WORK/over.out"
+
+# 5c. Nothing is submitted by --test-only, nor when the job's gpulaunch line
+#     is wrong: sbatch's answer for a job that fits (exit 0) and for one that
+#     cannot (9 nodes: exit 2); an sbatch option given as a gpulaunch one exits
+#     2 naming --sbatch-arg.
+before=$(last_job)
+on1 "$BIN/gpulaunch" submit -N 2 -n 2 --test-only -- "$BIN/rank_report" > "$WORK/test-only.out" 2>&1
+check "--test-only on a job that fits exits 0" "$?" 0
+check "--test-only prints sbatch's answer" "$(grep -c 'to start at' "$WORK/test-only.out")" 1 || cat "$WORK/test-only.out"
+on1 "$BIN/gpulaunch" submit -N 9 --test-only -- "$BIN/rank_report" > "$WORK/test-only.out" 2>&1
+check "--test-only on 9 nodes of 4 exits 2" "$?" 2
+on1 "$BIN/gpulaunch" submit -N 2 --account=proj "$BIN/rank_report" > "$WORK/bad.out" 2>&1
+check "an sbatch option on the gpulaunch line exits 2" "$?" 2
+check "... naming --sbatch-arg" "$(grep -c 'give it as --sbatch-arg=--account=proj' "$WORK/bad.out")" 1
+check "none of these submitted a job" "$(last_job)" "$before"
+
 # 6. Slurm's signals reach every rank: SIGUSR1 to the batch shell only
 #    (scancel --batch) goes gpulaunch -> srun -> all ranks.
 mkdir -p "$WORK/sig"

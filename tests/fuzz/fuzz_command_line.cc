@@ -1,4 +1,4 @@
-// libFuzzer: the command lines of gpulaunch, `gpulaunch plan`, `gpulaunch
+// libFuzzer: the command lines of gpulaunch, `gpulaunch plan`, `slurm-config`, `gpulaunch
 // submit`, `gpulaunch nodes` and `gpulaunch check`; the input is the argument list, one argument per line.
 #include <cstdint>
 #include <string>
@@ -17,6 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   (void)gpulaunch::ParseCommandLine(args);
   (void)gpulaunch::ParsePlanCommandLine(args);
+  (void)gpulaunch::ParseSlurmConfigCommandLine(args);
   (void)gpulaunch::ParseSubmitCommandLine(args);
   (void)gpulaunch::ParseNodesCommandLine(args);
   (void)gpulaunch::ParseCheckCommandLine(args);

@@ -34,6 +34,47 @@ TEST(Submit, BadInput) {
   EXPECT_FALSE(ParseSubmitCommandLine({"-N", "2", "-J", "a\nb", "./job"}).ok());
 }
 
+TEST(Submit, SbatchOptionsGoToTheirOwnQuotedLines) {
+  auto o = ParseSubmitCommandLine({"-N", "2", "-J", "my job", "--sbatch-arg=--overcommit", "--sbatch-arg",
+                                   "--comment=a \"b\" c\\d", "--test-only", "--tag", "./job"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->sbatch_args, (std::vector<std::string>{"--overcommit", "--comment=a \"b\" c\\d"}));
+  EXPECT_TRUE(o->test_only);
+  EXPECT_EQ(o->launch, (std::vector<std::string>{"--tag", "./job"}));
+  const std::string script = RenderBatchScript(*o, "/g");
+  EXPECT_NE(script.find("#SBATCH \"--job-name=my job\"\n"), std::string::npos) << script;
+  EXPECT_NE(script.find("#SBATCH --overcommit\n#SBATCH \"--comment=a \\\"b\\\" c\\\\d\"\nexec /g --tag ./job\n"),
+            std::string::npos)
+      << script;
+  EXPECT_EQ(SbatchWord("--qos=high"), "--qos=high");
+  EXPECT_EQ(SbatchWord("--mail-user=it's"), "\"--mail-user=it's\"");
+}
+
+// What the job's gpulaunch would refuse is refused now, before sbatch runs.
+TEST(Submit, TheJobsCommandLineIsCheckedAtSubmitTime) {
+  const Status sbatch_option = ParseSubmitCommandLine({"-N", "2", "--account=proj", "./job"}).status();
+  EXPECT_EQ(sbatch_option.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(sbatch_option.message().find("unrecognised option '--account=proj'"), std::string::npos)
+      << sbatch_option.message();
+  EXPECT_NE(sbatch_option.message().find("give it as --sbatch-arg=--account=proj"), std::string::npos);
+  EXPECT_NE(sbatch_option.message().find("nothing was submitted"), std::string::npos);
+  EXPECT_NE(ParseSubmitCommandLine({"-N", "2", "--timeout", "0", "./job"}).status().message().find("--timeout 0"),
+            std::string::npos);
+  EXPECT_NE(ParseSubmitCommandLine({"-N", "2", "--tag"}).status().message().find("no program to run"),
+            std::string::npos);
+  EXPECT_EQ(ParseSubmitCommandLine({"-N", "2", "--sbatch-arg", "account=x", "./job"}).status().message(),
+            "submit: --sbatch-arg 'account=x': give one sbatch option as sbatch spells it, e.g. "
+            "--sbatch-arg=--account=proj");
+  EXPECT_EQ(ParseSubmitCommandLine({"-N", "2", "--sbatch-arg", "--comment=a\nb", "./job"}).status().message(),
+            "submit: --sbatch-arg: a value must be one line");
+  EXPECT_EQ(ParseSubmitCommandLine({"-N", "x", "./job"}).status().message(), "submit: --nodes x: give nodes from 1 to 1000000");
+  EXPECT_TRUE(ParseSubmitCommandLine({"-h"}).value().help);
+  for (const char* common : {"--account", "--qos", "--constraint", "--exclusive", "--overcommit", "--gres",
+                             "--gpus-per-task", "--signal", "--dependency", "--array", "--mail-type"}) {
+    EXPECT_NE(SubmitHelpText().find(common), std::string::npos) << common;
+  }
+}
+
 TEST(HealthCheck, GresAndProblems) {
   EXPECT_EQ(GpusInGres("gpu:4"), 4);
   EXPECT_EQ(GpusInGres("gpu:a100:8(S:0-1)"), 8);
