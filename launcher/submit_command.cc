@@ -11,36 +11,12 @@
 #include "common/strings.h"
 #include "launcher/base/exit_codes.h"
 #include "launcher/base/process.h"
+#include "launcher/core/options.h"
+#include "slurm/batch_script.h"
 
 namespace fs = std::filesystem;
 
 namespace gpulaunch {
-
-std::string SbatchWord(const std::string& word) {
-  if (!word.empty() && word.find_first_of(" \t\"'\\#") == std::string::npos) return word;
-  std::string out = "\"";
-  for (char c : word) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string RenderBatchScript(const SubmitOptions& o, const std::string& gpulaunch) {
-  std::string s = "#!/bin/bash\n# Written by gpulaunch submit.\n";
-  auto directive = [&s](const std::string& word) { s += "#SBATCH " + SbatchWord(word) + "\n"; };
-  directive("--job-name=" + o.job_name);
-  directive("--nodes=" + std::to_string(o.nodes));
-  if (o.ranks > 0) directive("--ntasks=" + std::to_string(o.ranks));
-  if (o.gpus_per_node > 0) directive("--gpus-per-node=" + std::to_string(o.gpus_per_node));
-  if (!o.time.empty()) directive("--time=" + o.time);
-  if (!o.partition.empty()) directive("--partition=" + o.partition);
-  if (!o.output.empty()) directive("--output=" + o.output);
-  for (const std::string& a : o.sbatch_args) directive(a);  // after ours: sbatch lets the last one win
-  s += "exec " + ShellQuote(gpulaunch);
-  for (const std::string& a : o.launch) s += " " + ShellQuote(a);
-  return s + "\n";
-}
 
 int RunSubmitCommand(const std::vector<std::string>& args) {
   auto parsed = ParseSubmitCommandLine(args);
@@ -50,7 +26,7 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
     return kExitOk;
   }
   const std::string self = fs::read_symlink("/proc/self/exe").string();
-  const std::string script = RenderBatchScript(*parsed, self);
+  const std::string script = RenderBatchScript(parsed->job, self);
   std::string path = parsed->script.value_or((fs::temp_directory_path() / "gpulaunch-submit.XXXXXX").string());
   if (!parsed->script) {
     const int fd = mkstemp(path.data());

@@ -5,7 +5,7 @@
 
 #include "common/env.h"
 #include "common/host_spec.h"
-#include "common/slurm_allocation.h"
+#include "slurm/slurm_allocation.h"
 #include "common/strings.h"
 #include "launcher/base/host_identity.h"
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "slurm/batch_script.h"
 
 namespace gpulaunch {
 
@@ -99,14 +100,9 @@ std::string SlurmConfigHelpText();
 // everything for the gpulaunch that the batch job runs (options and
 // program), checked now as that gpulaunch would check it and kept verbatim.
 struct SubmitOptions {
-  int nodes = 0;                       // -N, required
-  int ranks = 0;                       // -n (0: Slurm's default, one task per node)
-  int gpus_per_node = 0;
-  std::string time, partition, job_name = "gpulaunch", output;
+  BatchJob job;                        // what the script asks of Slurm and runs (--sbatch-arg: job.sbatch_args)
   std::optional<std::string> script;   // keep the batch script at this path
-  std::vector<std::string> sbatch_args;  // --sbatch-arg, each one sbatch word (#SBATCH lines)
   bool test_only = false;              // sbatch --test-only: ask, submit nothing
-  std::vector<std::string> launch;     // gpulaunch's arguments in the job
   bool help = false;
 };
 StatusOr<SubmitOptions> ParseSubmitCommandLine(const std::vector<std::string>& args);

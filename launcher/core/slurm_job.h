@@ -11,7 +11,7 @@
 
 #include "common/cluster_topology.h"
 #include "common/network_tree.h"
-#include "common/slurm_allocation.h"
+#include "slurm/slurm_allocation.h"
 #include "common/status.h"
 #include "policies/placement.h"
 

@@ -78,19 +78,19 @@ StatusOr<SubmitOptions> ParseSubmitCommandLine(const std::vector<std::string>& a
     return o;
   }
   if (!vm.count("nodes")) return p.Error("needs -N NODES, e.g. gpulaunch submit -N 4 -- ./job");
-  GL_ASSIGN_OR_RETURN(o.nodes, IntOption(p, vm, "nodes", 0, 1, 1000000, "nodes"));
-  GL_ASSIGN_OR_RETURN(o.ranks, IntOption(p, vm, "ntasks", 0, 1, 100000000, "ranks"));
-  GL_ASSIGN_OR_RETURN(o.gpus_per_node, IntOption(p, vm, "gpus-per-node", 0, 1, 1024, "GPUs"));
-  for (auto [name, out] : {std::pair{"time", &o.time}, std::pair{"partition", &o.partition},
-                           std::pair{"job-name", &o.job_name}, std::pair{"output", &o.output}}) {
+  GL_ASSIGN_OR_RETURN(o.job.nodes, IntOption(p, vm, "nodes", 0, 1, 1000000, "nodes"));
+  GL_ASSIGN_OR_RETURN(o.job.ranks, IntOption(p, vm, "ntasks", 0, 1, 100000000, "ranks"));
+  GL_ASSIGN_OR_RETURN(o.job.gpus_per_node, IntOption(p, vm, "gpus-per-node", 0, 1, 1024, "GPUs"));
+  for (auto [name, out] : {std::pair{"time", &o.job.time}, std::pair{"partition", &o.job.partition},
+                           std::pair{"job-name", &o.job.job_name}, std::pair{"output", &o.job.output}}) {
     if (!vm.count(name)) continue;
     *out = vm[name].as<std::string>();
     GL_RETURN_IF_ERROR(OneLine(p, std::string("--") + name, *out));
     if (out->empty()) return p.Error(std::string("--") + name + " is empty");
   }
   if (vm.count("script")) o.script = vm["script"].as<std::string>();
-  if (vm.count("sbatch-arg")) o.sbatch_args = vm["sbatch-arg"].as<std::vector<std::string>>();
-  for (const std::string& a : o.sbatch_args) {
+  if (vm.count("sbatch-arg")) o.job.sbatch_args = vm["sbatch-arg"].as<std::vector<std::string>>();
+  for (const std::string& a : o.job.sbatch_args) {
     GL_RETURN_IF_ERROR(OneLine(p, "--sbatch-arg", a));
     if (a.size() < 2 || a[0] != '-') {
       return p.Error("--sbatch-arg '" + a + "': give one sbatch option as sbatch spells it, e.g. "
@@ -98,13 +98,13 @@ StatusOr<SubmitOptions> ParseSubmitCommandLine(const std::vector<std::string>& a
     }
   }
   o.test_only = vm.count("test-only") > 0;
-  o.launch.assign(args.begin() + static_cast<long>(std::min(split, args.size())), args.end());
-  if (o.launch.empty()) return p.Error("no program; e.g. gpulaunch submit -N 4 -- ./job");
+  o.job.launch.assign(args.begin() + static_cast<long>(std::min(split, args.size())), args.end());
+  if (o.job.launch.empty()) return p.Error("no program; e.g. gpulaunch submit -N 4 -- ./job");
   // The gpulaunch in the job will parse this line: parse it now.
-  auto job = ParseCommandLine(o.launch);
+  auto job = ParseCommandLine(o.job.launch);
   if (!job.ok()) {
     std::string why = job.status().message();
-    for (const std::string& word : o.launch) {
+    for (const std::string& word : o.job.launch) {
       if (word.rfind("-", 0) == 0 && why.find("option '" + word + "'") != std::string::npos) {
         why += " (if that is an sbatch option, give it as --sbatch-arg=" + word + ")";
         break;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/network_tree.h"
-#include "common/slurm_allocation.h"
+#include "slurm/slurm_allocation.h"
 #include "launcher/check/node_table.h"
 #include "launcher/check/storage_probe.h"
 #include "policies/pool/gpu_pool.h"

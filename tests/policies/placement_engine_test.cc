@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "common/slurm_allocation.h"
+#include "slurm/slurm_allocation.h"
 #include "common/synthetic_cluster.h"
 #include "launcher/discovery/hwloc_source.h"
 #include "policies/link_model.h"

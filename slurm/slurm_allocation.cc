@@ -1,4 +1,4 @@
-#include "common/slurm_allocation.h"
+#include "slurm/slurm_allocation.h"
 
 #include <algorithm>
 #include <sstream>

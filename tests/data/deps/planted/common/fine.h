@@ -1,0 +1,2 @@
+// common/ may include common/ only.
+#include "common/status.h"
