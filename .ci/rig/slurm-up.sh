@@ -2,7 +2,7 @@
 # A real one-node Slurm cluster on this machine, touching no system state:
 # a private munged (socket under $RIG), slurmctld and slurmd with config,
 # state and logs under $RIG/slurm, non-default ports. Records pids in
-# $RIG/pids (rig-down.sh / slurm-down.sh stop them). Writes $RIG/slurm/env
+# $RIG/pids (.ci/rig/rig-down.sh stops them). Writes $RIG/slurm/env
 # to source: SLURM_CONF.
 set -euo pipefail
 # shellcheck source=slurm-common.sh

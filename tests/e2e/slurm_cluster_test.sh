@@ -65,6 +65,29 @@ mismatches=$(awk -v hash="$hash" '
 check "every rank on its planned host and cores, with the plan hash and the allocation's GPUs" "$mismatches" ""
 check "ranks span the 4 nodes" "$(grep -o 'host=node[0-9]' "$WORK/out" | sort -u | wc -l)" 4
 
+# 2a. The template, copied unedited, finds gpulaunch by itself: on PATH, else
+#     beside the template (asked of scontrol: Slurm runs a spooled copy), and
+#     says which way failed. PATH here has no gpulaunch; GPULAUNCH is unset.
+bare_path=/usr/sbin:/usr/bin:/sbin:/bin
+on1 env -u GPULAUNCH PATH="$bare_path" timeout 120 sbatch --wait -N1 -n1 -o "$WORK/beside.out" "$TEMPLATE" \
+  "$BIN/rank_report" > /dev/null 2>&1
+check "template without GPULAUNCH or PATH: the gpulaunch beside it (../build/bin) runs the job" "$?" 0 ||
+  cat "$WORK/beside.out"
+cp "$TEMPLATE" "$WORK/copy.sbatch"
+on1 env -u GPULAUNCH PATH="$bare_path" timeout 120 sbatch --wait -N1 -n1 -o "$WORK/none.out" "$WORK/copy.sbatch" \
+  "$BIN/rank_report" > /dev/null 2>&1
+check "a copy with no gpulaunch anywhere exits 127" "$?" 127
+check "... saying what it tried and how to fix it" \
+  "$(grep -c 'cannot find gpulaunch: GPULAUNCH is not set, gpulaunch is not on PATH.*Set GPULAUNCH=' "$WORK/none.out")" 1 ||
+  cat "$WORK/none.out"
+on1 env -u GPULAUNCH PATH="$BIN:$bare_path" timeout 120 sbatch --wait -N1 -n1 -o "$WORK/path.out" "$WORK/copy.sbatch" \
+  "$BIN/rank_report" > /dev/null 2>&1
+check "the same copy with gpulaunch on PATH runs the job" "$?" 0 || cat "$WORK/path.out"
+on1 env GPULAUNCH=/nonexistent/gpulaunch timeout 120 sbatch --wait -N1 -n1 -o "$WORK/bad.out" "$WORK/copy.sbatch" \
+  "$BIN/rank_report" > /dev/null 2>&1
+check "a wrong GPULAUNCH exits 127" "$?" 127
+check "... naming it" "$(grep -c 'GPULAUNCH=/nonexistent/gpulaunch is not an executable' "$WORK/bad.out")" 1
+
 # 2b. On a node shared with another job, ranks get only this job's cores and
 #     GPUs (scontrol show job -d). The blocker holds node1's core 0 and GPUs
 #     0-1; HWLOC_XMLFILE lets discovery see the rig's 4 fake GPUs.
