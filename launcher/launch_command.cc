@@ -122,10 +122,8 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
     auto layout = ParseLayout(o.layout, request.ranks);
     if (!layout.ok()) return Fail(layout.status());
     request.layout = *layout;
+    request.unbound_when_unbindable = true;
     auto placement = Place(request, cluster);
-    if (!placement.ok() && placement.status().code() == StatusCode::kInfeasible) {
-      placement = PlaceBySlot(SlotJob(o.ranks, o.oversubscribe), cluster.hosts);
-    }
     if (!placement.ok() && in_allocation && placement.status().code() == StatusCode::kInfeasible) {
       return Fail(Infeasible(placement.status().message() + "; inside Slurm allocation " +
                              EnvOr("SLURM_JOB_ID", "") + " the slots are its tasks: ask sbatch/salloc for more "

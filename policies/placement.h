@@ -38,6 +38,9 @@ struct JobRequest {
   std::string comm = "allreduce";  // allreduce | p2p | compute
   std::vector<std::string> exclude_hosts;
   CommVolume volume;
+  // Place() only: fill an unbindable job slot by slot, unbound, rather than
+  // refuse it (what a launch wants; a plan shows the refusal).
+  bool unbound_when_unbindable = false;
 };
 
 // Where one rank runs and what it may use.

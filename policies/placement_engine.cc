@@ -11,7 +11,9 @@
 #include "policies/exact_assignment.h"
 #include "policies/host_selection.h"
 #include "policies/link_model.h"
+#include "policies/gpu_pick.h"
 #include "policies/pci_distance.h"
+#include "policies/slot_placement.h"
 
 namespace gpulaunch {
 namespace {
@@ -25,56 +27,6 @@ int RanksThatFit(const ClusterHost& h, const JobRequest& r) {
                                 : static_cast<int>(h.topology.cores.size()) / std::max(1, r.cores_per_rank);
   if (h.slots) fit = std::min(fit, *h.slots);
   return fit;
-}
-
-// Free GPUs grouped into islands (NVLink components, else NUMA nodes), each
-// in PCI bus order.
-std::vector<std::vector<int>> Islands(const ClusterHost& host) {
-  const HostTopology& t = host.topology;
-  std::vector<int> free;
-  for (const Gpu& g : t.gpus)
-    if (host.GpuFree(g.index)) free.push_back(g.index);
-  std::vector<std::vector<int>> islands;
-  std::set<int> seen;
-  for (int g : free) {
-    if (seen.count(g)) continue;
-    std::vector<int> island, stack = {g};
-    seen.insert(g);
-    while (!stack.empty()) {
-      const int cur = stack.back();
-      stack.pop_back();
-      island.push_back(cur);
-      for (int o : free) {
-        const bool linked = t.gpu_link_gbps.empty() ? t.gpus[o].numa_node == t.gpus[cur].numa_node
-                                                     : t.GpuLinkGbps(cur, o) > 0;
-        if (!seen.count(o) && linked) {
-          seen.insert(o);
-          stack.push_back(o);
-        }
-      }
-    }
-    // PCI bus order: bus numbers are assigned depth-first, so GPUs below one
-    // PCIe switch are already neighbours.
-    std::sort(island.begin(), island.end());
-    islands.push_back(island);
-  }
-  return islands;
-}
-
-// `need` GPUs: the smallest island that holds them all (keeps big islands
-// whole), else whole islands from the largest down.
-std::vector<int> PickGpus(const ClusterHost& host, int need) {
-  auto islands = Islands(host);
-  const std::vector<int>* fit = nullptr;
-  for (const auto& is : islands)
-    if (static_cast<int>(is.size()) >= need && (!fit || is.size() < fit->size())) fit = &is;
-  if (fit) return std::vector<int>(fit->begin(), fit->begin() + need);
-  std::stable_sort(islands.begin(), islands.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
-  std::vector<int> out;
-  for (const auto& is : islands)
-    for (int g : is)
-      if (static_cast<int>(out.size()) < need) out.push_back(g);
-  return out;
 }
 
 // Fills cpus, memory node and NIC of the ranks on one host (GPUs chosen).
@@ -287,9 +239,9 @@ StatusOr<Placement> PlaceWithUnit(const JobRequest& r, const ClusterTopology& c,
   return p;
 }
 
-}  // namespace
-
-StatusOr<Placement> Place(const JobRequest& request, const ClusterTopology& c) {
+// The topology-aware engine (the presets compact, spread, fault-domain,
+// fragmented).
+StatusOr<Placement> PlaceByTopology(const JobRequest& request, const ClusterTopology& c) {
   GL_ASSIGN_OR_RETURN(const JobRequest r, Normalise(request, c));
   // Candidates: whole TP groups per host (the preference), plain ranks, and
   // what Open MPI's by-slot mapping would do. The plan never spans more hosts
@@ -325,6 +277,22 @@ StatusOr<Placement> Place(const JobRequest& request, const ClusterTopology& c) {
   return best;
 }
 
+}  // namespace
+
+StatusOr<Placement> Place(const JobRequest& request, const ClusterTopology& c) {
+  if (request.policy == kBySlotPolicy) return PlaceLikeOpenMpiBySlot(request, c);
+  auto placed = PlaceByTopology(request, c);
+  if (placed.ok() || placed.status().code() != StatusCode::kInfeasible || !request.unbound_when_unbindable) {
+    return placed;
+  }
+  // More ranks than GPUs or cores to bind them to: what mpirun would run,
+  // slot by slot and unbound (slot_placement.h), when the slots allow it.
+  JobRequest slots;
+  slots.ranks = request.ranks;
+  slots.oversubscribe = request.oversubscribe;
+  return PlaceBySlot(slots, c.hosts);
+}
+
 StatusOr<Placement> PlaceLikeOpenMpiBySlot(const JobRequest& request, const ClusterTopology& c) {
   GL_ASSIGN_OR_RETURN(const JobRequest r, Normalise(request, c));
   std::vector<std::pair<int, std::vector<std::vector<int>>>> host_slots;
@@ -351,56 +319,6 @@ StatusOr<Placement> PlaceLikeOpenMpiBySlot(const JobRequest& request, const Clus
   for (const auto& [h, gpu_sets] : host_slots)
     for (const auto& gpus : gpu_sets) slots.push_back({h, gpus});
   return Assemble(c, r, slots, /*tp_innermost_fill=*/false);
-}
-
-StepModel ModelStep(const Placement& p, const ClusterTopology& c, const JobRequest& request) {
-  StepModel m;
-  auto normalised = Normalise(request, c);
-  if (!normalised.ok()) return m;
-  const JobRequest& r = *normalised;
-  std::map<std::string, int> index;
-  for (size_t h = 0; h < c.hosts.size(); ++h) index[c.hosts[h].name] = static_cast<int>(h);
-  auto slot = [&](int rank) {
-    const RankSlot& s = p.ranks[rank];
-    return SlotRef{index.at(s.host), s.gpus.empty() ? -1 : s.gpus.front()};
-  };
-  const ParallelLayout& L = r.layout;
-  for (int rank = 0; rank < L.world_size(); ++rank) {
-    const auto coords = L.CoordsOf(rank);
-    if (coords[kTp] == 0) {
-      std::vector<SlotRef> ring;
-      for (int m2 : L.GroupOf(kTp, rank)) ring.push_back(slot(m2));
-      m.tp_seconds = std::max(m.tp_seconds, RingAllreduceSeconds(c, ring, r.volume.tp_bytes));
-    }
-    if (coords[kPp] == 0) {
-      const auto stages = L.GroupOf(kPp, rank);
-      double t = 0;
-      for (size_t s = 0; s + 1 < stages.size(); ++s) t += PointToPointSeconds(c, slot(stages[s]), slot(stages[s + 1]), r.volume.pp_bytes);
-      m.pp_seconds = std::max(m.pp_seconds, t);
-    }
-    if (coords[kDp] == 0) {
-      std::vector<SlotRef> ring;
-      for (int m2 : L.GroupOf(kDp, rank)) ring.push_back(slot(m2));
-      m.dp_seconds = std::max(m.dp_seconds, RingAllreduceSeconds(c, ring, r.volume.dp_bytes));
-    }
-  }
-  std::set<std::string> switches;
-  for (const std::string& h : p.hosts)
-    for (const NetworkSwitch* s : c.network.PathOf(h)) switches.insert(s->name);
-  // Only the switches a message crosses: drop ancestors above the lowest
-  // common one.
-  if (const NetworkSwitch* top = c.network.CommonAncestor(p.hosts)) {
-    for (const NetworkSwitch* s = top; s && !s->parent.empty();) {
-      const std::string parent = s->parent;
-      switches.erase(parent);
-      s = nullptr;
-      for (const NetworkSwitch& cand : c.network.switches())
-        if (cand.name == parent) s = &cand;
-    }
-  }
-  m.hosts = static_cast<int>(p.hosts.size());
-  m.switches = p.hosts.size() > 1 ? static_cast<int>(switches.size()) : 0;
-  return m;
 }
 
 }  // namespace gpulaunch

@@ -23,7 +23,18 @@
 
 namespace gpulaunch {
 
+// The one placement entry point. `request.policy` chooses: the presets of
+// the topology-aware engine above (compact, spread, fault-domain,
+// fragmented; host_selection.h), or kBySlotPolicy, Open MPI's by-slot
+// mapping (below). With `request.unbound_when_unbindable` (launches), a job
+// the engine finds infeasible only because it has more ranks than GPUs or
+// cores to bind them to is filled slot by slot and unbound, as mpirun would
+// run it (slot_placement.h), when the hosts' slots or --oversubscribe allow.
+// (The pool's gang placement, pool/gang_placement.h, decides on the
+// simulator's own model, free GPU counts per host under leaf switches.)
 StatusOr<Placement> Place(const JobRequest& request, const ClusterTopology& cluster);
+
+inline constexpr char kBySlotPolicy[] = "by-slot";
 
 // What Open MPI's default by-slot mapping does with the same job: ranks in
 // numeric order fill the hosts in listed order, slot by slot (GPUs in index

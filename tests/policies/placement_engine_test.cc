@@ -119,6 +119,37 @@ TEST(PlacementEngine, InfeasibleSaysWhatIsShortAndByHowMuch) {
   EXPECT_EQ(Place(r, c).status().code(), StatusCode::kInvalidArgument);
 }
 
+// Place() is the one entry point: by-slot is a policy behind it, and a
+// launch's unbindable job (more ranks than GPUs) is filled slot by slot,
+// unbound, where the slots allow; a plan (no flag) is told it does not fit.
+TEST(PlacementEngine, OneEntryPointForEveryMapping) {
+  const auto c = Cluster("node:2 gpu:4 core:4");
+  JobRequest by_slot = Job(6);
+  by_slot.policy = kBySlotPolicy;
+  auto p = Place(by_slot, c);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto direct = PlaceLikeOpenMpiBySlot(Job(6), c);
+  ASSERT_TRUE(direct.ok());
+  ASSERT_EQ(p->ranks.size(), 6u);
+  for (size_t i = 0; i < p->ranks.size(); ++i) {
+    EXPECT_EQ(p->ranks[i].host, direct->ranks[i].host) << i;
+    EXPECT_EQ(p->ranks[i].gpus, direct->ranks[i].gpus) << i;
+  }
+  EXPECT_EQ(p->ranks[3].host, "node0001");  // host order, slot by slot
+  EXPECT_EQ(p->ranks[4].host, "node0002");
+
+  JobRequest many = Job(12);
+  many.oversubscribe = true;
+  EXPECT_EQ(Place(many, c).status().code(), StatusCode::kInfeasible);  // 12 ranks, 8 GPUs
+  many.unbound_when_unbindable = true;
+  auto filled = Place(many, c);
+  ASSERT_TRUE(filled.ok()) << filled.status().ToString();
+  ASSERT_EQ(filled->ranks.size(), 12u);
+  for (const RankSlot& r : filled->ranks) EXPECT_FALSE(r.bound) << r.rank;
+  many.oversubscribe = false;  // and without --oversubscribe the slots (8) do not hold 12
+  EXPECT_EQ(Place(many, c).status().code(), StatusCode::kInfeasible);
+}
+
 // Properties over many requests and clusters.
 TEST(PlacementEngine, PropertiesHoldEverywhere) {
   const char* clusters[] = {"node:1 gpu:8 nic:2", "switch:2 node:3 gpu:4 nic:4", "node:5 gpu:8 numa:2 nvlink:0"};
