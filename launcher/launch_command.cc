@@ -15,7 +15,7 @@
 #include "common/strings.h"
 #include "launcher/engine/engine.h"
 #include "launcher/base/exit_codes.h"
-#include "launcher/core/host_resolution.h"
+#include "launcher/core/cluster_source.h"
 #include "launcher/job/job_launch.h"
 #include "launcher/core/options.h"
 #include "launcher/core/plan.h"
@@ -102,22 +102,19 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
   }
   const fs::path bin = SelfDir();
   const ResolveSettings resolve{(bin / "gpulaunch-probe").string(), root_allowed, &engine};
-  auto resolved = ResolveHosts(HostRequest{o.host_args, o.hostfile, o.topology_files, o.dry_run}, resolve);
-  if (!resolved.ok()) return Fail(resolved.status());
+  ClusterSource source;
+  source.hosts = HostRequest{o.host_args, o.hostfile, o.topology_files, o.dry_run};
+  auto built = BuildClusterTopology(source, resolve);
+  if (!built.ok()) return Fail(built.status());
   // Hosts that failed in an earlier launch of this job (--on-failure=restart:N).
   std::set<std::string> excluded;
   for (int restart = 0;; ++restart) {
-    // The placement engine decides (the same as `gpulaunch plan`); only what it
-    // cannot bind (more ranks than GPUs or cores: --oversubscribe, or slots
-    // granted beyond the hardware) goes to the even, unbound slot filler.
-    ClusterTopology cluster;
+    // The placement engine decides, as for `gpulaunch plan`; what it cannot
+    // bind (more ranks than GPUs or cores: --oversubscribe, or slots granted
+    // beyond the hardware) it fills slot by slot, unbound.
+    const ClusterTopology cluster = WithoutHosts(built->topology, excluded);
     int slots = 0;
-    for (const ClusterHost& h : resolved->hosts) {
-      if (excluded.count(h.name)) continue;
-      cluster.hosts.push_back(h);
-      slots += EffectiveSlots(h);
-    }
-    if (auto tree = SlurmNetworkTree()) cluster.network = std::move(*tree);
+    for (const ClusterHost& h : cluster.hosts) slots += EffectiveSlots(h);
     JobRequest request = SlotJob(o.ranks > 0 ? o.ranks : slots, o.oversubscribe);
     auto layout = ParseLayout(o.layout, request.ranks);
     if (!layout.ok()) return Fail(layout.status());
@@ -130,7 +127,7 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
                              "(-n, --ntasks-per-node) or launch fewer ranks"));
     }
     if (!placement.ok()) return Fail(placement.status());
-    LaunchPlan plan = MakeLaunchPlan(std::move(placement).value(), request.layout, o, resolved->all_local);
+    LaunchPlan plan = MakeLaunchPlan(std::move(placement).value(), request.layout, o, built->all_local);
 
     EngineSettings settings;
     settings.shim = (bin / "gpulaunch-shim").string();

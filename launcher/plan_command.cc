@@ -10,17 +10,14 @@
 #include <optional>
 #include <sstream>
 
-#include "common/cluster_json.h"
 #include "common/hostlist.h"
 #include "common/json.h"
 #include "common/strings.h"
-#include "common/synthetic_cluster.h"
 #include "launcher/engine/engine.h"
 #include "launcher/base/exit_codes.h"
 #include "launcher/base/host_identity.h"
-#include "launcher/core/host_resolution.h"
+#include "launcher/core/cluster_source.h"
 #include "launcher/core/layout_auto.h"
-#include "launcher/core/slurm_job.h"
 #include "launcher/core/options.h"
 #include "launcher/core/plan.h"
 #include "policies/placement_engine.h"
@@ -32,32 +29,16 @@ namespace fs = std::filesystem;
 namespace gpulaunch {
 namespace {
 
+// plan and slurm-config: the cluster their options describe (cluster_source.h).
 StatusOr<ClusterTopology> BuildCluster(const PlanOptions& o) {
-  ClusterTopology c;
-  if (o.synthetic) {
-    GL_ASSIGN_OR_RETURN(ClusterSpec spec, ParseClusterSpec(*o.synthetic));
-    for (const std::string& note : spec.notes) std::cerr << "gpulaunch: note: " << note << "\n";
-    GL_ASSIGN_OR_RETURN(c, MakeSyntheticCluster(spec));
-  } else if (o.cluster_file) {
-    GL_ASSIGN_OR_RETURN(c, ReadClusterFile(*o.cluster_file));
-  } else {
-    const HostRequest request{o.host_args, o.hostfile, o.topology_files, /*planning_only=*/true};
-    const std::string probe = (fs::read_symlink("/proc/self/exe").parent_path() / "gpulaunch-probe").string();
-    GL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, SelectEngine("auto"));  // probes through srun in an allocation
-    GL_ASSIGN_OR_RETURN(ResolvedHosts hosts, ResolveHosts(request, ResolveSettings{probe, o.allow_run_as_root, engine.get()}));
-    c.hosts = std::move(hosts.hosts);
-  }
-  if (o.network) {
-    GL_ASSIGN_OR_RETURN(c.network, ReadTopologyConf(*o.network));
-  } else if (!o.synthetic && !o.cluster_file) {
-    if (auto tree = SlurmNetworkTree()) c.network = std::move(*tree);  // inside an allocation
-  }
-  if (o.dump_cluster) {
-    std::ofstream out(*o.dump_cluster);
-    out << DumpClusterJson(c);
-    if (!out) return Internal("cannot write the cluster file '" + *o.dump_cluster + "'");
-  }
-  return c;
+  ClusterSource source{HostRequest{o.host_args, o.hostfile, o.topology_files, /*planning_only=*/true}, o.synthetic,
+                       o.cluster_file, o.network, o.dump_cluster};
+  const std::string probe = (fs::read_symlink("/proc/self/exe").parent_path() / "gpulaunch-probe").string();
+  GL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, SelectEngine("auto"));  // probes through srun in an allocation
+  GL_ASSIGN_OR_RETURN(BuiltCluster built, BuildClusterTopology(source, ResolveSettings{probe, o.allow_run_as_root,
+                                                                                       engine.get()}));
+  for (const std::string& note : built.notes) std::cerr << "gpulaunch: note: " << note << "\n";
+  return std::move(built.topology);
 }
 
 std::string GpuIds(const ClusterTopology& c, const RankSlot& s) {

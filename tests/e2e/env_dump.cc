@@ -14,6 +14,10 @@
 //                       --wait-dir they are recorded as DIR/<signal>.R, and ignored
 //   --fail-rank R       that rank says so on stderr and exits 3 (with
 //                       GPULAUNCH_RESTART_COUNT unset or 0 only)
+//   --start-dir DIR     every rank writes DIR/started.R first, and the --fail-rank
+//                       rank fails only once every rank's file is there (up to
+//                       30 s), so the others are running when the job is torn
+//                       down, whatever the load
 //   --stall-rank R      every rank reports progress (libgpurt heartbeats) for
 //                       1.5 s; then the others exit and that rank hangs in
 //                       StallHere() for 60 s. With --wait-dir, the others
@@ -72,6 +76,7 @@ void OnSignal(int sig) {
 
 int main(int argc, char** argv) {
   int lines = 0, kill_self = -1, sleep_s = 0, fail_rank = -1, stall_rank = -1;
+  std::string start_dir;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--stubborn")) {
       g_stubborn = true;
@@ -86,6 +91,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--sleep")) sleep_s = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--fail-rank")) fail_rank = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--stall-rank")) stall_rank = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--start-dir")) start_dir = argv[++i];
   }
   const int rank = std::atoi(Env("RANK"));
   char host[256] = {0};
@@ -99,6 +105,16 @@ int main(int argc, char** argv) {
   for (int i = 0; i < lines; ++i) std::printf("rank=%d line=%d %s\n", rank, i, std::string(60, 'x').c_str());
   std::fflush(stdout);
   if (rank == kill_self) raise(SIGKILL);
+  if (!start_dir.empty()) {
+    if (FILE* f = std::fopen((start_dir + "/started." + std::to_string(rank)).c_str(), "w")) std::fclose(f);
+    const int world = std::atoi(Env("WORLD_SIZE"));
+    auto all_started = [&] {
+      for (int r = 0; r < world; ++r)
+        if (access((start_dir + "/started." + std::to_string(r)).c_str(), F_OK) != 0) return false;
+      return true;
+    };
+    for (int i = 0; rank == fail_rank && i < 300 && !all_started(); ++i) usleep(100000);
+  }
   if (rank == fail_rank && std::atoi(Env("GPULAUNCH_RESTART_COUNT")) == 0) {
     std::fprintf(stderr, "env_dump: rank %d fails on purpose\n", rank);
     return 3;

@@ -26,10 +26,14 @@ Json ReadSummary(const std::string& path) {
 
 const Json& RankEntry(const Json& summary, int rank) { return summary.Find("ranks")->items().at(rank); }
 
+// Rank 2 fails once every rank runs (--start-dir): under load a rank that
+// failed at once could take the job down before another rank had started,
+// and that one would rightly be "never-started".
 TEST(Failure, SummaryAndRootCauseNameTheRankThatFailed) {
   TempDir dir("summary");
   const CapturedRun run = Launch({"-n", "4", "--oversubscribe", "--allow-run-as-root", "--summary",
-                                  dir / "summary.json", kBin + "/env_dump", "--fail-rank", "2", "--sleep", "30"});
+                                  dir / "summary.json", kBin + "/env_dump", "--fail-rank", "2", "--sleep", "30",
+                                  "--start-dir", dir.path.string()});
   EXPECT_EQ(ExitCode(run), 3) << run.err;
   const auto block = run.err.find("gpulaunch: ---- root cause ----\n");
   ASSERT_NE(block, std::string::npos) << run.err;

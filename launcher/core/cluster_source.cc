@@ -1,0 +1,48 @@
+#include "launcher/core/cluster_source.h"
+
+#include <fstream>
+
+#include "common/cluster_json.h"
+#include "common/cluster_spec.h"
+#include "common/synthetic_cluster.h"
+#include "launcher/core/slurm_job.h"
+
+namespace gpulaunch {
+
+StatusOr<BuiltCluster> BuildClusterTopology(const ClusterSource& source, const ResolveSettings& settings) {
+  BuiltCluster built;
+  ClusterTopology& c = built.topology;
+  const bool whole = source.synthetic || source.cluster_file;
+  if (source.synthetic) {
+    GL_ASSIGN_OR_RETURN(ClusterSpec spec, ParseClusterSpec(*source.synthetic));
+    built.notes = spec.notes;
+    GL_ASSIGN_OR_RETURN(c, MakeSyntheticCluster(spec));
+  } else if (source.cluster_file) {
+    GL_ASSIGN_OR_RETURN(c, ReadClusterFile(*source.cluster_file));
+  } else {
+    GL_ASSIGN_OR_RETURN(ResolvedHosts hosts, ResolveHosts(source.hosts, settings));
+    c.hosts = std::move(hosts.hosts);
+    built.all_local = hosts.all_local;
+  }
+  if (source.network) {
+    GL_ASSIGN_OR_RETURN(c.network, ReadTopologyConf(*source.network));
+  } else if (!whole) {
+    if (auto tree = SlurmNetworkTree()) c.network = std::move(*tree);  // inside an allocation
+  }
+  if (source.dump_cluster) {
+    std::ofstream out(*source.dump_cluster);
+    out << DumpClusterJson(c);
+    if (!out) return Internal("cannot write the cluster file '" + *source.dump_cluster + "'");
+  }
+  return built;
+}
+
+ClusterTopology WithoutHosts(const ClusterTopology& cluster, const std::set<std::string>& excluded) {
+  ClusterTopology out;
+  out.network = cluster.network;
+  for (const ClusterHost& h : cluster.hosts)
+    if (!excluded.count(h.name)) out.hosts.push_back(h);
+  return out;
+}
+
+}  // namespace gpulaunch
