@@ -95,8 +95,13 @@ std::optional<std::vector<int>> ParseIdList(std::string_view s) {
 }
 
 std::string ShellQuote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@,+-{}") ==
-                        std::string::npos) {
+  // Braces are literal to bash unless they hold a list or a sequence
+  // ("{a,b}", "{1..3}"), so "{job_dir}/rankfile" may stay bare.
+  const bool brace_expansion = s.find('{') != std::string::npos && s.find('}') != std::string::npos &&
+                               (s.find(',') != std::string::npos || s.find("..") != std::string::npos);
+  if (!s.empty() && !brace_expansion &&
+      s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@,+-{}") ==
+          std::string::npos) {
     return s;
   }
   std::string q = "'";

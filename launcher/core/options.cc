@@ -4,6 +4,7 @@
 #include <regex>
 #include <sstream>
 
+#include "common/parallel_layout.h"
 #include "common/strings.h"
 
 namespace po = boost::program_options;
@@ -204,7 +205,13 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
   }
   if (vm.count("no-summary") || o.summary_path.empty()) o.summary_path.clear();
   if (vm.count("topology-file")) o.topology_files = vm["topology-file"].as<std::vector<std::string>>();
-  if (vm.count("layout")) o.layout = vm["layout"].as<std::string>();
+  if (vm.count("layout")) {
+    // Checked here, not only at placement, so that `submit` refuses a bad
+    // layout before anything runs; with -n, its product too.
+    o.layout = vm["layout"].as<std::string>();
+    if (o.layout.empty()) return InvalidArgument("--layout is empty: give e.g. --layout tp=4,pp=2, or leave it out");
+    GL_RETURN_IF_ERROR(ParseLayout(o.layout, o.ranks).status());
+  }
   if (vm.count("launcher")) {
     o.launcher = vm["launcher"].as<std::string>();
     if (o.launcher != "auto" && o.launcher != "mpirun" && o.launcher != "srun") {

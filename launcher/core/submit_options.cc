@@ -3,6 +3,9 @@
 // word that is not one of them, and the rest is the command line of the
 // gpulaunch inside the batch job: parsed here as that gpulaunch will parse
 // it, so a mistake exits 2 now instead of failing once the job runs.
+#include <filesystem>
+#include <regex>
+
 #include "launcher/core/options.h"
 #include "launcher/core/subcommand_parser.h"
 
@@ -51,6 +54,14 @@ const SubcommandParser& SubmitParser() {
   return *parser;
 }
 
+// sbatch's --time: minutes, minutes:seconds, hours:minutes:seconds,
+// days-hours, days-hours:minutes, days-hours:minutes:seconds, or
+// UNLIMITED / INFINITE.
+bool IsSbatchTime(const std::string& t) {
+  static const std::regex form(R"(\d+(:\d+){0,2}|\d+-\d+(:\d+){0,2}|UNLIMITED|INFINITE)", std::regex::icase);
+  return t.size() <= 32 && std::regex_match(t, form);
+}
+
 // sbatch reads #SBATCH lines word by word; a newline would end the line.
 Status OneLine(const SubcommandParser& p, const std::string& option, const std::string& value) {
   if (value.find_first_of(std::string("\n\r\0", 3)) != std::string::npos) {
@@ -88,6 +99,10 @@ StatusOr<SubmitOptions> ParseSubmitCommandLine(const std::vector<std::string>& a
     GL_RETURN_IF_ERROR(OneLine(p, std::string("--") + name, *out));
     if (out->empty()) return p.Error(std::string("--") + name + " is empty");
   }
+  if (!o.job.time.empty() && !IsSbatchTime(o.job.time)) {
+    return p.Error("--time " + o.job.time + ": give minutes, MM:SS, HH:MM:SS or D-HH[:MM[:SS]], as sbatch takes it "
+                   "(e.g. --time 30 or --time 1-12:00:00)");
+  }
   if (vm.count("script")) o.script = vm["script"].as<std::string>();
   if (vm.count("sbatch-arg")) o.job.sbatch_args = vm["sbatch-arg"].as<std::vector<std::string>>();
   for (const std::string& a : o.job.sbatch_args) {
@@ -114,6 +129,12 @@ StatusOr<SubmitOptions> ParseSubmitCommandLine(const std::vector<std::string>& a
   }
   if (job->action != CommandAction::kRun) {
     return p.Error("the job's gpulaunch command line asks for --help or --version; give the program to run");
+  }
+  // The batch job starts where it is submitted from, on a filesystem the
+  // nodes share: a hostfile missing here is missing there.
+  if (job->options.hostfile && !std::filesystem::is_regular_file(*job->options.hostfile)) {
+    return p.Error("the job's gpulaunch command line: --hostfile " + *job->options.hostfile +
+                   ": no such file here; nothing was submitted");
   }
   return o;
 }

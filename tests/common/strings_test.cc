@@ -5,6 +5,18 @@
 namespace gpulaunch {
 namespace {
 
+// What bash would expand is quoted; what it takes literally stays bare.
+TEST(ShellQuote, QuotesWhatBashWouldExpand) {
+  EXPECT_EQ(ShellQuote("{a,b}"), "'{a,b}'");
+  EXPECT_EQ(ShellQuote("x{1..3}"), "'x{1..3}'");
+  EXPECT_EQ(ShellQuote("{job_dir}/rankfile"), "{job_dir}/rankfile");
+  EXPECT_EQ(ShellQuote("node[1-2],b"), "'node[1-2],b'");
+  EXPECT_EQ(ShellQuote("a,b"), "a,b");
+  EXPECT_EQ(ShellQuote("it's"), "'it'\\''s'");
+  EXPECT_EQ(ShellQuote(""), "''");
+  EXPECT_EQ(ShellQuote("~"), "'~'");
+}
+
 TEST(IdList, FormatsRuns) {
   EXPECT_EQ(FormatIdList({}), "");
   EXPECT_EQ(FormatIdList({3}), "3");

@@ -66,6 +66,9 @@ TEST(Options, BadInputIsAUsageErrorThatSaysWhat) {
       {{"--hostfile", "a", "--machinefile", "b", "job"}, "same option"},
       {{"-n"}, "-n"},
       {{"--kill-grace", "-1", "job"}, "from 0 to 3600"},
+      {{"--layout", "", "job"}, "--layout is empty"},
+      {{"--layout", "tp=0", "job"}, "must be a positive whole number"},
+      {{"-n", "4", "--layout", "tp=3", "job"}, "tp=3"},
   };
   for (const auto& [args, want] : cases) {
     auto cl = Parse(args);

@@ -1,7 +1,14 @@
 #include "launcher/core/options.h"
-#include "slurm/batch_script.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "launcher/base/process.h"
+#include "slurm/batch_script.h"
 
 namespace gpulaunch {
 namespace {
@@ -32,6 +39,32 @@ TEST(Submit, BadInput) {
   EXPECT_FALSE(ParseSubmitCommandLine({"-N", "2"}).ok());             // no program
   EXPECT_FALSE(ParseSubmitCommandLine({"-N", "2", "--time"}).ok());   // missing value
   EXPECT_FALSE(ParseSubmitCommandLine({"-N", "2", "-J", "a\nb", "./job"}).ok());
+}
+
+// The script hands the job the exact argv, whatever the words hold: it is
+// run with bash here, with printf standing in for gpulaunch, on random bytes.
+TEST(Submit, TheScriptPassesEveryWordByteForByte) {
+  std::mt19937 rng(20261201);
+  for (int round = 0; round < 40; ++round) {
+    BatchJob job;
+    job.nodes = 1;
+    job.launch = {"-c", "printf '%s\\0' \"$@\"", "argv0"};
+    std::vector<std::string> words = {"{a,b}", "{1..3}", "*", "~", "!x", "$HOME", "a\nb", "-n", "it's", "\\", ""};
+    for (int w = 0; w < 4; ++w) {
+      std::string word;
+      for (int n = static_cast<int>(rng() % 12); n > 0; --n) word += static_cast<char>(1 + rng() % 255);
+      words.push_back(word);
+    }
+    job.launch.insert(job.launch.end(), words.begin(), words.end());
+    const std::string script = (std::filesystem::temp_directory_path() /
+                                ("gl-submit-test-" + std::to_string(getpid()) + ".sbatch")).string();
+    std::ofstream(script) << RenderBatchScript(job, "/bin/bash");
+    const CapturedRun run = RunCaptured({"/bin/bash", script}, EnvironmentWith({}), 10000);
+    std::filesystem::remove(script);
+    std::string want;
+    for (const std::string& w : words) want += w + std::string(1, '\0');
+    ASSERT_EQ(run.out, want) << round << ": " << run.err;
+  }
 }
 
 TEST(Submit, SbatchOptionsGoToTheirOwnQuotedLines) {
@@ -68,6 +101,19 @@ TEST(Submit, TheJobsCommandLineIsCheckedAtSubmitTime) {
   EXPECT_EQ(ParseSubmitCommandLine({"-N", "2", "--sbatch-arg", "--comment=a\nb", "./job"}).status().message(),
             "submit: --sbatch-arg: a value must be one line");
   EXPECT_EQ(ParseSubmitCommandLine({"-N", "x", "./job"}).status().message(), "submit: --nodes x: give nodes from 1 to 1000000");
+  EXPECT_NE(ParseSubmitCommandLine({"-N", "1", "--time", "banana", "./job"}).status().message().find("--time banana: give"),
+            std::string::npos);
+  for (const char* time : {"30", "10:00", "1:00:00", "2-12", "1-12:30", "1-12:30:15", "UNLIMITED"}) {
+    EXPECT_TRUE(ParseSubmitCommandLine({"-N", "1", "--time", time, "./job"}).ok()) << time;
+  }
+  const std::string layout = ParseSubmitCommandLine({"-N", "1", "--", "-n", "abc", "--layout", "tp=0", "./job"})
+                                 .status().message();
+  EXPECT_NE(layout.find("the job's gpulaunch command line"), std::string::npos) << layout;
+  EXPECT_NE(ParseSubmitCommandLine({"-N", "1", "--", "--layout", "tp=0", "./job"}).status().message().find("tp"),
+            std::string::npos);
+  EXPECT_NE(ParseSubmitCommandLine({"-N", "1", "--hostfile", "/nonexistent", "./job"}).status().message()
+                .find("--hostfile /nonexistent: no such file here; nothing was submitted"),
+            std::string::npos);
   EXPECT_TRUE(ParseSubmitCommandLine({"-h"}).value().help);
   for (const char* common : {"--account", "--qos", "--constraint", "--exclusive", "--overcommit", "--gres",
                              "--gpus-per-task", "--signal", "--dependency", "--array", "--mail-type"}) {
