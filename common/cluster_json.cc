@@ -1,6 +1,8 @@
 #include "common/cluster_json.h"
 
+#include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "common/json.h"
@@ -8,6 +10,11 @@
 
 namespace gpulaunch {
 namespace {
+
+// Bounds on what a real machine has, so nonsense is refused, not modelled.
+constexpr int64_t kMaxIndex = 1 << 20;      // PUs, cores, NUMA nodes, packages
+constexpr double kMaxGbps = 1e6;            // a link or NIC, in Gb/s
+constexpr double kMaxGpuBytes = 1ull << 50;  // 1 PiB of GPU memory
 
 Json Ids(const std::vector<int>& ids) { return Json(FormatIdList(ids)); }
 
@@ -38,6 +45,28 @@ class Reader {
   StatusOr<double> Num(const Json& o, const std::string& k) const {
     GL_ASSIGN_OR_RETURN(const Json* v, Field(o, k, Json::Type::kNumber));
     return v->AsNumber();
+  }
+  // A whole number within [lo, hi].
+  StatusOr<int64_t> Int(const Json& o, const std::string& k, int64_t lo, int64_t hi) const {
+    GL_ASSIGN_OR_RETURN(const Json* v, Field(o, k, Json::Type::kNumber));
+    const double d = v->AsNumber();
+    if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi)) || d != static_cast<double>(static_cast<int64_t>(d))) {
+      return Error(*v, "\"" + k + "\" is " + v->Write().substr(0, v->Write().size() - 1) + "; give a whole number from " +
+                           std::to_string(lo) + " to " + std::to_string(hi));
+    }
+    return static_cast<int64_t>(d);
+  }
+  // A finite number within [0, hi] (speeds, sizes).
+  StatusOr<double> Amount(const Json& o, const std::string& k, double hi, const std::string& unit) const {
+    GL_ASSIGN_OR_RETURN(const Json* v, Field(o, k, Json::Type::kNumber));
+    const double d = v->AsNumber();
+    if (!(d >= 0 && d <= hi)) {
+      char range[64];
+      std::snprintf(range, sizeof range, "from 0 to %g", hi);
+      return Error(*v, "\"" + k + "\" is " + v->Write().substr(0, v->Write().size() - 1) + "; give " + unit + " " +
+                           range);
+    }
+    return d;
   }
   StatusOr<std::vector<int>> IdList(const Json& o, const std::string& k) const {
     GL_ASSIGN_OR_RETURN(const Json* v, Field(o, k, Json::Type::kString));
@@ -76,30 +105,52 @@ Status ReadPuSets(const Reader& rd, const Json& host, const std::string& key, st
   GL_ASSIGN_OR_RETURN(const Json* arr, rd.Field(host, key, Json::Type::kArray));
   for (const Json& item : arr->items()) {
     PuSet set;
-    GL_ASSIGN_OR_RETURN(double os, rd.Num(item, "os_index"));
+    GL_ASSIGN_OR_RETURN(int64_t os, rd.Int(item, "os_index", 0, kMaxIndex));
     GL_ASSIGN_OR_RETURN(set.pus, rd.IdList(item, "pus"));
     set.os_index = static_cast<int>(os);
+    for (const PuSet& other : *out) {
+      if (other.os_index == set.os_index) {
+        return rd.Error(item, "\"" + key + "\": os_index " + std::to_string(os) + " appears twice");
+      }
+    }
     out->push_back(std::move(set));
   }
   return Status::Ok();
 }
 
+// A NUMA node or package a core, GPU or NIC names must be one the host has,
+// or -1: not known (hwloc leaves some cores of real machines outside every
+// NUMA node, and devices of unknown locality).
+template <typename PuSet>
+Status CheckKnown(const Reader& rd, const Json& obj, const std::string& key, int id, const std::vector<PuSet>& sets) {
+  if (id == -1) return Status::Ok();
+  for (const PuSet& s : sets)
+    if (s.os_index == id) return Status::Ok();
+  return rd.Error(*obj.Find(key), "\"" + key + "\" is " + std::to_string(id) + ", which this host does not have");
+}
+
 StatusOr<HostTopology> ReadHost(const Reader& rd, const Json& h) {
   HostTopology t;
+  GL_RETURN_IF_ERROR(ReadPuSets(rd, h, "packages", &t.packages));
+  GL_RETURN_IF_ERROR(ReadPuSets(rd, h, "numa_nodes", &t.numa_nodes));
   GL_ASSIGN_OR_RETURN(const Json* cores, rd.Field(h, "cores", Json::Type::kArray));
+  std::set<int> pus_seen;
   for (const Json& c : cores->items()) {
     Core core;
-    GL_ASSIGN_OR_RETURN(double idx, rd.Num(c, "index"));
+    GL_ASSIGN_OR_RETURN(int64_t idx, rd.Int(c, "index", 0, kMaxIndex));
     GL_ASSIGN_OR_RETURN(core.pus, rd.IdList(c, "pus"));
-    GL_ASSIGN_OR_RETURN(double numa, rd.Num(c, "numa"));
-    GL_ASSIGN_OR_RETURN(double package, rd.Num(c, "package"));
+    GL_ASSIGN_OR_RETURN(int64_t numa, rd.Int(c, "numa", -1, kMaxIndex));
+    GL_ASSIGN_OR_RETURN(int64_t package, rd.Int(c, "package", -1, kMaxIndex));
     core.logical_index = static_cast<int>(idx);
     core.numa_node = static_cast<int>(numa);
     core.package = static_cast<int>(package);
+    GL_RETURN_IF_ERROR(CheckKnown(rd, c, "numa", core.numa_node, t.numa_nodes));
+    GL_RETURN_IF_ERROR(CheckKnown(rd, c, "package", core.package, t.packages));
+    for (int pu : core.pus) {
+      if (!pus_seen.insert(pu).second) return rd.Error(*c.Find("pus"), "PU " + std::to_string(pu) + " is in two cores");
+    }
     t.cores.push_back(core);
   }
-  GL_RETURN_IF_ERROR(ReadPuSets(rd, h, "packages", &t.packages));
-  GL_RETURN_IF_ERROR(ReadPuSets(rd, h, "numa_nodes", &t.numa_nodes));
   GL_ASSIGN_OR_RETURN(const Json* gpus, rd.Field(h, "gpus", Json::Type::kArray));
   for (const Json& g : gpus->items()) {
     Gpu gpu;
@@ -108,8 +159,9 @@ StatusOr<HostTopology> ReadHost(const Reader& rd, const Json& h) {
     GL_ASSIGN_OR_RETURN(gpu.vendor, rd.Str(g, "vendor"));
     GL_ASSIGN_OR_RETURN(gpu.model, rd.Str(g, "model"));
     GL_ASSIGN_OR_RETURN(gpu.uuid, rd.Str(g, "uuid"));
-    GL_ASSIGN_OR_RETURN(double mem, rd.Num(g, "memory_bytes"));
-    GL_ASSIGN_OR_RETURN(double numa_node, rd.Num(g, "numa_node"));
+    GL_ASSIGN_OR_RETURN(double mem, rd.Amount(g, "memory_bytes", kMaxGpuBytes, "bytes"));
+    GL_ASSIGN_OR_RETURN(int64_t numa_node, rd.Int(g, "numa_node", -1, kMaxIndex));
+    GL_RETURN_IF_ERROR(CheckKnown(rd, g, "numa_node", static_cast<int>(numa_node), t.numa_nodes));
     GL_ASSIGN_OR_RETURN(gpu.local_pus, rd.IdList(g, "local_pus"));
     GL_ASSIGN_OR_RETURN(gpu.pci_path, rd.StrList(g, "pci_path"));
     gpu.memory_bytes = static_cast<uint64_t>(mem);
@@ -122,15 +174,18 @@ StatusOr<HostTopology> ReadHost(const Reader& rd, const Json& h) {
     GL_ASSIGN_OR_RETURN(nic.name, rd.Str(n, "name"));
     GL_ASSIGN_OR_RETURN(nic.kind, rd.Str(n, "kind"));
     GL_ASSIGN_OR_RETURN(nic.pci_bus_id, rd.Str(n, "pci_bus_id"));
-    GL_ASSIGN_OR_RETURN(double numa_node, rd.Num(n, "numa_node"));
+    GL_ASSIGN_OR_RETURN(int64_t numa_node, rd.Int(n, "numa_node", -1, kMaxIndex));
+    GL_RETURN_IF_ERROR(CheckKnown(rd, n, "numa_node", static_cast<int>(numa_node), t.numa_nodes));
     GL_ASSIGN_OR_RETURN(nic.pci_path, rd.StrList(n, "pci_path"));
-    GL_ASSIGN_OR_RETURN(nic.gbps, rd.Num(n, "gbps"));
+    GL_ASSIGN_OR_RETURN(nic.gbps, rd.Amount(n, "gbps", kMaxGbps, "Gb/s"));
     nic.numa_node = static_cast<int>(numa_node);
     t.nics.push_back(nic);
   }
   GL_ASSIGN_OR_RETURN(const Json* links, rd.Field(h, "gpu_link_gbps", Json::Type::kArray));
   for (const Json& v : links->items()) {
-    if (!v.is(Json::Type::kNumber)) return rd.Error(v, "\"gpu_link_gbps\" must hold numbers");
+    if (!v.is(Json::Type::kNumber) || !(v.AsNumber() >= 0 && v.AsNumber() <= kMaxGbps)) {
+      return rd.Error(v, "\"gpu_link_gbps\" must hold numbers of Gb/s from 0 to 1e+06");
+    }
     t.gpu_link_gbps.push_back(v.AsNumber());
   }
   if (!t.gpu_link_gbps.empty() && t.gpu_link_gbps.size() != t.gpus.size() * t.gpus.size()) {
@@ -208,7 +263,7 @@ StatusOr<ClusterTopology> LoadClusterJson(const std::string& text, const std::st
     return rd.Error(*root.Find("schema"), "unknown schema \"" + schema + "\" (this gpulaunch reads gpulaunch-cluster/v1)");
   }
   ClusterTopology c;
-  GL_ASSIGN_OR_RETURN(c.nic_gbps, rd.Num(root, "nic_gbps"));
+  GL_ASSIGN_OR_RETURN(c.nic_gbps, rd.Amount(root, "nic_gbps", kMaxGbps, "Gb/s"));
   GL_ASSIGN_OR_RETURN(const Json* switches, rd.Field(root, "switches", Json::Type::kArray));
   std::vector<NetworkSwitch> sw;
   for (const Json& s : switches->items()) {
@@ -217,16 +272,22 @@ StatusOr<ClusterTopology> LoadClusterJson(const std::string& text, const std::st
     GL_ASSIGN_OR_RETURN(n.nodes, rd.StrList(s, "nodes"));
     GL_ASSIGN_OR_RETURN(n.children, rd.StrList(s, "switches"));
     if (s.Find("link_speed")) {
-      GL_ASSIGN_OR_RETURN(double speed, rd.Num(s, "link_speed"));
+      GL_ASSIGN_OR_RETURN(double speed, rd.Amount(s, "link_speed", 1e15, "a LinkSpeed"));
       n.link_speed = static_cast<int64_t>(speed);
     }
     sw.push_back(std::move(n));
   }
   GL_ASSIGN_OR_RETURN(c.network, NetworkTree::Build(std::move(sw), origin));
   GL_ASSIGN_OR_RETURN(const Json* hosts, rd.Field(root, "hosts", Json::Type::kArray));
+  if (hosts->items().empty()) return rd.Error(*hosts, "no hosts: \"hosts\" must list at least one");
+  std::set<std::string> names;
   for (const Json& h : hosts->items()) {
     ClusterHost host;
     GL_ASSIGN_OR_RETURN(host.name, rd.Str(h, "name"));
+    if (host.name.empty()) return rd.Error(*h.Find("name"), "a host has an empty \"name\"");
+    if (!names.insert(host.name).second) {
+      return rd.Error(*h.Find("name"), "host \"" + host.name + "\" appears twice");
+    }
     GL_ASSIGN_OR_RETURN(const Json* healthy, rd.Field(h, "healthy", Json::Type::kBool));
     host.healthy = healthy->AsBool();
     GL_ASSIGN_OR_RETURN(host.topology, ReadHost(rd, h));

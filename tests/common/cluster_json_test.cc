@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/cluster_spec.h"
 #include "common/json.h"
 #include "common/synthetic_cluster.h"
 #include "launcher/discovery/hwloc_source.h"
@@ -51,6 +52,42 @@ TEST(ClusterJson, ErrorsNameFileAndLine) {
     ASSERT_FALSE(c.ok()) << text;
     EXPECT_NE(c.status().message().find(want), std::string::npos) << c.status().message();
   }
+}
+
+// Nonsense that parses is refused with file:line and the field, by
+// meaning: what would give a rank another rank's CPUs or none, or change the
+// model by orders of magnitude.
+TEST(ClusterJson, RefusesWhatNoMachineHas) {
+  auto c = MakeSyntheticCluster(*ParseClusterSpec("node:2 gpu:2 numa:2 core:2"));
+  ASSERT_TRUE(c.ok());
+  const std::string good = DumpClusterJson(*c);
+  ASSERT_TRUE(LoadClusterJson(good, "c.json").ok());
+  auto edited = [&](const std::string& from, const std::string& to, int nth = 0) {
+    std::string t = good;
+    size_t at = t.find(from);
+    for (int i = 0; i < nth && at != std::string::npos; ++i) at = t.find(from, at + 1);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? t : t.replace(at, from.size(), to);
+  };
+  const std::pair<std::string, std::string> cases[] = {
+      {edited("\"numa\":0", "\"numa\":-3"), "\"numa\" is -3; give a whole number from -1 to 1048576"},
+      {edited("\"numa\":0", "\"numa\":7"), "\"numa\" is 7, which this host does not have"},
+      {edited("\"numa_node\":1", "\"numa_node\":5"), "\"numa_node\" is 5, which this host does not have"},
+      {edited("\"numa\":0", "\"numa\":0.5"), "give a whole number"},
+      {edited("\"nic_gbps\":", "\"nic_gbps\":-"), "\"nic_gbps\" is -"},
+      {edited("\"memory_bytes\":", "\"memory_bytes\":1e300,\"x\":"), "\"memory_bytes\" is 1e+300; give bytes"},
+      {edited("\"name\":\"node0002\"", "\"name\":\"node0001\""), "host \"node0001\" appears twice"},
+      {edited("\"pus\":\"1\"", "\"pus\":\"0\""), "PU 0 is in two cores"},
+      {edited("{\"os_index\":1,", "{\"os_index\":0,"), "os_index 0 appears twice"},
+  };
+  for (const auto& [text, want] : cases) {
+    auto loaded = LoadClusterJson(text, "c.json");
+    ASSERT_FALSE(loaded.ok()) << want;
+    EXPECT_NE(loaded.status().message().find(want), std::string::npos) << loaded.status().message();
+    EXPECT_EQ(loaded.status().message().rfind("c.json:", 0), 0u) << loaded.status().message();
+  }
+  const std::string none = good.substr(0, good.find("\"hosts\":[")) + "\"hosts\":[]}\n";
+  EXPECT_NE(LoadClusterJson(none, "c.json").status().message().find("no hosts"), std::string::npos);
 }
 
 TEST(Json, WritesWhatItReads) {

@@ -1,6 +1,8 @@
 #include "policies/placement_engine.h"
 
 #include <gtest/gtest.h>
+#include "common/cluster_spec.h"
+#include <random>
 
 #include <algorithm>
 #include <functional>
@@ -148,6 +150,37 @@ TEST(PlacementEngine, OneEntryPointForEveryMapping) {
   for (const RankSlot& r : filled->ranks) EXPECT_FALSE(r.bound) << r.rank;
   many.oversubscribe = false;  // and without --oversubscribe the slots (8) do not hold 12
   EXPECT_EQ(Place(many, c).status().code(), StatusCode::kInfeasible);
+}
+
+// Whatever the recorded localities say (GPUs of unknown NUMA node, NUMA
+// nodes without cores, more GPUs than cores), no two bound ranks of a host
+// share a CPU, and a bound rank has CPUs.
+TEST(PlacementEngine, BoundRanksNeverShareACpu) {
+  std::mt19937 rng(7);
+  int checked = 0;
+  for (int round = 0; round < 200; ++round) {
+    const int gpus = 1 + static_cast<int>(rng() % 8), cores = 1 + static_cast<int>(rng() % 6);
+    auto c = *MakeSyntheticCluster(*ParseClusterSpec("node:1 gpu:" + std::to_string(gpus) + " numa:2 core:" +
+                                                     std::to_string(cores)));
+    HostTopology& t = c.hosts[0].topology;
+    for (Gpu& g : t.gpus) g.numa_node = static_cast<int>(rng() % 4) - 1;  // -1, 0, 1, or 2 (no cores there)
+    for (Core& core : t.cores)
+      if (rng() % 5 == 0) core.numa_node = -1;
+    const int ranks = 1 + static_cast<int>(rng() % gpus);
+    auto p = Place(Job(ranks), c);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    std::map<int, int> owner;
+    for (const RankSlot& r : p->ranks) {
+      if (!r.bound) continue;
+      EXPECT_FALSE(r.cpus.empty()) << "round " << round << " rank " << r.rank;
+      for (int cpu : r.cpus) {
+        auto [it, fresh] = owner.emplace(cpu, r.rank);
+        EXPECT_TRUE(fresh) << "round " << round << ": CPU " << cpu << " in ranks " << it->second << " and " << r.rank;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 100);
 }
 
 // Properties over many requests and clusters.
