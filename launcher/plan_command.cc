@@ -192,6 +192,9 @@ int RunSlurmConfigCommand(const std::vector<std::string>& args) {
   }
   auto cluster = BuildCluster(*parsed);
   if (!cluster.ok()) return Fail(cluster.status());
+  if (policy) {
+    if (Status fits = CheckPolicyFits(*policy, static_cast<int>(cluster->hosts.size())); !fits.ok()) return Fail(fits);
+  }
   const std::string dir = *parsed->out_dir;
   std::vector<std::pair<std::string, std::string>> files = {{"topology.conf", SlurmTopologyConf(*cluster)},
                                                             {"gres.conf", SlurmGresConf(*cluster)}};

@@ -1,5 +1,6 @@
 #include "slurm/slurm_policy.h"
 
+#include <map>
 #include <regex>
 #include <set>
 
@@ -31,6 +32,39 @@ StatusOr<std::string> Text(const Json& j, const std::string& key, const std::str
   return v->AsString();
 }
 
+// Every key of `obj` must be one of `known`: a typo ("gaurantee") is an
+// error, not a default.
+Status OnlyKnownKeys(const Json& obj, std::initializer_list<const char*> known, const std::string& origin,
+                     const std::string& what) {
+  if (!obj.is(Json::Type::kObject)) {
+    return InvalidArgument(origin + ":" + std::to_string(obj.line()) + ": " + what + " must be an object");
+  }
+  for (const auto& [key, value] : obj.members()) {
+    bool ok = false;
+    std::string list;
+    for (const char* k : known) {
+      ok |= key == k;
+      list += std::string(list.empty() ? "" : ", ") + k;
+    }
+    if (!ok) {
+      return InvalidArgument(origin + ":" + std::to_string(value.line()) + ": unknown key \"" + key + "\" in " + what +
+                             " (it takes " + list + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+// A start time that is on the calendar (the pattern checked the shape).
+bool RealTime(const std::string& t) {
+  if (t == "now") return true;
+  const int y = std::stoi(t.substr(0, 4)), mo = std::stoi(t.substr(5, 2)), d = std::stoi(t.substr(8, 2));
+  const int h = std::stoi(t.substr(11, 2)), mi = std::stoi(t.substr(14, 2)), sec = t.size() > 16 ? std::stoi(t.substr(17, 2)) : 0;
+  static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (mo < 1 || mo > 12 || h > 23 || mi > 59 || sec > 59) return false;
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  return d >= 1 && d <= kDays[mo - 1] + (mo == 2 && leap ? 1 : 0);
+}
+
 }  // namespace
 
 StatusOr<PolicyFile> ParsePolicyFile(const std::string& text, const std::string& origin) {
@@ -39,6 +73,7 @@ StatusOr<PolicyFile> ParsePolicyFile(const std::string& text, const std::string&
   if (!format || !format->is(Json::Type::kString) || format->AsString() != "gpulaunch-policy/v1") {
     return InvalidArgument(origin + ":1: not a policy file: \"format\" must be \"gpulaunch-policy/v1\"");
   }
+  GL_RETURN_IF_ERROR(OnlyKnownKeys(root, {"format", "grace_s", "teams", "reservations"}, origin, "the policy"));
   PolicyFile p;
   GL_ASSIGN_OR_RETURN(p.grace_s, Count(root, "grace_s", origin, 300, 0, 86400));
   const Json* teams = root.Find("teams");
@@ -46,8 +81,11 @@ StatusOr<PolicyFile> ParsePolicyFile(const std::string& text, const std::string&
     return InvalidArgument(origin + ": \"teams\" must be a non-empty array");
   }
   std::set<std::string> names;
+  std::map<std::string, std::string> team_of_user;
   for (const Json& t : teams->items()) {
     const std::string where = origin + ":" + std::to_string(t.line());
+    GL_RETURN_IF_ERROR(
+        OnlyKnownKeys(t, {"name", "guarantee", "nominal", "borrow_limit", "lend_limit", "users"}, origin, "a team"));
     PolicyTeam team;
     GL_ASSIGN_OR_RETURN(team.name, Text(t, "name", where, kName, "\"ml\" (a letter, then letters, digits, _ or -)"));
     GL_ASSIGN_OR_RETURN(team.nominal, Count(t, "nominal", where, -1, 0, 10000000));
@@ -66,6 +104,13 @@ StatusOr<PolicyFile> ParsePolicyFile(const std::string& text, const std::string&
         if (!u.is(Json::Type::kString) || !std::regex_match(u.AsString(), kName)) {
           return InvalidArgument(where + ": user names must be like \"alice\"");
         }
+        const auto [it, fresh] = team_of_user.emplace(u.AsString(), team.name);
+        if (!fresh) {
+          return InvalidArgument(origin + ":" + std::to_string(u.line()) + ": user " + u.AsString() +
+                                 (it->second == team.name ? " is listed twice in team " + team.name
+                                                          : " is in teams " + it->second + " and " + team.name +
+                                                                "; a user belongs to one team"));
+        }
         team.users.push_back(u.AsString());
       }
     }
@@ -75,17 +120,30 @@ StatusOr<PolicyFile> ParsePolicyFile(const std::string& text, const std::string&
     if (!rs->is(Json::Type::kArray)) return InvalidArgument(origin + ": \"reservations\" must be an array");
     for (const Json& r : rs->items()) {
       const std::string where = origin + ":" + std::to_string(r.line());
+      GL_RETURN_IF_ERROR(OnlyKnownKeys(r, {"name", "team", "start", "nodes", "minutes"}, origin, "a reservation"));
       PolicyReservation res;
+      res.where = where;
       GL_ASSIGN_OR_RETURN(res.name, Text(r, "name", where, kName, "\"demo\""));
       GL_ASSIGN_OR_RETURN(res.team, Text(r, "team", where, kName, "\"ml\""));
       if (!names.count(res.team)) return InvalidArgument(where + ": reservation " + res.name + " names unknown team " + res.team);
       GL_ASSIGN_OR_RETURN(res.start, Text(r, "start", where, kTime, "\"2026-12-01T10:00:00\" or \"now\""));
+      if (!RealTime(res.start)) return InvalidArgument(where + ": \"start\" " + res.start + " is not a date and time");
       GL_ASSIGN_OR_RETURN(res.nodes, Count(r, "nodes", where, 1, 1, 100000));
       GL_ASSIGN_OR_RETURN(res.minutes, Count(r, "minutes", where, 60, 1, 525600));
       p.reservations.push_back(res);
     }
   }
   return p;
+}
+
+Status CheckPolicyFits(const PolicyFile& p, int nodes) {
+  for (const PolicyReservation& r : p.reservations) {
+    if (r.nodes > nodes) {
+      return InvalidArgument(r.where + ": reservation " + r.name + " asks for " + std::to_string(r.nodes) +
+                             " nodes, and the cluster has " + std::to_string(nodes));
+    }
+  }
+  return Status::Ok();
 }
 
 std::string SlurmPolicyConf(const PolicyFile& p) {

@@ -39,6 +39,7 @@ struct PolicyTeam {
 struct PolicyReservation {
   std::string name, team, start;  // start: YYYY-MM-DDTHH:MM:SS or "now"
   int nodes = 1, minutes = 60;
+  std::string where;              // "FILE:LINE" of its entry, for errors
 };
 
 struct PolicyFile {
@@ -47,7 +48,11 @@ struct PolicyFile {
   std::vector<PolicyReservation> reservations;
 };
 
+// Unknown keys, impossible dates and a user in two places are errors too.
 StatusOr<PolicyFile> ParsePolicyFile(const std::string& text, const std::string& origin);
+
+// What the cluster cannot hold: a reservation of more nodes than it has.
+Status CheckPolicyFits(const PolicyFile& policy, int nodes);
 
 std::string SlurmPolicyConf(const PolicyFile& policy);
 std::string SlurmPolicyApplyScript(const PolicyFile& policy);

@@ -46,6 +46,15 @@ TEST(SlurmPolicy, PartitionsReservationsAndQos) {
   }
 }
 
+TEST(SlurmPolicy, AReservationMustFitTheCluster) {
+  auto p = ParsePolicyFile(R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a", "nominal": 4}],
+      "reservations": [{"name": "big", "team": "a", "start": "2028-02-29T10:00:00", "nodes": 1000}]})",
+                           "policy.json");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(CheckPolicyFits(*p, 1000).ok());
+  EXPECT_EQ(CheckPolicyFits(*p, 2).message(), "policy.json:2: reservation big asks for 1000 nodes, and the cluster has 2");
+}
+
 TEST(SlurmPolicy, BadFilesSayWhereAndWhat) {
   const struct {
     const char* text;
@@ -68,6 +77,25 @@ TEST(SlurmPolicy, BadFilesSayWhereAndWhat) {
            "reservations": [{"name": "r", "team": "a", "start": "tomorrow"}]})",
        "\"start\" must be like"},
       {R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a", "nominal": 1.5}]})", "must be a whole number"},
+      {R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a", "nominal": 4,
+           "gaurantee": 2}]})",
+       "policy.json:2: unknown key \"gaurantee\" in a team (it takes name, guarantee, nominal"},
+      {R"({"format": "gpulaunch-policy/v1", "grace": 5, "teams": [{"name": "a", "nominal": 4}]})",
+       "unknown key \"grace\" in the policy"},
+      {R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a", "nominal": 4}],
+           "reservations": [{"name": "r", "team": "a", "start": "2030-13-45T99:99:99"}]})",
+       "\"start\" 2030-13-45T99:99:99 is not a date and time"},
+      {R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a", "nominal": 4}],
+           "reservations": [{"name": "r", "team": "a", "start": "2027-02-29T10:00:00"}]})",
+       "is not a date and time"},
+      {R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a", "nominal": 4, "users": ["u", "u"]}]})",
+       "user u is listed twice in team a"},
+      {R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a", "nominal": 4, "users": ["u"]},
+           {"name": "b", "nominal": 4, "users": ["u"]}]})",
+       "policy.json:2: user u is in teams a and b; a user belongs to one team"},
+      {R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a", "nominal": 4}],
+           "reservations": [{"name": "r", "team": "a", "start": "now", "node": 2}]})",
+       "unknown key \"node\" in a reservation"},
   };
   for (const auto& c : cases) {
     auto p = ParsePolicyFile(c.text, "policy.json");
