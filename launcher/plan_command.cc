@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/env.h"
 #include "common/hostlist.h"
 #include "common/json.h"
 #include "common/strings.h"
@@ -182,6 +183,16 @@ int RunSlurmConfigCommand(const std::vector<std::string>& args) {
     std::cout << SlurmConfigHelpText();
     return kExitOk;
   }
+  // Inside an allocation discovery sees the job's share of each node (its
+  // cores and GPUs: srun confines the probe, and the plan narrows to the
+  // job), while a Slurm config must describe whole nodes.
+  if (InSlurmAllocation() && !parsed->synthetic && !parsed->cluster_file) {
+    return Fail(FailedPrecondition(
+        "slurm-config describes whole nodes, but inside Slurm allocation " + EnvOr("SLURM_JOB_ID", "") +
+        " discovery sees only this job's share of them (its cores and GPUs); run it outside an allocation, with "
+        "-H or --hostfile naming the nodes (reached through mpirun over ssh), or with each node's recorded "
+        "topology as --topology-file HOST=FILE (lstopo --of xml on that node)"));
+  }
   // slurm-config places no job: its --policy is a policy file (slurm_policy.h).
   std::optional<PolicyFile> policy;
   if (parsed->policy_file) {
@@ -196,8 +207,20 @@ int RunSlurmConfigCommand(const std::vector<std::string>& args) {
     if (Status fits = CheckPolicyFits(*policy, static_cast<int>(cluster->hosts.size())); !fits.ok()) return Fail(fits);
   }
   const std::string dir = *parsed->out_dir;
+  std::string gres = SlurmGresConf(*cluster);
+  if (gres.empty()) {
+    // Said, not silently written empty: nodes without GPUs need no gres.conf
+    // lines, but a GPU node whose GPUs were not seen would lose them.
+    gres = "# gpulaunch slurm-config found no GPUs on " + CompressHostlist([&] {
+      std::vector<std::string> names;
+      for (const ClusterHost& h : cluster->hosts) names.push_back(h.name);
+      return names;
+    }()) + ", so this file lists none.\n";
+    std::cerr << "gpulaunch: note: no GPUs found on any host, so gres.conf lists none; if these nodes have GPUs, "
+                 "check that discovery sees them (gpulaunch nodes, or lstopo on a node)\n";
+  }
   std::vector<std::pair<std::string, std::string>> files = {{"topology.conf", SlurmTopologyConf(*cluster)},
-                                                            {"gres.conf", SlurmGresConf(*cluster)}};
+                                                            {"gres.conf", gres}};
   if (policy) {
     files.emplace_back("slurm-policy.conf", SlurmPolicyConf(*policy));
     files.emplace_back("apply.sh", SlurmPolicyApplyScript(*policy));

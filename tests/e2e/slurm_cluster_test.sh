@@ -216,6 +216,14 @@ on2 "$BIN/gpulaunch" check --slurm-health --node node2 --expect-gpus 0 > /dev/nu
 check "health check with nothing missing: exit 0" "$?" 0
 check "node2 no longer drained after a resume" "$(on1 sinfo -h -n node2 -o %T | grep -c drain)" 0
 
+# slurm-config inside an allocation would describe the job's share of the
+# nodes (salloc -N4 -n4 gave Cores=0): it refuses, saying how to run it.
+on1 timeout 60 salloc -N4 -n4 "$BIN/gpulaunch" slurm-config --out "$WORK" > "$WORK/inalloc.out" 2>&1
+check "slurm-config inside an allocation exits 2" "$?" 2
+check "... saying it describes whole nodes and how to run it" \
+  "$(grep -c 'slurm-config describes whole nodes, but inside Slurm allocation .* run it outside an allocation' "$WORK/inalloc.out")" 1 ||
+  cat "$WORK/inalloc.out"
+
 # gpulaunch slurm-config --policy: the partitions and the reservation it
 # writes are accepted by this slurmctld at run time (apply.sh, scontrol), with
 # the tiers' preemption settings; removed again afterwards. (qos.sh needs
