@@ -120,7 +120,15 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
     if (!layout.ok()) return Fail(layout.status());
     request.layout = *layout;
     request.unbound_when_unbindable = true;
+    // Inside an allocation, the GPUs Slurm gave each task (--gpus-per-task,
+    // or more GPUs than tasks on each node) all go to its rank.
+    std::optional<GpuShare> share;
+    if (in_allocation) share = GpusPerRankInAllocation(GetEnv("SLURM_GPUS_PER_TASK"), cluster.hosts);
+    if (share) request.gpus_per_rank = share->per_rank;
     auto placement = Place(request, cluster);
+    if (placement.ok() && share) {
+      placement->notes.push_back(std::to_string(share->per_rank) + " GPUs per rank, from " + share->source);
+    }
     if (!placement.ok() && in_allocation && placement.status().code() == StatusCode::kInfeasible) {
       return Fail(Infeasible(placement.status().message() + "; inside Slurm allocation " +
                              EnvOr("SLURM_JOB_ID", "") + " the slots are its tasks: ask sbatch/salloc for more "

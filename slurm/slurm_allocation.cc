@@ -149,4 +149,27 @@ StatusOr<NarrowedHost> NarrowToSlurmShare(const HostTopology& topology, const Sl
   return out;
 }
 
+std::optional<GpuShare> GpusPerRankInAllocation(const std::optional<std::string>& gpus_per_task,
+                                                const std::vector<ClusterHost>& hosts) {
+  if (gpus_per_task && !gpus_per_task->empty()) {
+    const std::string count = gpus_per_task->substr(gpus_per_task->rfind(':') + 1);  // "a100:2" -> "2"
+    const auto n = ParseInt(count);
+    if (n && *n >= 1 && *n <= 1024) return GpuShare{static_cast<int>(*n), "SLURM_GPUS_PER_TASK=" + *gpus_per_task};
+  }
+  int share = 0;
+  std::string example;
+  for (const ClusterHost& h : hosts) {
+    const int tasks = h.slots.value_or(0);
+    if (tasks <= 0) continue;
+    const int here = h.FreeGpus() / tasks;
+    if (share == 0 || here < share) {
+      share = here;
+      example = h.name + ": " + std::to_string(h.FreeGpus()) + " GPUs for " + std::to_string(tasks) +
+                (tasks == 1 ? " task" : " tasks");
+    }
+  }
+  if (share < 2) return std::nullopt;
+  return GpuShare{share, "the allocation's GPUs shared over its tasks (" + example + ")"};
+}
+
 }  // namespace gpulaunch

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/cluster_topology.h"
 #include "common/host_topology.h"
 #include "common/status.h"
 
@@ -44,5 +45,19 @@ struct NarrowedHost {
 };
 StatusOr<NarrowedHost> NarrowToSlurmShare(const HostTopology& topology, const SlurmNodeShare& share,
                                           bool slurm_manages_gpus, const std::string& host);
+
+// How many GPUs each rank gets inside an allocation, and where that number
+// came from: SLURM_GPUS_PER_TASK (--gpus-per-task; `gpus_per_task` is its
+// value, "2" or "a100:2") when set; else, when the job has more of its GPUs
+// than tasks on every node that runs tasks (--gres=gpu:N or --gpus-per-node
+// with fewer tasks per node), each node's GPUs (`hosts` already narrowed to
+// the job) shared out over its tasks (`slots`), the smallest share. nullopt:
+// one GPU per rank, the default.
+struct GpuShare {
+  int per_rank = 1;
+  std::string source;  // for the plan, e.g. "SLURM_GPUS_PER_TASK=2"
+};
+std::optional<GpuShare> GpusPerRankInAllocation(const std::optional<std::string>& gpus_per_task,
+                                                const std::vector<ClusterHost>& hosts);
 
 }  // namespace gpulaunch

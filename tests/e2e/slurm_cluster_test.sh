@@ -99,8 +99,20 @@ on1 scancel "$blocker"
 wait_done "$blocker"
 check "shared node1: the rank binds to the job's core 1, not the blocker's core 0" \
   "$(echo "$shared" | grep -c 'host=node1 affinity=1 cpuset=1 ')" 1
-check "shared node1: the rank gets one of the job's GPUs 2-3" "$(echo "$shared" | grep 'host=node1 ' | grep -cE ' cvd=[23] ')" 1
-check "node2 (nothing else there): GPU 0 or 1" "$(echo "$shared" | grep 'host=node2 ' | grep -cE ' cvd=[01] ')" 1
+# One task per node with --gres=gpu:2: the rank gets both of the job's GPUs
+# there (the allocation's share), not one with the other idle.
+check "shared node1: the rank gets the job's GPUs 2-3, both" "$(echo "$shared" | grep 'host=node1 ' | grep -c ' cvd=2,3 ')" 1 ||
+  echo "$shared"
+check "node2 (nothing else there): GPUs 0 and 1" "$(echo "$shared" | grep 'host=node2 ' | grep -c ' cvd=0,1 ')" 1
+plan=$(on1 timeout 60 salloc -N1 -n1 --gres=gpu:2 env HWLOC_XMLFILE="$GL_SLURM_CLUSTER_GPU_XML" \
+  "$BIN/gpulaunch" --dry-run "$BIN/env_dump" 2>&1)
+check "the plan says where 2 GPUs per rank came from" \
+  "$(echo "$plan" | grep -cE "^note: 2 GPUs per rank, from the allocation's GPUs shared over its tasks \(node[1-4]: 2 GPUs for 1 task\)")" 1 ||
+  echo "$plan"
+plan=$(on1 timeout 60 salloc -N1 -n2 --gpus-per-task=2 --overcommit env HWLOC_XMLFILE="$GL_SLURM_CLUSTER_GPU_XML" \
+  "$BIN/gpulaunch" --dry-run "$BIN/env_dump" 2>&1)
+check "--gpus-per-task=2: 2 GPUs per rank, from SLURM_GPUS_PER_TASK" \
+  "$(echo "$plan" | grep -c '^note: 2 GPUs per rank, from SLURM_GPUS_PER_TASK=2')" 1 || echo "$plan"
 
 # 3. A real MPI job across the nodes, and a failing rank's exit code.
 #    Open MPI 4.1's TCP transport now and then fails a connect with

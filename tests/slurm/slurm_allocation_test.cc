@@ -86,5 +86,31 @@ TEST(NarrowToSlurmShare, KeepsOnlyTheJobsCoresAndGpus) {
   EXPECT_NE(outside.status().message().find("slurmd -C"), std::string::npos);
 }
 
+// --gres=gpu:2 with one task per node gave the rank one GPU and left the
+// other idle: the allocation's GPUs go to its tasks.
+TEST(GpusPerRankInAllocation, FromTheTaskRequestOrTheNodesShare) {
+  auto host = [](const std::string& name, int gpus, int tasks) {
+    ClusterHost h;
+    h.name = name;
+    h.topology.gpus.resize(gpus);
+    for (int g = 0; g < gpus; ++g) h.topology.gpus[g].index = g;
+    h.slots = tasks;
+    return h;
+  };
+  auto one = GpusPerRankInAllocation(std::nullopt, {host("node1", 2, 1), host("node2", 4, 1)});
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->per_rank, 2);
+  EXPECT_EQ(one->source, "the allocation's GPUs shared over its tasks (node1: 2 GPUs for 1 task)");
+  EXPECT_EQ(GpusPerRankInAllocation(std::nullopt, {host("node1", 8, 2)})->per_rank, 4);
+  EXPECT_FALSE(GpusPerRankInAllocation(std::nullopt, {host("node1", 4, 4)}));   // one each: the default
+  EXPECT_FALSE(GpusPerRankInAllocation(std::nullopt, {host("node1", 4, 1), host("node2", 1, 1)}));
+  EXPECT_FALSE(GpusPerRankInAllocation(std::nullopt, {host("node1", 0, 1)}));
+  auto asked = GpusPerRankInAllocation(std::string("a100:3"), {host("node1", 8, 2)});
+  ASSERT_TRUE(asked);
+  EXPECT_EQ(asked->per_rank, 3);
+  EXPECT_EQ(asked->source, "SLURM_GPUS_PER_TASK=a100:3");
+  EXPECT_EQ(GpusPerRankInAllocation(std::string("2"), {})->per_rank, 2);
+}
+
 }  // namespace
 }  // namespace gpulaunch
