@@ -169,7 +169,8 @@ StatusOr<Placement> PlaceBySlot(const JobRequest& request, const std::vector<Clu
   GL_ASSIGN_OR_RETURN(std::vector<int> counts, RanksPerHost(request, hosts, ranks, placement.oversubscribed));
   if (placement.oversubscribed) {
     placement.notes.push_back("oversubscribed: " + std::to_string(ranks) +
-                              " ranks exceed the slots, so ranks are spread evenly and left unbound");
+                              " ranks exceed the slots, so they are spread evenly and share their host's CPUs "
+                              "(no rank has cores of its own)");
   }
   placement.ranks.resize(ranks);
   int next_rank = 0;
@@ -203,7 +204,9 @@ StatusOr<Placement> PlaceBySlot(const JobRequest& request, const std::vector<Clu
       PlaceCpuRanks(topo, local);
       if (counts[h] > static_cast<int>(topo.cores.size())) {
         placement.notes.push_back(hosts[h].name + ": " + std::to_string(counts[h]) + " ranks on " +
-                                  std::to_string(topo.cores.size()) + " cores, so they are left unbound");
+                                  std::to_string(topo.cores.size()) + (topo.cores.size() == 1 ? " core" : " cores") +
+                                  ", so they share its CPUs " + FormatIdList(topo.AllPus()) +
+                                  " (no rank has cores of its own)");
       }
     }
     for (RankSlot* r : local) r->cores = CoresCovering(topo, r->cpus);

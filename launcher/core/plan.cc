@@ -57,16 +57,19 @@ std::string RenderPlanTable(const LaunchPlan& plan) {
     << " host" << (p.hosts.size() == 1 ? "" : "s") << " (" << Join(p.hosts, ", ") << ")\n";
   s << "plan hash: " << plan.plan_hash << "\n";
   for (const std::string& n : p.notes) s << "note: " << n << "\n";
+  // A rank without cores of its own shares the CPUs listed with the host's
+  // other ranks (GPULAUNCH_BOUND=0).
+  constexpr char kShared[] = " (shared)";
   size_t host_w = 4, cpu_w = 4;
   for (const RankSlot& r : p.ranks) {
     host_w = std::max(host_w, r.host.size());
-    cpu_w = std::max(cpu_w, FormatIdList(r.cpus).size() + (r.bound ? 0 : 10));
+    cpu_w = std::max(cpu_w, FormatIdList(r.cpus).size() + (r.bound ? 0 : sizeof kShared - 1));
   }
   s << std::left << std::setw(6) << "rank" << std::setw(static_cast<int>(host_w) + 2) << "host" << std::setw(7)
     << "local" << std::setw(static_cast<int>(cpu_w) + 2) << "cpus" << std::setw(6) << "numa" << std::setw(8)
     << "gpus" << "nic\n";
   for (const RankSlot& r : p.ranks) {
-    const std::string cpus = FormatIdList(r.cpus) + (r.bound ? "" : " (unbound)");
+    const std::string cpus = FormatIdList(r.cpus) + (r.bound ? "" : kShared);
     s << std::left << std::setw(6) << r.rank << std::setw(static_cast<int>(host_w) + 2) << r.host << std::setw(7)
       << r.local_rank << std::setw(static_cast<int>(cpu_w) + 2) << cpus << std::setw(6)
       << (r.mem_node < 0 ? "-" : std::to_string(r.mem_node)) << std::setw(8) << GpusText(r) << OrDash(r.nic)

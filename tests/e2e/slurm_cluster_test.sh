@@ -228,6 +228,18 @@ on2 "$BIN/gpulaunch" check --slurm-health --node node2 --expect-gpus 0 > /dev/nu
 check "health check with nothing missing: exit 0" "$?" 0
 check "node2 no longer drained after a resume" "$(on1 sinfo -h -n node2 -o %T | grep -c drain)" 0
 
+# More tasks than cores (--overcommit): the plan says the ranks share the
+# job's CPUs on the node, and those are the CPUs each rank really runs on.
+plan=$(on1 timeout 60 salloc -N1 -n4 --overcommit "$BIN/gpulaunch" --dry-run "$BIN/env_dump" 2>&1)
+check "--overcommit: the plan says the 4 ranks share the job's CPUs" \
+  "$(echo "$plan" | grep -cE '^note: node[1-4]: 4 ranks on [0-9]+ cores?, so they share its CPUs [0-9,-]+ \(no rank has cores of its own\)')" 1 ||
+  echo "$plan"
+check "... and marks them (shared)" "$(echo "$plan" | grep -c ' (shared) ')" 4
+ran=$(on1 timeout 60 salloc -N1 -n4 --overcommit "$BIN/gpulaunch" "$BIN/env_dump" 2>/dev/null)
+check "... which are the CPUs each rank runs on" \
+  "$(echo "$ran" | grep '^rank=' | awk '{ for (i = 1; i <= NF; i++) { split($i, p, "="); kv[p[1]] = p[2] }
+                                           if (kv["affinity"] == kv["cpuset"]) n++ } END { print n + 0 }')" 4 || echo "$ran"
+
 # slurm-config inside an allocation would describe the job's share of the
 # nodes (salloc -N4 -n4 gave Cores=0): it refuses, saying how to run it.
 on1 timeout 60 salloc -N4 -n4 "$BIN/gpulaunch" slurm-config --out "$WORK" > "$WORK/inalloc.out" 2>&1
