@@ -34,9 +34,24 @@ StatusOr<std::map<std::string, HostTopology>> ProbeRemote(const std::vector<std:
   const std::vector<std::string> argv = s.runner->OnEachHostArgv(hosts, s.probe_path, s.allow_run_as_root);
   const CapturedRun run = RunCaptured(argv, EnvironmentWith({}), 120000);
   if (run.timed_out || run.wait_status != 0) {
-    return Unavailable("could not discover the topology of " + Join(hosts, ", ") + " through " + argv[0] + " (" +
-                       (run.timed_out ? std::string("timed out after 120 s") : "it failed") +
-                       "); check that each host is reachable (ssh without a password for mpirun) and has gpulaunch "
+    // The root cause first: mpirun's refusal to run as root, else the first
+    // line the engine said; its whole output after the advice.
+    if (run.err.find("detected an attempt to run as root") != std::string::npos) {
+      return FailedPrecondition(argv[0] + " refuses to run as root, so the topology of " + Join(hosts, ", ") +
+                                " could not be discovered; add --allow-run-as-root (or export "
+                                "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1) if you mean it");
+    }
+    std::string first;
+    for (const std::string& line : Split(run.err, '\n')) {
+      const std::string_view t = Trim(line);
+      if (!t.empty() && t.find_first_not_of('-') != std::string_view::npos) {
+        first = std::string(t.substr(0, 300));
+        break;
+      }
+    }
+    return Unavailable("could not discover the topology of " + Join(hosts, ", ") + " through " + argv[0] + ": " +
+                       (run.timed_out ? std::string("timed out after 120 s") : first.empty() ? "it failed" : first) +
+                       "; check that each host is reachable (ssh without a password for mpirun) and has gpulaunch "
                        "installed at the same path. " + argv[0] + " said:\n" + run.err);
   }
   std::map<int, std::string> xml_of_rank = s.runner->SplitByTask(run.out);

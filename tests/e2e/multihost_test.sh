@@ -58,6 +58,20 @@ on_node1 "$BIN/gpulaunch" "${args[@]}" "$BIN/env_dump" > "$WORK/out-file" 2>&1
 check "--hostfile: exit 0" "$?" 0
 verify_against_plan "--hostfile" "$WORK/plan-file" "$WORK/out-file"
 
+# 2b. Discovering remote hosts as root without --allow-run-as-root: the root
+#     cause (mpirun refuses root) comes first, for plan and slurm-config alike,
+#     and both take --allow-run-as-root.
+for name in plan slurm-config; do
+  if [ "$name" = plan ]; then cmd=(plan -n 2); else cmd=(slurm-config --out "$WORK"); fi
+  on_node1 env -u OMPI_ALLOW_RUN_AS_ROOT -u OMPI_ALLOW_RUN_AS_ROOT_CONFIRM "$BIN/gpulaunch" "${cmd[@]}" -H node2,node3 \
+    > "$WORK/root.out" 2>&1
+  check "$name -H as root without --allow-run-as-root: exit 2" "$?" 2
+  check "... the root cause first" "$(head -1 "$WORK/root.out" | grep -c '^gpulaunch: mpirun refuses to run as root, so the topology of node2, node3 could not be discovered; add --allow-run-as-root')" 1 ||
+    head -3 "$WORK/root.out"
+  on_node1 "$BIN/gpulaunch" "${cmd[@]}" -H node2,node3 --allow-run-as-root > "$WORK/root.out" 2>&1
+  check "$name -H --allow-run-as-root: exit 0" "$?" 0
+done
+
 # 3. A real MPI job across hosts (Allreduce over TCP between namespaces).
 on_node1 "$BIN/gpulaunch" --allow-run-as-root --hostfile "$WORK/hosts" "$BIN/rank_report" > "$WORK/mpi" 2>&1
 check "MPI allreduce across 4 hosts" "$(grep -c 'rank_report: 16 ranks, allreduce ok, 0 problem' "$WORK/mpi")" 1
