@@ -54,6 +54,10 @@ struct Nic {
 
 struct HostTopology {
   std::string hostname;       // as recorded or discovered (informational)
+  // Where Slurm's topology/tree puts the host, as its steps see it
+  // (SLURM_TOPOLOGY_ADDR "top.leaf0.node1", SLURM_TOPOLOGY_ADDR_PATTERN
+  // "switch.switch.node"); empty outside Slurm. Reported by gpulaunch-probe.
+  std::string slurm_topology_addr, slurm_topology_pattern;
   std::vector<Package> packages;
   std::vector<Core> cores;    // sorted by logical index
   std::vector<NumaNode> numa_nodes;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/env.h"
 #include "launcher/discovery/hwloc_source.h"
 #include "launcher/discovery/nvml_gpus.h"
 #include "launcher/check/host_facts.h"
@@ -37,6 +38,11 @@ int main(int argc, char** argv) {
     for (const std::string& d : *ucx) line += " " + d;
     std::printf("%s -->\n", line.c_str());
   }
+  // Where Slurm's tree puts this node, as this step sees it (the fallback
+  // when `scontrol show topology` says nothing; slurm/slurm_allocation.h).
+  const auto addr = gpulaunch::GetEnv("SLURM_TOPOLOGY_ADDR");
+  const auto pattern = gpulaunch::GetEnv("SLURM_TOPOLOGY_ADDR_PATTERN");
+  if (addr && pattern) std::printf("<!-- gpulaunch-slurm-topology: %s %s -->\n", addr->c_str(), pattern->c_str());
   // GPU memory total and in use, where a driver answers (gpulaunch nodes).
   gpulaunch::GpuMemoryByBus memory;
   for (const gpulaunch::NvmlGpu& g : gpulaunch::QueryNvmlGpus()) {

@@ -1,6 +1,7 @@
 #include "slurm/slurm_allocation.h"
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "common/hostlist.h"
@@ -170,6 +171,50 @@ std::optional<GpuShare> GpusPerRankInAllocation(const std::optional<std::string>
   }
   if (share < 2) return std::nullopt;
   return GpuShare{share, "the allocation's GPUs shared over its tasks (" + example + ")"};
+}
+
+StatusOr<std::optional<NetworkTree>> TreeFromTopologyAddrs(const std::vector<ClusterHost>& hosts) {
+  std::map<std::string, NetworkSwitch> switches;  // by name
+  std::vector<std::string> order;                 // first seen first
+  auto touch = [&](const std::string& name) -> NetworkSwitch& {
+    if (!switches.count(name)) {
+      order.push_back(name);
+      switches[name].name = name;
+    }
+    return switches[name];
+  };
+  std::map<std::string, std::string> parent_of;
+  for (const ClusterHost& h : hosts) {
+    const HostTopology& t = h.topology;
+    if (t.slurm_topology_addr.empty()) continue;
+    const std::vector<std::string> parts = Split(t.slurm_topology_addr, '.');
+    const std::vector<std::string> kinds = Split(t.slurm_topology_pattern, '.');
+    const std::string what = "SLURM_TOPOLOGY_ADDR=" + t.slurm_topology_addr + " (pattern " + t.slurm_topology_pattern +
+                             ") on " + h.name;
+    if (parts.size() != kinds.size() || parts.size() < 2 || kinds.back() != "node") {
+      return InvalidArgument(what + ": expected switch names then the node, as many as the pattern's words");
+    }
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      if (kinds[i] != "switch" || parts[i].empty()) return InvalidArgument(what + ": word " + std::to_string(i + 1) +
+                                                                           " is not a switch name");
+      NetworkSwitch& s = touch(parts[i]);
+      const std::string below = parts[i + 1];
+      const bool leaf = i + 2 == parts.size();
+      auto& list = leaf ? s.nodes : s.children;
+      if (std::find(list.begin(), list.end(), leaf ? h.name : below) == list.end()) list.push_back(leaf ? h.name : below);
+      if (!leaf) {
+        const auto [it, fresh] = parent_of.emplace(below, parts[i]);
+        if (!fresh && it->second != parts[i]) {
+          return InvalidArgument(what + ": switch " + below + " is below both " + it->second + " and " + parts[i]);
+        }
+      }
+    }
+  }
+  if (switches.empty()) return std::optional<NetworkTree>();
+  std::vector<NetworkSwitch> list;
+  for (const std::string& name : order) list.push_back(switches[name]);
+  GL_ASSIGN_OR_RETURN(NetworkTree tree, NetworkTree::Build(std::move(list), "SLURM_TOPOLOGY_ADDR"));
+  return std::optional<NetworkTree>(std::move(tree));
 }
 
 }  // namespace gpulaunch

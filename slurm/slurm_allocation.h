@@ -12,6 +12,7 @@
 
 #include "common/cluster_topology.h"
 #include "common/host_topology.h"
+#include "common/network_tree.h"
 #include "common/status.h"
 
 namespace gpulaunch {
@@ -59,5 +60,14 @@ struct GpuShare {
 };
 std::optional<GpuShare> GpusPerRankInAllocation(const std::optional<std::string>& gpus_per_task,
                                                 const std::vector<ClusterHost>& hosts);
+
+// The switch tree from where Slurm puts each host: SLURM_TOPOLOGY_ADDR and
+// SLURM_TOPOLOGY_ADDR_PATTERN as each host's steps see them (HostTopology's
+// slurm_topology_addr/pattern): "top.leaf0.node1" under "switch.switch.node"
+// puts node1 below leaf0 below top. The fallback for `scontrol show
+// topology` (slurm_job.h). Hosts without an address are left out; nullopt
+// when none has one. A malformed or contradictory address is an error
+// naming the host.
+StatusOr<std::optional<NetworkTree>> TreeFromTopologyAddrs(const std::vector<ClusterHost>& hosts);
 
 }  // namespace gpulaunch

@@ -27,7 +27,8 @@ StatusOr<BuiltCluster> BuildClusterTopology(const ClusterSource& source, const R
   if (source.network) {
     GL_ASSIGN_OR_RETURN(c.network, ReadTopologyConf(*source.network));
   } else if (!whole) {
-    if (auto tree = SlurmNetworkTree()) c.network = std::move(*tree);  // inside an allocation
+    GL_ASSIGN_OR_RETURN(std::optional<NetworkTree> tree, SlurmNetworkTreeFor(c.hosts));  // inside an allocation
+    if (tree) c.network = std::move(*tree);
   }
   if (source.dump_cluster) {
     std::ofstream out(*source.dump_cluster);

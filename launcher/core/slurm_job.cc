@@ -44,6 +44,29 @@ std::optional<NetworkTree> SlurmNetworkTree() {
   return std::move(tree).value();
 }
 
+StatusOr<std::optional<NetworkTree>> SlurmNetworkTreeFor(const std::vector<ClusterHost>& hosts) {
+  if (!HasEnv("SLURM_JOB_ID")) return std::optional<NetworkTree>();
+  if (!EnvIs("GPULAUNCH_SLURM_TREE", "addr")) {
+    if (auto tree = SlurmNetworkTree()) return tree;
+  }
+  // A host discovered here rather than through a step (gpulaunch itself
+  // runs on it, outside any step, e.g. under salloc) has no address yet:
+  // a one-task step there tells it.
+  std::vector<ClusterHost> with = hosts;
+  for (ClusterHost& h : with) {
+    if (!h.topology.slurm_topology_addr.empty()) continue;
+    const CapturedRun run = RunCaptured({"srun", "--overlap", "-N1", "-n1", "-w", h.name, "printenv",
+                                         "SLURM_TOPOLOGY_ADDR", "SLURM_TOPOLOGY_ADDR_PATTERN"},
+                                        EnvironmentWith({}), kScontrolTimeoutMs);
+    const std::vector<std::string> lines = Split(std::string(Trim(run.out)), '\n');
+    if (!run.timed_out && run.wait_status == 0 && lines.size() == 2) {
+      h.topology.slurm_topology_addr = lines[0];
+      h.topology.slurm_topology_pattern = lines[1];
+    }
+  }
+  return TreeFromTopologyAddrs(with);
+}
+
 Status NarrowToSlurmJob(std::vector<ClusterHost>& hosts) {
   const std::optional<std::string> job = GetEnv("SLURM_JOB_ID");
   if (!job || hosts.empty()) return Status::Ok();

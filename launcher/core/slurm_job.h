@@ -21,6 +21,13 @@ namespace gpulaunch {
 // nullopt outside one or when Slurm has no tree.
 std::optional<NetworkTree> SlurmNetworkTree();
 
+// The tree for these hosts inside an allocation: `scontrol show topology`,
+// else (it shows none, or GPULAUNCH_SLURM_TREE=addr asks so) where each
+// host's steps are told they are, SLURM_TOPOLOGY_ADDR as gpulaunch-probe
+// reported it (slurm/slurm_allocation.h). nullopt outside an allocation or
+// with neither.
+StatusOr<std::optional<NetworkTree>> SlurmNetworkTreeFor(const std::vector<ClusterHost>& hosts);
+
 // Inside a Slurm allocation, narrows each host that is one of the job's
 // nodes to the cores and GPUs Slurm gave the job there (`scontrol show job
 // -d`); GPUs count only on nodes whose Slurm config lists gpu GRES. Outside

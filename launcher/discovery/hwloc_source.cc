@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/env.h"
 #include "common/strings.h"
 #include "launcher/discovery/hwloc_devices.h"
 #include "launcher/discovery/nvml_gpus.h"
@@ -102,6 +103,9 @@ StatusOr<HostTopology> DiscoverLocalHost() {
       g.memory_bytes = n.memory_bytes;
     }
   }
+  // Where Slurm's tree puts this host, when this process runs in a step.
+  host.slurm_topology_addr = EnvOr("SLURM_TOPOLOGY_ADDR", "");
+  host.slurm_topology_pattern = EnvOr("SLURM_TOPOLOGY_ADDR_PATTERN", "");
   return host;
 }
 
@@ -173,6 +177,12 @@ StatusOr<HostTopology> LoadHwlocXmlText(const std::string& xml, const std::strin
     std::set<std::string> ucx;
     for (std::string w; words >> w;) ucx.insert(w);
     std::erase_if(host.nics, [&](const Nic& n) { return !ucx.count(n.name); });
+  }
+  static const std::string kSlurmMarker = "<!-- gpulaunch-slurm-topology:";
+  if (const auto at = xml.find(kSlurmMarker); at != std::string::npos) {
+    const auto end = xml.find("-->", at);
+    std::istringstream words(xml.substr(at + kSlurmMarker.size(), end - at - kSlurmMarker.size()));
+    words >> host.slurm_topology_addr >> host.slurm_topology_pattern;
   }
   return host;
 }

@@ -43,6 +43,18 @@ check "generated topology.conf accepted: spine over both leaves" "$(echo "$topo"
 # 1b. Inside an allocation gpulaunch knows the switch tree (scontrol show topology).
 tree=$(on1 timeout 60 salloc -N4 -n8 "$BIN/gpulaunch" plan -n 8 2>/dev/null | grep '^summary:')
 check "plan inside a 4-node allocation spans 4 hosts and 3 switches" "$(echo "$tree" | grep -c '4 hosts, 3 switches')" 1
+# 1c. The same tree without scontrol's answer (GPULAUNCH_SLURM_TREE=addr):
+#     from SLURM_TOPOLOGY_ADDR as each node's step sees it (gpulaunch-probe
+#     reports it; a one-task step asks for the node gpulaunch runs on). The
+#     same ranks and the same explanation; the modelled times differ, since
+#     the addresses carry no LinkSpeed.
+full=$(on1 timeout 60 salloc -N4 -n8 "$BIN/gpulaunch" plan -n 8 --explain 2>/dev/null)
+addr=$(on1 timeout 60 salloc -N4 -n8 env GPULAUNCH_SLURM_TREE=addr "$BIN/gpulaunch" plan -n 8 --explain 2>/dev/null)
+rows() { grep -vE '^(summary|open mpi by-slot|plan hash):'; }
+check "the tree from SLURM_TOPOLOGY_ADDR gives the same plan and explanation as scontrol's" \
+  "$([ -n "$full" ] && [ "$(echo "$full" | rows)" = "$(echo "$addr" | rows)" ] && echo same)" same ||
+  diff <(echo "$full") <(echo "$addr")
+check "... spanning 4 hosts and 3 switches" "$(echo "$addr" | grep -c '^summary: 4 hosts, 3 switches')" 1
 
 small=$(on1 timeout 60 salloc -N2 -n2 "$BIN/gpulaunch" -n 8 "$BIN/env_dump" 2>&1)
 check "an allocation smaller than the request: exit 2 with the fix" \

@@ -112,5 +112,37 @@ TEST(GpusPerRankInAllocation, FromTheTaskRequestOrTheNodesShare) {
   EXPECT_EQ(GpusPerRankInAllocation(std::string("2"), {})->per_rank, 2);
 }
 
+// Without `scontrol show topology`, the tree comes from where each host's
+// steps are told they are (values as Slurm 22.05's topology/tree sets them
+// on the rig: spine over leaf0 and leaf1).
+TEST(TreeFromTopologyAddrs, BuildsTheTreeFromEachHostsAddress) {
+  auto host = [](const std::string& name, const std::string& addr, const std::string& pattern) {
+    ClusterHost h;
+    h.name = name;
+    h.topology.slurm_topology_addr = addr;
+    h.topology.slurm_topology_pattern = pattern;
+    return h;
+  };
+  const std::string p = "switch.switch.node";
+  auto tree = TreeFromTopologyAddrs({host("node1", "spine.leaf0.node1", p), host("node2", "spine.leaf0.node2", p),
+                                     host("node3", "spine.leaf1.node3", p), host("node4", "spine.leaf1.node4", p)});
+  ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+  ASSERT_TRUE(*tree);
+  const NetworkTree& t = **tree;
+  EXPECT_EQ(t.switches().size(), 3u);
+  ASSERT_TRUE(t.LeafOf("node3"));
+  EXPECT_EQ(t.LeafOf("node3")->name, "leaf1");
+  EXPECT_EQ(t.LeafOf("node1")->parent, "spine");
+  EXPECT_EQ(t.PathOf("node4").size(), 2u);
+  EXPECT_FALSE(*TreeFromTopologyAddrs({host("a", "", "")}));  // no addresses: no tree
+  EXPECT_NE(TreeFromTopologyAddrs({host("a", "leaf0.a.x", "switch.node.node")}).status().message().find("word 2 is not a switch name"),
+            std::string::npos);
+  EXPECT_NE(TreeFromTopologyAddrs({host("a", "leaf0.a", p)}).status().message().find("as many as the pattern"),
+            std::string::npos);
+  const auto split = TreeFromTopologyAddrs({host("a", "s1.leaf0.a", p), host("b", "s2.leaf0.b", p)});
+  EXPECT_NE(split.status().message().find("switch leaf0 is below both s1 and s2"), std::string::npos)
+      << split.status().message();
+}
+
 }  // namespace
 }  // namespace gpulaunch
