@@ -44,16 +44,18 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
       return kExitUsage;
     }
   }
-  if (parsed->test_only) {
+  if (parsed->test_only || parsed->validate) {
     // sbatch answers on stderr: "Job N to start at T using C processors on
     // nodes ... in partition P", or why not.
     const CapturedRun ask = RunCaptured({"sbatch", "--test-only", path}, EnvironmentWith({}), 60000);
-    if (!parsed->script) std::remove(path.c_str());
     const bool would_run = !ask.timed_out && WIFEXITED(ask.wait_status) && WEXITSTATUS(ask.wait_status) == 0;
-    std::cout << ask.err << ask.out;
-    std::cerr << "gpulaunch: " << (would_run ? "sbatch accepts the job; nothing was submitted (--test-only)\n"
-                                             : "sbatch refuses the job as asked; nothing was submitted\n");
-    return would_run ? kExitOk : kExitUsage;
+    if (parsed->test_only || !would_run) {
+      if (!parsed->script) std::remove(path.c_str());
+      std::cout << ask.err << ask.out;
+      std::cerr << "gpulaunch: " << (would_run ? "sbatch accepts the job; nothing was submitted (--test-only)\n"
+                                               : "sbatch refuses the job as asked; nothing was submitted\n");
+      return would_run ? kExitOk : kExitUsage;
+    }
   }
   const CapturedRun run = RunCaptured({"sbatch", "--parsable", path}, EnvironmentWith({}), 60000);
   if (!parsed->script) std::remove(path.c_str());  // sbatch keeps its own copy

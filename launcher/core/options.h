@@ -103,6 +103,7 @@ struct SubmitOptions {
   BatchJob job;                        // what the script asks of Slurm and runs (--sbatch-arg: job.sbatch_args)
   std::optional<std::string> script;   // keep the batch script at this path
   bool test_only = false;              // sbatch --test-only: ask, submit nothing
+  bool validate = false;               // sbatch --test-only first; submit only when Slurm would run it
   bool help = false;
 };
 StatusOr<SubmitOptions> ParseSubmitCommandLine(const std::vector<std::string>& args);

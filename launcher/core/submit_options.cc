@@ -20,7 +20,7 @@ const SubcommandParser& SubmitParser() {
         "submit",
         "-N NODES [-n RANKS] [--gpus-per-node G] [--time T] [--partition P]\n"
         "                        [--job-name NAME] [--output FILE] [--script FILE] [--sbatch-arg ARG]...\n"
-        "                        [--test-only] [gpulaunch options] [--] PROGRAM [ARGS...]",
+        "                        [--test-only | --validate] [gpulaunch options] [--] PROGRAM [ARGS...]",
         "Writes a batch script that runs gpulaunch with the given options on the allocation,\n"
         "submits it with sbatch and prints the job id. Everything after submit's own options is\n"
         "the job's gpulaunch command line; it is checked now, and a mistake exits 2 before\n"
@@ -34,7 +34,8 @@ const SubcommandParser& SubmitParser() {
         "  --sbatch-arg=--mail-type=END,FAIL      --sbatch-arg=--mail-user=me@example.org\n"
         "Small test nodes with fewer cores than ranks need --sbatch-arg=--overcommit.\n"
         "--test-only asks sbatch whether and when the job would start (sbatch --test-only) and\n"
-        "submits nothing: exit 0 when it would run, 2 when Slurm refuses the request.");
+        "submits nothing: exit 0 when it would run, 2 when Slurm refuses the request. --validate\n"
+        "asks the same first and submits only when Slurm would run the job (else exit 2).");
     // clang-format off
     p->Add()
       ("nodes,N", po::value<std::string>()->value_name("NODES"), "nodes (required)")
@@ -47,7 +48,8 @@ const SubcommandParser& SubmitParser() {
       ("script", po::value<std::string>()->value_name("FILE"), "keep the batch script at FILE")
       ("sbatch-arg", po::value<std::vector<std::string>>()->composing()->value_name("ARG"),
        "one more sbatch option, e.g. --sbatch-arg=--account=proj (repeatable)")
-      ("test-only", "ask sbatch --test-only whether the job would start; submit nothing");
+      ("test-only", "ask sbatch --test-only whether the job would start; submit nothing")
+      ("validate", "ask sbatch --test-only first, and submit only when Slurm would run the job");
     // clang-format on
     return p;
   }();
@@ -113,6 +115,8 @@ StatusOr<SubmitOptions> ParseSubmitCommandLine(const std::vector<std::string>& a
     }
   }
   o.test_only = vm.count("test-only") > 0;
+  o.validate = vm.count("validate") > 0;
+  if (o.test_only && o.validate) return p.Error("--test-only submits nothing and --validate submits; give one");
   o.job.launch.assign(args.begin() + static_cast<long>(std::min(split, args.size())), args.end());
   if (o.job.launch.empty()) return p.Error("no program; e.g. gpulaunch submit -N 4 -- ./job");
   // The gpulaunch in the job will parse this line: parse it now.

@@ -185,10 +185,16 @@ check "--test-only on a job that fits exits 0" "$?" 0
 check "--test-only prints sbatch's answer" "$(grep -c 'to start at' "$WORK/test-only.out")" 1 || cat "$WORK/test-only.out"
 on1 "$BIN/gpulaunch" submit -N 9 --test-only -- "$BIN/rank_report" > "$WORK/test-only.out" 2>&1
 check "--test-only on 9 nodes of 4 exits 2" "$?" 2
+on1 "$BIN/gpulaunch" submit -N 9 --validate -- "$BIN/rank_report" > "$WORK/test-only.out" 2>&1
+check "--validate on 9 nodes of 4 exits 2 without submitting" "$?" 2
 on1 "$BIN/gpulaunch" submit -N 2 --account=proj "$BIN/rank_report" > "$WORK/bad.out" 2>&1
 check "an sbatch option on the gpulaunch line exits 2" "$?" 2
 check "... naming --sbatch-arg" "$(grep -c 'give it as --sbatch-arg=--account=proj' "$WORK/bad.out")" 1
 check "none of these submitted a job" "$(last_job)" "$before"
+id=$(on1 "$BIN/gpulaunch" submit -N 2 -n 2 --validate --output "$WORK/validated.out" -- "$BIN/rank_report" 2>/dev/null)
+check "--validate on a job that fits submits it and prints the job id" "$(echo "$id" | grep -cE '^[0-9]+$')" 1
+wait_done "$id"
+check "... and the job ran" "$(grep -c 'rank_report: 2 ranks, allreduce ok' "$WORK/validated.out")" 1
 
 # 6. Slurm's signals reach every rank: SIGUSR1 to the batch shell only
 #    (scancel --batch) goes gpulaunch -> srun -> all ranks.

@@ -115,6 +115,9 @@ TEST(Submit, TheJobsCommandLineIsCheckedAtSubmitTime) {
                 .find("--hostfile /nonexistent: no such file here; nothing was submitted"),
             std::string::npos);
   EXPECT_TRUE(ParseSubmitCommandLine({"-h"}).value().help);
+  EXPECT_TRUE(ParseSubmitCommandLine({"-N", "1", "--validate", "./job"}).value().validate);
+  EXPECT_EQ(ParseSubmitCommandLine({"-N", "1", "--validate", "--test-only", "./job"}).status().message(),
+            "submit: --test-only submits nothing and --validate submits; give one");
   for (const char* common : {"--account", "--qos", "--constraint", "--exclusive", "--overcommit", "--gres",
                              "--gpus-per-task", "--signal", "--dependency", "--array", "--mail-type"}) {
     EXPECT_NE(SubmitHelpText().find(common), std::string::npos) << common;
