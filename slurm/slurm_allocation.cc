@@ -189,6 +189,9 @@ StatusOr<std::optional<NetworkTree>> TreeFromTopologyAddrs(const std::vector<Clu
     if (t.slurm_topology_addr.empty()) continue;
     const std::vector<std::string> parts = Split(t.slurm_topology_addr, '.');
     const std::vector<std::string> kinds = Split(t.slurm_topology_pattern, '.');
+    // Without topology/tree, Slurm still sets the node alone ("node1" under
+    // "node"): no switch, nothing to build from.
+    if (parts.size() == 1 && kinds.size() == 1 && kinds[0] == "node") continue;
     const std::string what = "SLURM_TOPOLOGY_ADDR=" + t.slurm_topology_addr + " (pattern " + t.slurm_topology_pattern +
                              ") on " + h.name;
     if (parts.size() != kinds.size() || parts.size() < 2 || kinds.back() != "node") {

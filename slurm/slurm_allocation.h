@@ -65,9 +65,10 @@ std::optional<GpuShare> GpusPerRankInAllocation(const std::optional<std::string>
 // SLURM_TOPOLOGY_ADDR_PATTERN as each host's steps see them (HostTopology's
 // slurm_topology_addr/pattern): "top.leaf0.node1" under "switch.switch.node"
 // puts node1 below leaf0 below top. The fallback for `scontrol show
-// topology` (slurm_job.h). Hosts without an address are left out; nullopt
-// when none has one. A malformed or contradictory address is an error
-// naming the host.
+// topology` (slurm_job.h). Hosts without an address, or with the node
+// alone (what Slurm sets without topology/tree), are left out; nullopt when
+// none has a switch. A malformed or contradictory address is an error naming
+// the host.
 StatusOr<std::optional<NetworkTree>> TreeFromTopologyAddrs(const std::vector<ClusterHost>& hosts);
 
 }  // namespace gpulaunch

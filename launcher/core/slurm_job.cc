@@ -2,7 +2,9 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <iostream>
 
 #include "common/env.h"
 #include "common/strings.h"
@@ -51,10 +53,13 @@ StatusOr<std::optional<NetworkTree>> SlurmNetworkTreeFor(const std::vector<Clust
   }
   // A host discovered here rather than through a step (gpulaunch itself
   // runs on it, outside any step, e.g. under salloc) has no address yet:
-  // a one-task step there tells it.
+  // a one-task step there tells it, when the others' addresses show a tree.
   std::vector<ClusterHost> with = hosts;
+  const bool tree = std::any_of(hosts.begin(), hosts.end(), [](const ClusterHost& h) {
+    return h.topology.slurm_topology_pattern.find("switch") != std::string::npos;
+  });
   for (ClusterHost& h : with) {
-    if (!h.topology.slurm_topology_addr.empty()) continue;
+    if (!tree || !h.topology.slurm_topology_addr.empty()) continue;
     const CapturedRun run = RunCaptured({"srun", "--overlap", "-N1", "-n1", "-w", h.name, "printenv",
                                          "SLURM_TOPOLOGY_ADDR", "SLURM_TOPOLOGY_ADDR_PATTERN"},
                                         EnvironmentWith({}), kScontrolTimeoutMs);
@@ -64,7 +69,14 @@ StatusOr<std::optional<NetworkTree>> SlurmNetworkTreeFor(const std::vector<Clust
       h.topology.slurm_topology_pattern = lines[1];
     }
   }
-  return TreeFromTopologyAddrs(with);
+  // Only a hint for placement: a tree that does not add up is said, and the
+  // job placed without it rather than refused.
+  auto built = TreeFromTopologyAddrs(with);
+  if (!built.ok()) {
+    std::cerr << "gpulaunch: warning: " << built.status().message() << "; placing without the switch tree\n";
+    return std::optional<NetworkTree>();
+  }
+  return built;
 }
 
 Status NarrowToSlurmJob(std::vector<ClusterHost>& hosts) {

@@ -135,6 +135,10 @@ TEST(TreeFromTopologyAddrs, BuildsTheTreeFromEachHostsAddress) {
   EXPECT_EQ(t.LeafOf("node1")->parent, "spine");
   EXPECT_EQ(t.PathOf("node4").size(), 2u);
   EXPECT_FALSE(*TreeFromTopologyAddrs({host("a", "", "")}));  // no addresses: no tree
+  // Without topology/tree Slurm sets the node alone: no tree, no error.
+  auto alone = TreeFromTopologyAddrs({host("vm", "vm", "node")});
+  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+  EXPECT_FALSE(*alone);
   EXPECT_NE(TreeFromTopologyAddrs({host("a", "leaf0.a.x", "switch.node.node")}).status().message().find("word 2 is not a switch name"),
             std::string::npos);
   EXPECT_NE(TreeFromTopologyAddrs({host("a", "leaf0.a", p)}).status().message().find("as many as the pattern"),
