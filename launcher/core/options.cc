@@ -112,6 +112,9 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
       break;
     }
     if (tok.size() < 2 || tok[0] != '-') break;  // the program
+    if (tok.rfind("--=", 0) == 0) {  // Boost would take it silently
+      return InvalidArgument("unrecognised option '" + tok.substr(0, 80) + "' (no option name); see 'gpulaunch --help'");
+    }
     own.push_back(NormaliseToken(tok));
     if (TakesValue(desc, own.back()) && i + 1 < args.size()) own.push_back(args[++i]);
   }

@@ -61,7 +61,13 @@ int SubcommandParser::WordsAfter(const std::string& token) const {
   bool value_attached = false;
   if (token.rfind("--", 0) == 0 && token.size() > 2) {
     const size_t eq = token.find('=');
-    option = options_.find_nothrow(token.substr(2, eq == std::string::npos ? std::string::npos : eq - 2), false);
+    const std::string name = token.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    if (name.empty()) return -1;  // "--=x": no option's name (Boost would call it ambiguous and throw)
+    try {
+      option = options_.find_nothrow(name, false);
+    } catch (const po::error&) {
+      return -1;  // not one of ours: the parser that reads it says why
+    }
     value_attached = eq != std::string::npos;
   } else if (token.size() >= 2 && token[0] == '-' && token[1] != '-') {
     for (const auto& o : options_.options()) {

@@ -67,6 +67,7 @@ TEST(Options, BadInputIsAUsageErrorThatSaysWhat) {
       {{"-n"}, "-n"},
       {{"--kill-grace", "-1", "job"}, "from 0 to 3600"},
       {{"--layout", "", "job"}, "--layout is empty"},
+      {{"--=x", "job"}, "unrecognised option '--=x' (no option name)"},
       {{"--layout", "tp=0", "job"}, "must be a positive whole number"},
       {{"-n", "4", "--layout", "tp=3", "job"}, "tp=3"},
   };

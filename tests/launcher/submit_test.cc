@@ -67,6 +67,16 @@ TEST(Submit, TheScriptPassesEveryWordByteForByte) {
   }
 }
 
+// Found by fuzz_command_line: an empty long name made Boost throw
+// (ambiguous_option) out of WordsAfter instead of a usage error.
+TEST(Submit, AnEmptyLongOptionNameIsAUsageError) {
+  const std::vector<std::string> args = {"-n", "16", std::string("--=b\0\0\0\\-tim]out", 14), "30", "--o",
+                                         "-fai,ure=restart:2job", "arg"};
+  const Status s = ParseSubmitCommandLine(args).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_EQ(ParseSubmitCommandLine({"-N", "1", "--=x", "./job"}).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(Submit, SbatchOptionsGoToTheirOwnQuotedLines) {
   auto o = ParseSubmitCommandLine({"-N", "2", "-J", "my job", "--sbatch-arg=--overcommit", "--sbatch-arg",
                                    "--comment=a \"b\" c\\d", "--test-only", "--tag", "./job"});
