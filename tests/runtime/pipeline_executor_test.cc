@@ -3,10 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
-#include <thread>
 
 #include "runtime/thread_communicator.h"
 
@@ -19,11 +20,10 @@ constexpr size_t kWidth = 5;
 // dy = 1 at the last stage. Results and gradients are recorded per mb.
 class ToyStages : public PipelineStages {
  public:
-  ToyStages(int stages, int slow_stage = -1, int slow_ms = 0)
-      : stages_(stages), slow_stage_(slow_stage), slow_ms_(slow_ms) {}
+  explicit ToyStages(int stages) : stages_(stages) {}
   size_t ActivationFloats(int) const override { return kWidth; }
   StatusOr<std::vector<float>> Forward(int mb, int stage, const std::vector<float>& in) override {
-    if (stage == slow_stage_) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms_));
+    if (before_forward) before_forward(stage);
     std::vector<float> x = stage == 0 ? std::vector<float>(kWidth, static_cast<float>(mb)) : in;
     if (x.size() != kWidth) return Internal("bad input size");
     for (float& v : x) v = 2 * v + static_cast<float>(stage);
@@ -43,9 +43,10 @@ class ToyStages : public PipelineStages {
     return g;
   }
   std::map<int, float> result_, grad_;
+  std::function<void(int stage)> before_forward;  // called on the stage's thread
 
  private:
-  int stages_, slow_stage_, slow_ms_;
+  int stages_;
   std::mutex mu_;
 };
 
@@ -89,24 +90,34 @@ TEST(PipelineExecutor, RandomShapesRunToTheEndWithTheRightValues) {
 
 TEST(PipelineExecutor, AStallNamesTheLastActionAndTheWait) {
   auto s = MakeGPipe(2, 2, false);
-  ToyStages model(2, /*slow_stage=*/0, /*slow_ms=*/400);
+  ToyStages model(2);
+  const std::string want =
+      "gpurt pipeline: rank 1 stalled: last completed nothing; waiting at action 0 (recv activation mb 0 stage 1 "
+      "from rank 0)";
   std::mutex mu;
+  std::condition_variable reported;
   std::vector<std::string> reports;
+  bool rank1_reported = false;
   PipelineRunOptions options;
   options.stall_report_ms = 100;
   options.report = [&](const std::string& line) {
     std::lock_guard<std::mutex> lock(mu);
     reports.push_back(line);
+    rank1_reported = rank1_reported || line == want;
+    reported.notify_all();
+  };
+  // Stage 0 holds its first forward until rank 1 has reported its stall, so
+  // the stall lasts as long as the report takes to come, on any load; the
+  // timeout only keeps a broken watch from hanging the test.
+  model.before_forward = [&](int stage) {
+    if (stage != 0) return;
+    std::unique_lock<std::mutex> lock(mu);
+    reported.wait_for(lock, std::chrono::seconds(120), [&] { return rank1_reported; });
   };
   std::vector<Status> status;
   RunOnToy(*s, model, status, options);
   ASSERT_TRUE(status[0].ok() && status[1].ok());
-  bool rank1_reported = false;
-  for (const std::string& r : reports) {
-    rank1_reported = rank1_reported ||
-                     r == "gpurt pipeline: rank 1 stalled: last completed nothing; waiting at action 0 (recv activation "
-                          "mb 0 stage 1 from rank 0)";
-  }
+  std::lock_guard<std::mutex> lock(mu);
   EXPECT_TRUE(rank1_reported) << (reports.empty() ? "no reports" : reports.front());
 }
 

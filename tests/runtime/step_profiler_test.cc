@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
+#include <atomic>
+#include <condition_variable>
 #include <mutex>
-#include <thread>
 
 #include "runtime/pipeline_executor.h"
 #include "runtime/pipeline_schedule.h"
@@ -58,22 +58,99 @@ TEST(StepProfiler, DisabledProfilerLeavesCommunicatorsUnwrapped) {
   off.EndStep();
 }
 
+// The two tests below run two ranks on threads, so what each rank measures
+// must not depend on how the threads are scheduled: each rank's profiler
+// reads a logical clock (seconds that only the test moves), and a rank moves
+// its neighbour's clock only while that neighbour is known to be blocked in
+// Recv. So a wait is exactly the time moved during it, on any load.
+
+// A clock that another thread may move.
+struct SharedClock {
+  std::atomic<double> now{100};
+  StepProfiler::Clock fn() {
+    return [this] { return now.load(); };
+  }
+  void Advance(double s) { now.store(now.load() + s); }  // one writer at a time
+};
+
+// Counts the receives a rank has entered, so that another thread can wait
+// until that rank is blocked in its k-th Recv.
+class RecvGate {
+ public:
+  void Entered() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++entered_;
+    }
+    cv_.notify_all();
+  }
+  // Blocks until at least `n` receives have been entered.
+  void AwaitEntered(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return entered_ >= n; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int entered_ = 0;
+};
+
+// Passes every call to `inner` (not owned), telling `gate` before each Recv.
+class GatedCommunicator : public Communicator {
+ public:
+  GatedCommunicator(Communicator& inner, RecvGate& gate) : inner_(inner), gate_(gate) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  std::string Name() const override { return "gated(" + inner_.Name() + ")"; }
+  Status Send(int dst, int tag, const void* data, size_t bytes) override { return inner_.Send(dst, tag, data, bytes); }
+  Status Recv(int src, int tag, void* data, size_t bytes) override {
+    gate_.Entered();
+    return inner_.Recv(src, tag, data, bytes);
+  }
+  Status SendRecv(int dst, const void* send, size_t send_bytes, int src, void* recv, size_t recv_bytes,
+                  int tag) override {
+    return inner_.SendRecv(dst, send, send_bytes, src, recv, recv_bytes, tag);
+  }
+  Status PostSend(int dst, int tag, const void* data, size_t bytes) override {
+    return inner_.PostSend(dst, tag, data, bytes);
+  }
+  Status FlushSends() override { return inner_.FlushSends(); }
+  Status Barrier() override { return inner_.Barrier(); }
+  Status Allgather(const void* in, size_t bytes, void* out) override { return inner_.Allgather(in, bytes, out); }
+  Status Broadcast(void* data, size_t bytes, int root) override { return inner_.Broadcast(data, bytes, root); }
+  StatusOr<std::unique_ptr<Communicator>> Split(int color, int key) override { return inner_.Split(color, key); }
+
+ private:
+  Communicator& inner_;
+  RecvGate& gate_;
+};
+
 TEST(StepProfiler, ProfiledCommunicatorCountsTimeAndBytesOfEveryCall) {
   std::mutex mu;
   std::map<int, StepMetrics> by_rank;
+  SharedClock clocks[2];
+  RecvGate gates[2];
   RunOnThreads(2, [&](Communicator& comm) {
-    StepProfiler p(comm.rank(), [&](const StepMetrics& m) {
-      std::lock_guard<std::mutex> lock(mu);
-      by_rank[m.rank] = m;
-    });
+    const int r = comm.rank();
+    StepProfiler p(
+        r,
+        [&](const StepMetrics& m) {
+          std::lock_guard<std::mutex> lock(mu);
+          by_rank[m.rank] = m;
+        },
+        clocks[r].fn());
     // Wrap a split of the thread world (Split hands back the inner split).
-    auto split = comm.Split(0, comm.rank());
+    auto split = comm.Split(0, r);
     ASSERT_TRUE(split.ok());
-    auto profiled = ProfileCommunicator(std::move(split).value(), "dp", p);
+    std::unique_ptr<Communicator> inner = std::move(split).value();
+    auto profiled = ProfileCommunicator(std::make_unique<GatedCommunicator>(*inner, gates[r]), "dp", p);
     ProfiledStep step(0, p);
     std::vector<char> buf(1000);
-    if (comm.rank() == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(60));  // rank 1 waits for this in Recv
+    if (r == 0) {
+      clocks[0].Advance(0.25);  // rank 0 computes: not communication
+      gates[1].AwaitEntered(1);
+      clocks[1].Advance(0.5);   // rank 1 waits this long inside its Recv
       ASSERT_TRUE(profiled->Send(1, 1, buf.data(), buf.size()).ok());
     } else {
       ASSERT_TRUE(profiled->Recv(0, 1, buf.data(), buf.size()).ok());
@@ -87,18 +164,32 @@ TEST(StepProfiler, ProfiledCommunicatorCountsTimeAndBytesOfEveryCall) {
     EXPECT_EQ(by_rank[r].groups[0].calls, 2u);
     EXPECT_EQ(by_rank[r].groups[0].bytes, 1000u + 16u);
   }
-  EXPECT_GE(by_rank[1].groups[0].comm_s, 0.05);  // the wait counts as communication
-  EXPECT_GE(by_rank[0].compute_s, 0.05);         // the sleep does not
-  EXPECT_LT(by_rank[1].compute_s, 0.05);
+  EXPECT_DOUBLE_EQ(by_rank[1].groups[0].comm_s, 0.5);  // the wait counts as communication
+  EXPECT_DOUBLE_EQ(by_rank[1].compute_s, 0.0);
+  EXPECT_DOUBLE_EQ(by_rank[0].compute_s, 0.25);        // the work does not
+  EXPECT_DOUBLE_EQ(by_rank[0].groups[0].comm_s, 0.0);
 }
 
-class SlowStages : public PipelineStages {
+// Stage 0 works 1 s per micro-batch on its own clock, and each second passes
+// on stage 1's clock too while stage 1 is blocked receiving that micro-batch.
+class GatedStages : public PipelineStages {
  public:
+  GatedStages(SharedClock& own, SharedClock& next, RecvGate* next_gate)
+      : own_(own), next_(next), next_gate_(next_gate) {}
   size_t ActivationFloats(int) const override { return 4; }
-  StatusOr<std::vector<float>> Forward(int, int stage, const std::vector<float>&) override {
-    if (stage == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  StatusOr<std::vector<float>> Forward(int microbatch, int stage, const std::vector<float>&) override {
+    if (stage == 0) {
+      next_gate_->AwaitEntered(microbatch + 1);
+      own_.Advance(1.0);
+      next_.Advance(1.0);
+    }
     return std::vector<float>(4, 1.0f);
   }
+
+ private:
+  SharedClock& own_;
+  SharedClock& next_;
+  RecvGate* next_gate_;
 };
 
 TEST(StepProfiler, PipelineExecutorMeasuresTheBubbleAgainstTheory) {
@@ -106,21 +197,32 @@ TEST(StepProfiler, PipelineExecutorMeasuresTheBubbleAgainstTheory) {
   ASSERT_TRUE(schedule.ok()) << schedule.status().message();
   std::mutex mu;
   std::map<int, StepMetrics> by_rank;
+  SharedClock clocks[2];
+  RecvGate gates[2];
   RunOnThreads(2, [&](Communicator& comm) {
-    StepProfiler p(comm.rank(), [&](const StepMetrics& m) {
-      std::lock_guard<std::mutex> lock(mu);
-      by_rank[m.rank] = m;
-    });
-    SlowStages stages;
-    PipelineRunOptions options;
-    options.profiler = &p;
-    ProfiledStep step(0, p);
-    ASSERT_TRUE(RunPipeline(*schedule, comm, stages, options).ok());
+      const int r = comm.rank();
+      GatedCommunicator gated(comm, gates[r]);
+      StepProfiler p(
+          r,
+          [&](const StepMetrics& m) {
+            std::lock_guard<std::mutex> lock(mu);
+            by_rank[m.rank] = m;
+          },
+          clocks[r].fn());
+      GatedStages stages(clocks[0], clocks[1], &gates[1]);
+      PipelineRunOptions options;
+      options.profiler = &p;
+      ProfiledStep step(0, p);
+      ASSERT_TRUE(RunPipeline(*schedule, gated, stages, options).ok());
   });
-  // Stage 1 waits for stage 0's first micro-batch and between the others.
+  ASSERT_EQ(by_rank.size(), 2u);
   EXPECT_DOUBLE_EQ(by_rank[1].bubble_theory, 1.0 / 4.0);
-  EXPECT_GE(by_rank[1].bubble_s, 0.055);
-  EXPECT_LT(by_rank[0].bubble_s, 0.02);
+  // Stage 1 spends every second of stage 0's work waiting for it; stage 0
+  // never waits (its sends are buffered), and its work is not bubble.
+  EXPECT_DOUBLE_EQ(by_rank[1].bubble_s, 3.0);
+  EXPECT_DOUBLE_EQ(by_rank[1].step_s, 3.0);
+  EXPECT_DOUBLE_EQ(by_rank[0].bubble_s, 0.0);
+  EXPECT_DOUBLE_EQ(by_rank[0].step_s, 3.0);
 }
 
 }  // namespace
