@@ -176,6 +176,9 @@ StatusOr<HostTopology> ReadHost(const Reader& rd, const Json& h) {
     GL_ASSIGN_OR_RETURN(nic.pci_bus_id, rd.Str(n, "pci_bus_id"));
     GL_ASSIGN_OR_RETURN(int64_t numa_node, rd.Int(n, "numa_node", -1, kMaxIndex));
     GL_RETURN_IF_ERROR(CheckKnown(rd, n, "numa_node", static_cast<int>(numa_node), t.numa_nodes));
+    if (n.Find("local_pus")) {  // optional: files written before it was recorded lack it
+      GL_ASSIGN_OR_RETURN(nic.local_pus, rd.IdList(n, "local_pus"));
+    }
     GL_ASSIGN_OR_RETURN(nic.pci_path, rd.StrList(n, "pci_path"));
     GL_ASSIGN_OR_RETURN(nic.gbps, rd.Amount(n, "gbps", kMaxGbps, "Gb/s"));
     nic.numa_node = static_cast<int>(numa_node);
@@ -246,6 +249,7 @@ std::string DumpClusterJson(const ClusterTopology& c) {
       nj.Set("kind", n.kind);
       nj.Set("pci_bus_id", n.pci_bus_id);
       nj.Set("numa_node", n.numa_node);
+      nj.Set("local_pus", Ids(n.local_pus));
       nj.Set("pci_path", Strings(n.pci_path));
       nj.Set("gbps", n.gbps);
     }

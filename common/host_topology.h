@@ -27,8 +27,9 @@ struct NumaNode {
   std::vector<int> pus;    // OS PU indices local to it (empty for GPU-memory nodes)
 };
 
-// Where a PCI device sits: the chain of bridge ids from the host bridge down,
-// used to rank GPU-NIC nearness (same switch > same host bridge > same NUMA).
+// Where a PCI device sits: the chain of bridge ids from the host bridge down
+// (the host bridge first), from which policies/path_type.h tells how near two
+// devices are.
 using PciPath = std::vector<std::string>;
 
 struct Gpu {
@@ -48,6 +49,7 @@ struct Nic {
   std::string kind;           // "infiniband", "slingshot", "efa", "ethernet"
   std::string pci_bus_id;
   int numa_node = -1;
+  std::vector<int> local_pus; // PUs of the NIC's locality (its non-I/O ancestor), empty when unknown
   PciPath pci_path;
   double gbps = 0;            // link speed in GB/s when known (sysfs on live hosts), else 0
 };

@@ -51,6 +51,7 @@ HostTopology MakeSyntheticHost(int numa, int cores_per_numa, int gpus, int nics,
     std::snprintf(bus, sizeof bus, "0000:%02x:00.0", 0x80 + k);
     nic.pci_bus_id = bus;
     nic.numa_node = numa > 0 ? k * numa / nics : -1;
+    if (nic.numa_node >= 0) nic.local_pus = h.numa_nodes[nic.numa_node].pus;
     nic.pci_path = {"hb" + std::to_string(nic.numa_node), "sw" + std::to_string(k)};
     h.nics.push_back(nic);
   }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "policies/pci_distance.h"
+#include "policies/path_type.h"
 
 namespace gpulaunch {
 
@@ -23,13 +23,15 @@ LinkCost CostBetween(const ClusterTopology& c, const SlotRef& a, const SlotRef& 
   const HostTopology& h = c.hosts[a.host].topology;
   if (a.gpu < 0 || b.gpu < 0) return {10.0, 0.5, "shared memory"};
   if (a.gpu == b.gpu) return {std::numeric_limits<double>::infinity(), 0.0, "same GPU"};
-  if (const double nv = h.GpuLinkGbps(a.gpu, b.gpu); nv > 0) return {nv, 2.0, "NVLink"};
-  const Gpu& ga = h.gpus[a.gpu];
-  const Gpu& gb = h.gpus[b.gpu];
-  const int shared = SharedPciPrefix(ga.pci_path, gb.pci_path);
-  if (shared >= 2) return {24.0, 2.0, "PCIe switch"};
-  if (shared == 1) return {20.0, 3.0, "PCIe host bridge"};
-  if (ga.numa_node >= 0 && ga.numa_node == gb.numa_node) return {16.0, 4.0, "same socket"};
+  // Per path type (path_type.h); sources in docs/placement.md.
+  switch (GpuGpuPath(h, a.gpu, b.gpu)) {
+    case PathType::kNvl: return {h.GpuLinkGbps(a.gpu, b.gpu), 2.0, "NVLink"};
+    case PathType::kPix: return {24.0, 2.0, "PCIe switch"};
+    case PathType::kPxb: return {24.0, 2.5, "PCIe switches"};
+    case PathType::kPhb: return {20.0, 3.0, "PCIe host bridge"};
+    case PathType::kNode: return {16.0, 4.0, "same socket"};
+    case PathType::kSys: break;
+  }
   return {10.0, 5.0, "across sockets"};
 }
 

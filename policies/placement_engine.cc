@@ -7,12 +7,13 @@
 #include <numeric>
 #include <set>
 
+#include "common/hostlist.h"
 #include "common/strings.h"
 #include "policies/exact_assignment.h"
 #include "policies/host_selection.h"
 #include "policies/link_model.h"
 #include "policies/gpu_pick.h"
-#include "policies/pci_distance.h"
+#include "policies/nic_choice.h"
 #include "policies/slot_placement.h"
 
 namespace gpulaunch {
@@ -103,10 +104,10 @@ void FillGpuRankCores(const HostTopology& t, const std::vector<RankSlot*>& ranks
 void FillHostResources(const HostTopology& t, std::vector<RankSlot*>& ranks, const JobRequest& r) {
   if (r.gpus_per_rank > 0) {
     FillGpuRankCores(t, ranks);
-    std::vector<int> nic_users(t.nics.size(), 0);
+    NicAssigner nics(t);
     for (RankSlot* s : ranks) {
       if (t.nics.empty()) break;
-      s->nic = t.nics[NearestLeastUsedNic(t, t.gpus[s->gpus.front()], nic_users)].name;
+      s->nic = t.nics[nics.Choose(t.gpus[s->gpus.front()])].name;
     }
     return;
   }
@@ -327,12 +328,36 @@ StatusOr<Placement> PlaceByTopology(const JobRequest& request, const ClusterTopo
   return best;
 }
 
+// Why each GPU rank got its NIC (nic_choice.h): one line per distinct
+// answer, naming the hosts it holds for ("node[01-16]: GPU 2 -> mlx5_3:1:
+// NODE; mlx5_1:1 is SYS"), so that a homogeneous cluster reads as one host.
+void ExplainNics(const ClusterTopology& c, Placement& p) {
+  std::map<std::string, const HostTopology*> by_name;
+  for (const ClusterHost& h : c.hosts) by_name[h.name] = &h.topology;
+  std::vector<std::string> order;                         // answers, first seen first
+  std::map<std::string, std::vector<std::string>> hosts;  // answer -> hosts, no repeats
+  std::set<std::pair<std::string, std::string>> seen;     // (answer, host)
+  for (const RankSlot& s : p.ranks) {
+    const auto it = by_name.find(s.host);
+    if (s.nic.empty() || s.gpus.empty() || it == by_name.end()) continue;
+    const HostTopology& t = *it->second;
+    if (static_cast<size_t>(s.gpus.front()) >= t.gpus.size()) continue;
+    const std::string why = ExplainNicChoice(t, t.gpus[s.gpus.front()], s.nic);
+    if (why.empty()) continue;
+    auto [at, added] = hosts.try_emplace(why);
+    if (added) order.push_back(why);
+    if (seen.insert({why, s.host}).second) at->second.push_back(s.host);
+  }
+  for (const std::string& why : order) p.explain.push_back(CompressHostlist(hosts[why]) + ": " + why);
+}
+
 }  // namespace
 
 StatusOr<Placement> Place(const JobRequest& request, const ClusterTopology& c) {
-  if (request.policy == kBySlotPolicy) return PlaceLikeOpenMpiBySlot(request, c);
-  auto placed = PlaceByTopology(request, c);
-  if (placed.ok() || placed.status().code() != StatusCode::kInfeasible || !request.unbound_when_unbindable) {
+  auto placed = request.policy == kBySlotPolicy ? PlaceLikeOpenMpiBySlot(request, c) : PlaceByTopology(request, c);
+  if (placed.ok()) ExplainNics(c, *placed);
+  if (placed.ok() || placed.status().code() != StatusCode::kInfeasible || !request.unbound_when_unbindable ||
+      request.policy == kBySlotPolicy) {
     return placed;
   }
   // More ranks than GPUs or cores to bind them to: what mpirun would run,

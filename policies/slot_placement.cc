@@ -5,7 +5,7 @@
 #include <map>
 
 #include "common/strings.h"
-#include "policies/pci_distance.h"
+#include "policies/nic_choice.h"
 
 namespace gpulaunch {
 namespace {
@@ -98,7 +98,7 @@ void PlaceGpuRanks(const HostTopology& topo, std::vector<RankSlot*>& ranks) {
   // Ranks per NUMA node (by their GPU), to split that node's cores evenly.
   std::map<int, std::vector<int>> ranks_of_numa;
   for (int i = 0; i < k; ++i) ranks_of_numa[topo.gpus[i].numa_node].push_back(i);
-  std::vector<int> nic_users(topo.nics.size(), 0);
+  NicAssigner nics(topo);
   for (const auto& [numa, locals] : ranks_of_numa) {
     std::vector<const Core*> pool;
     for (const Core& c : topo.cores)
@@ -117,7 +117,7 @@ void PlaceGpuRanks(const HostTopology& topo, std::vector<RankSlot*>& ranks) {
     }
   }
   for (int i = 0; i < k && !topo.nics.empty(); ++i)
-    ranks[i]->nic = topo.nics[NearestLeastUsedNic(topo, topo.gpus[i], nic_users)].name;
+    ranks[i]->nic = topo.nics[nics.Choose(topo.gpus[i])].name;
 }
 
 void PlaceCpuRanks(const HostTopology& topo, std::vector<RankSlot*>& ranks) {

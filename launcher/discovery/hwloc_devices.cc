@@ -148,6 +148,7 @@ void AddNics(hwloc_topology_t topo, HostTopology& host) {
     }
     nic.pci_bus_id = BusId(pci);
     nic.numa_node = NumaOf(topo, pci);
+    if (hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(topo, pci)) nic.local_pus = PusOf(anc->cpuset);
     nic.pci_path = PathOf(pci);
     host.nics.push_back(std::move(nic));
   }

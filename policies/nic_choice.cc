@@ -1,0 +1,50 @@
+#include "policies/nic_choice.h"
+
+#include <tuple>
+
+#include "common/strings.h"
+
+namespace gpulaunch {
+
+std::string CardOf(const Nic& nic) {
+  if (!nic.pci_bus_id.empty()) return nic.pci_bus_id.substr(0, nic.pci_bus_id.rfind('.'));
+  return nic.name.substr(0, nic.name.find(':'));
+}
+
+NicAssigner::NicAssigner(const HostTopology& t) : t_(t), nic_users_(t.nics.size(), 0) {
+  for (const Nic& n : t.nics) card_.push_back(CardOf(n));
+}
+
+size_t NicAssigner::Choose(const Gpu& gpu) {
+  const auto key = [&](size_t n) {
+    return std::make_tuple(GpuNicPath(t_, gpu, t_.nics[n]), card_users_[card_[n]], nic_users_[n]);
+  };
+  size_t best = 0;
+  for (size_t n = 1; n < t_.nics.size(); ++n)
+    if (key(n) < key(best)) best = n;
+  ++nic_users_[best];
+  ++card_users_[card_[best]];
+  return best;
+}
+
+std::string ExplainNicChoice(const HostTopology& t, const Gpu& gpu, const std::string& chosen) {
+  const Nic* mine = nullptr;
+  std::map<PathType, std::vector<std::string>> others;
+  for (const Nic& n : t.nics) {
+    if (n.name == chosen && !mine) {
+      mine = &n;
+    } else {
+      others[GpuNicPath(t, gpu, n)].push_back(n.name);
+    }
+  }
+  if (!mine) return "";
+  const PathType path = GpuNicPath(t, gpu, *mine);
+  std::string out = "GPU " + std::to_string(gpu.index) + " -> " + chosen + ": " + PathTypeName(path);
+  for (const auto& [type, names] : others) {
+    out += "; " + Join(names, ", ") + (names.size() == 1 ? " is " : " are ") + PathTypeName(type) +
+           (type == path ? " too" : "");
+  }
+  return out;
+}
+
+}  // namespace gpulaunch

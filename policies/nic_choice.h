@@ -1,0 +1,44 @@
+// Which NIC each GPU rank of a host talks through (UCX_NET_DEVICES).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/host_topology.h"
+#include "policies/path_type.h"
+
+namespace gpulaunch {
+
+// The physical card a NIC belongs to: its PCI bus id without the function
+// ("0000:1a:00"), so that the ports of one device and the functions of one
+// card are one card; the device name without its port when no bus id is
+// known ("mlx5_0" for "mlx5_0:1").
+std::string CardOf(const Nic& nic);
+
+// Shares one host's NICs out among the ranks placed on it, in rank order.
+class NicAssigner {
+ public:
+  explicit NicAssigner(const HostTopology& t);
+
+  // The NIC (index into t.nics) for the next rank whose first GPU is `gpu`,
+  // counted as taken: one of the nearest path type the host has, so a NIC on
+  // the GPU's own package always beats one across packages, shared or not.
+  // Within that type: the card with the fewest ranks so far (two ports of
+  // one card add no bandwidth), then the port with the fewest, then PCI
+  // order. t.nics must not be empty.
+  size_t Choose(const Gpu& gpu);
+
+ private:
+  const HostTopology& t_;
+  std::vector<std::string> card_;  // per NIC
+  std::vector<int> nic_users_;
+  std::map<std::string, int> card_users_;
+};
+
+// Why `gpu` got NIC `chosen`: its path type, then the other NICs by type,
+// nearest first: "GPU 2 -> mlx5_3:1: NODE; mlx5_4:1 is NODE too; mlx5_0:1,
+// mlx5_1:1 are SYS". Empty when the host has no NIC of that name.
+std::string ExplainNicChoice(const HostTopology& t, const Gpu& gpu, const std::string& chosen);
+
+}  // namespace gpulaunch
