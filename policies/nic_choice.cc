@@ -27,6 +27,12 @@ size_t NicAssigner::Choose(const Gpu& gpu) {
   return best;
 }
 
+std::optional<NearestNic> NearestNicOf(const HostTopology& t, const Gpu& gpu) {
+  if (t.nics.empty()) return std::nullopt;
+  const size_t n = NicAssigner(t).Choose(gpu);
+  return NearestNic{n, GpuNicPath(t, gpu, t.nics[n])};
+}
+
 std::string ExplainNicChoice(const HostTopology& t, const Gpu& gpu, const std::string& chosen) {
   const Nic* mine = nullptr;
   std::map<PathType, std::vector<std::string>> others;

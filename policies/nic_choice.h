@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,14 @@ class NicAssigner {
   std::vector<int> nic_users_;
   std::map<std::string, int> card_users_;
 };
+
+// The nearest NIC of `gpu` and its path type (nearest type, then PCI
+// order); nullopt when the host has no NIC.
+struct NearestNic {
+  size_t nic = 0;
+  PathType path = PathType::kSys;
+};
+std::optional<NearestNic> NearestNicOf(const HostTopology& t, const Gpu& gpu);
 
 // Why `gpu` got NIC `chosen`: its path type, then the other NICs by type,
 // nearest first: "GPU 2 -> mlx5_3:1: NODE; mlx5_4:1 is NODE too; mlx5_0:1,

@@ -23,6 +23,7 @@
 #include "launcher/discovery/nvml_gpus.h"
 #include "launcher/base/host_identity.h"
 #include "launcher/base/process.h"
+#include "policies/nic_choice.h"
 
 namespace gpulaunch {
 namespace {
@@ -186,7 +187,12 @@ HostFacts GatherHostFacts(const std::string& host, const std::string& binary) {
     f.gpus.push_back(GpuFacts{g.pci_bus_id, g.uuid, g.name, g.memory_bytes, g.temperature_c, g.ecc_uncorrected});
   }
   if (auto topology = DiscoverLocalHost(); topology.ok()) {
-    for (const Gpu& g : topology->gpus) f.hwloc_gpus += g.vendor == "nvidia" ? 1 : 0;
+    for (const Gpu& g : topology->gpus) {
+      f.hwloc_gpus += g.vendor == "nvidia" ? 1 : 0;
+      if (const auto near = NearestNicOf(*topology, g)) {
+        f.gpu_nics.push_back({g.pci_bus_id, topology->nics[near->nic].name, PathTypeName(near->path)});
+      }
+    }
   }
   f.interfaces = Interfaces();
   f.free_ports = FreeJobPorts();

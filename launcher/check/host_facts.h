@@ -30,6 +30,13 @@ struct GpuFacts {
   int64_t ecc_uncorrected = -1;
 };
 
+// A GPU's nearest data NIC as hwloc shows the host (policies/nic_choice.h).
+struct GpuNicFacts {
+  std::string gpu;   // PCI bus id
+  std::string nic;   // "mlx5_0:1"
+  std::string path;  // its path type: "PIX" ... "SYS" (policies/path_type.h)
+};
+
 struct HostFacts {
   std::string host;               // the name gpulaunch asked it by
   std::string hostname;           // what it calls itself
@@ -39,6 +46,7 @@ struct HostFacts {
   int hwloc_gpus = 0;             // GPUs hwloc sees on the PCI bus
   bool nvml = false;              // NVML answered
   std::vector<GpuFacts> gpus;     // as NVML sees them
+  std::vector<GpuNicFacts> gpu_nics;  // per hwloc GPU in PCI order; empty without data NICs
   int free_ports = 0;             // bindable ports in kJobPortFirst..kJobPortLast
   std::string tmp_dir, tmp_error; // the temporary directory, and why it is not writable
   std::string binary, binary_error;  // the job's program as resolved there, and what is wrong with it

@@ -58,6 +58,15 @@ Json HostFactsToJson(const HostFacts& f) {
     gpus.Push(e);
   }
   j.Set("gpus", gpus);
+  Json gpu_nics = Json::Array();
+  for (const GpuNicFacts& g : f.gpu_nics) {
+    Json e = Json::Object();
+    e.Set("gpu", g.gpu);
+    e.Set("nic", g.nic);
+    e.Set("path", g.path);
+    gpu_nics.Push(e);
+  }
+  j.Set("gpu_nics", gpu_nics);
   j.Set("free_ports", f.free_ports);
   j.Set("tmp_dir", f.tmp_dir);
   j.Set("tmp_error", f.tmp_error);
@@ -109,6 +118,9 @@ StatusOr<HostFacts> HostFactsFromJson(const Json& j, const std::string& origin) 
       g.ecc_uncorrected = static_cast<int64_t>(Number(e, "ecc_uncorrected", -1));
       f.gpus.push_back(std::move(g));
     }
+  }
+  if (const Json* gpu_nics = j.Find("gpu_nics"); gpu_nics && gpu_nics->is(Json::Type::kArray)) {
+    for (const Json& e : gpu_nics->items()) f.gpu_nics.push_back({Text(e, "gpu"), Text(e, "nic"), Text(e, "path")});
   }
   f.free_ports = static_cast<int>(Number(j, "free_ports"));
   f.tmp_dir = Text(j, "tmp_dir");

@@ -10,7 +10,8 @@
 namespace gpulaunch {
 namespace {
 
-const char* const kChecks[] = {"reach", "clock", "dns", "versions", "mtu", "nic", "gpus", "ports", "tmp", "binary"};
+const char* const kChecks[] = {"reach",   "clock", "dns",   "versions", "mtu",   "nic",
+                               "gpu-nic", "gpus",  "ports", "tmp",      "binary"};
 
 std::string ShortName(const std::string& name) { return name.substr(0, name.find('.')); }
 
@@ -50,6 +51,29 @@ const NetInterfaceFacts* DataInterface(const HostProbe& p) {
   return nullptr;
 }
 
+// The path types of each GPU's nearest NIC, in GPU order: "PIX,PIX,SYS,SYS".
+std::string GpuNicSignature(const HostFacts& f) {
+  std::vector<std::string> paths;
+  for (const GpuNicFacts& g : f.gpu_nics) paths.push_back(g.path);
+  return Join(paths, ",");
+}
+
+// gpu-nic: every GPU's nearest NIC is as near as on most hosts with as many
+// GPUs (a NIC that is missing, dead or in another slot shows here first).
+CheckOutcome GpuNicCheck(const HostFacts& f, const Majority& m) {
+  if (f.hwloc_gpus == 0 && f.gpu_nics.empty()) return {"gpu-nic", CheckState::kSkip, "no GPUs"};
+  if (f.gpu_nics.empty()) return {"gpu-nic", CheckState::kSkip, "no data NICs"};
+  const std::string mine = GpuNicSignature(f);
+  if (!m.hosts.empty() && mine != m.value) {
+    return {"gpu-nic", CheckState::kFail,
+            "nearest NICs per GPU " + mine + " here, " + m.value + " on " + Join(m.hosts, ", ") +
+                ": is a NIC missing, down or in another slot?"};
+  }
+  std::vector<std::string> each;
+  for (const GpuNicFacts& g : f.gpu_nics) each.push_back(g.gpu + " -> " + g.nic + " " + g.path);
+  return {"gpu-nic", CheckState::kPass, Join(each, ", ")};
+}
+
 std::string Seconds(double s) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%+.2f s", s);
@@ -65,12 +89,17 @@ bool PreflightHost::ok() const {
 std::vector<PreflightHost> EvaluatePreflight(const std::vector<HostProbe>& probes, const PreflightOptions& o) {
   // What the majority of the reachable hosts has, per compared fact.
   std::vector<std::pair<std::string, std::string>> gl, mpi, ucx, driver, mtu, speed;
+  // GPU-NIC nearness among hosts with as many GPUs (a mixed cluster is fine).
+  std::map<size_t, std::vector<std::pair<std::string, std::string>>> gpu_nic;
   for (const HostProbe& p : probes) {
     if (!p.facts) continue;
     gl.emplace_back(p.host, p.facts->gpulaunch_version);
     mpi.emplace_back(p.host, p.facts->mpi_version);
     ucx.emplace_back(p.host, p.facts->ucx_version);
     driver.emplace_back(p.host, p.facts->driver_version);
+    if (!p.facts->gpu_nics.empty()) {
+      gpu_nic[p.facts->gpu_nics.size()].emplace_back(p.host, GpuNicSignature(*p.facts));
+    }
     if (const NetInterfaceFacts* n = DataInterface(p)) {
       mtu.emplace_back(p.host, std::to_string(n->mtu));
       if (n->speed_mbps > 0) speed.emplace_back(p.host, std::to_string(n->speed_mbps));
@@ -136,6 +165,7 @@ std::vector<PreflightHost> EvaluatePreflight(const std::vector<HostProbe>& probe
         c["mtu"] = CheckOutcome{"mtu", CheckState::kSkip, "no interface holds its address"};
         c["nic"] = CheckOutcome{"nic", CheckState::kSkip, "no interface holds its address"};
       }
+      c["gpu-nic"] = GpuNicCheck(f, MajorityOf(gpu_nic[f.gpu_nics.size()]));
       // GPUs.
       std::vector<std::string> gpu_problems;
       if (!f.nvml && f.hwloc_gpus > 0) {

@@ -28,6 +28,7 @@ std::vector<HostProbe> Healthy() {
     f.hwloc_gpus = 2;
     f.gpus = {{"0000:1a:00.0", "GPU-a" + std::to_string(i), "NVIDIA H100", 80ull << 30, 40, 0},
               {"0000:1b:00.0", "GPU-b" + std::to_string(i), "NVIDIA H100", 80ull << 30, 45, 0}};
+    f.gpu_nics = {{"0000:1a:00.0", "mlx5_0:1", "PIX"}, {"0000:1b:00.0", "mlx5_1:1", "PIX"}};
     f.free_ports = 1000;
     f.tmp_dir = "/tmp";
     f.recorded = {{"vm.swappiness", "60"}};
@@ -56,7 +57,8 @@ TEST(Preflight, HealthyHostsPassEveryCheck) {
   EXPECT_EQ(Check(hosts[0], "nic").detail, "eth0 up, 100000 Mb/s");
   EXPECT_EQ(Check(hosts[0], "gpus").detail, "2 GPUs, hottest 45 C, no ECC errors");
   const std::string table = RenderPreflightTable(hosts);
-  EXPECT_NE(table.find("node3            ok       ok       ok       ok       ok       ok       ok       ok       ok       -"),
+  EXPECT_EQ(Check(hosts[0], "gpu-nic").detail, "0000:1a:00.0 -> mlx5_0:1 PIX, 0000:1b:00.0 -> mlx5_1:1 PIX");
+  EXPECT_NE(table.find("node3            ok       ok       ok       ok       ok       ok       ok       ok       ok       ok       -"),
             std::string::npos)
       << table;
 }
@@ -103,6 +105,31 @@ TEST(Preflight, GpuHealthAndAMissingDriver) {
   EXPECT_EQ(Check(hosts[2], "gpus").detail,
             "2 NVIDIA GPUs on the PCI bus but NVML does not answer (is the driver loaded?)");
   EXPECT_TRUE(hosts[3].ok());
+}
+
+// A GPU whose nearest NIC is farther than on the other hosts with as many
+// GPUs (its own NIC missing): named on that host. A host with other GPUs
+// is compared with its own kind only; one without NICs or GPUs is skipped.
+TEST(Preflight, AGpuWithAFartherNicThanOnItsPeersIsNamed) {
+  auto probes = Healthy();
+  probes[1].facts->gpu_nics[1] = {"0000:1b:00.0", "mlx5_0:1", "SYS"};
+  probes[2].facts->gpu_nics.clear();
+  probes[3].facts->gpu_nics.push_back({"0000:1c:00.0", "mlx5_1:1", "SYS"});
+  HostProbe bare = probes[0];
+  bare.host = "cpu1";
+  bare.facts->hwloc_gpus = 0;
+  bare.facts->gpus.clear();
+  bare.facts->gpu_nics.clear();
+  probes.push_back(bare);
+  const auto hosts = EvaluatePreflight(probes, {});
+  EXPECT_EQ(Check(hosts[0], "gpu-nic").state, CheckState::kPass);
+  EXPECT_EQ(Check(hosts[1], "gpu-nic").state, CheckState::kFail);
+  EXPECT_EQ(Check(hosts[1], "gpu-nic").detail,
+            "nearest NICs per GPU PIX,SYS here, PIX,PIX on node1: is a NIC missing, down or in another slot?");
+  EXPECT_EQ(Check(hosts[2], "gpu-nic").state, CheckState::kSkip);
+  EXPECT_EQ(Check(hosts[2], "gpu-nic").detail, "no data NICs");
+  EXPECT_EQ(Check(hosts[3], "gpu-nic").state, CheckState::kPass);  // the only host with 3 GPUs
+  EXPECT_EQ(Check(hosts[4], "gpu-nic").detail, "no GPUs");
 }
 
 TEST(Preflight, AnUnreachableHostFailsReachAndSkipsTheRest) {
