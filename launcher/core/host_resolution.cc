@@ -9,6 +9,7 @@
 #include "common/host_spec.h"
 #include "common/strings.h"
 #include "launcher/discovery/hwloc_source.h"
+#include "launcher/discovery/topology_file.h"
 #include "launcher/base/host_identity.h"
 #include "launcher/base/process.h"
 #include "launcher/core/slurm_job.h"
@@ -104,10 +105,10 @@ StatusOr<ResolvedHosts> ResolveHosts(const HostRequest& o, const ResolveSettings
     for (const std::string& item : o.topology_files) {
       const auto eq = item.find('=');
       if (eq == std::string::npos) {
-        GL_ASSIGN_OR_RETURN(HostTopology t, LoadHwlocXmlFile(item));
+        GL_ASSIGN_OR_RETURN(HostTopology t, LoadTopologyFile(item));
         for_all = std::move(t);
       } else {
-        GL_ASSIGN_OR_RETURN(HostTopology t, LoadHwlocXmlFile(item.substr(eq + 1)));
+        GL_ASSIGN_OR_RETURN(HostTopology t, LoadTopologyFile(item.substr(eq + 1)));
         per_host[item.substr(0, eq)] = std::move(t);
       }
     }

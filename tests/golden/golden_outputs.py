@@ -27,12 +27,20 @@ import sys
 import tempfile
 
 
+def nccl_machines(src):
+    """The NCCL topology files that describe a whole host (not the graph file, not fragments without GPUs)."""
+    nccl_dir = os.path.join(src, "tests", "data", "topologies", "nccl")
+    skip = {"azhpc-images/ncv4-graph.xml", "aws-ofi-nccl/g5.48xl-topo.xml", "aws-ofi-nccl/p5.48xl-topo.xml"}
+    return [x for x in sorted(glob.glob(os.path.join(nccl_dir, "**", "*.xml"), recursive=True))
+            if os.path.relpath(x, nccl_dir) not in skip]
+
+
 def cases(src):
     """(name, argv after the gpulaunch binary, kind) for every golden case."""
     topo_dir = os.path.join(src, "tests", "data", "topologies", "hwloc")
     out = []
-    for xml in sorted(glob.glob(os.path.join(topo_dir, "**", "*.xml"), recursive=True)):
-        stem = os.path.relpath(xml, topo_dir).replace("/", "_")[:-4]
+    for xml in sorted(glob.glob(os.path.join(topo_dir, "**", "*.xml"), recursive=True)) + nccl_machines(src):
+        stem = os.path.relpath(xml, topo_dir).replace("/", "_")[:-4].replace(".._nccl_", "nccl_")
         out.append((f"dry-run_{stem}", ["--dry-run", "--topology-file", xml, "/bin/true"], "text"))
         out.append((f"dry-run-2hosts_{stem}", ["--dry-run", "-H", "a,b", "--topology-file", xml, "/bin/true"], "text"))
         out.append((f"plan-json_{stem}", ["plan", "-n", "4", "--format", "json", "--topology-file", xml], "text"))
