@@ -5,6 +5,7 @@
 #include <set>
 
 #include "policies/link_model.h"
+#include "policies/nic_choice.h"
 
 namespace gpulaunch {
 
@@ -13,15 +14,23 @@ std::vector<SlotChoice> ExactAssignment(const ClusterTopology& c, const std::vec
   // The heuristic's GPUs first, in its slot order: the search meets its
   // assignment first, so on ties (e.g. best fit vs an equally fast host) the
   // heuristic's preferences stand.
+  // Each GPU with the NIC it would send through: its nearest (the engine
+  // shares NICs out only within the nearest path type, so the model's
+  // figure is the same).
+  auto slot = [&](int h, int g) {
+    const HostTopology& t = c.hosts[h].topology;
+    const auto nic = NearestNicOf(t, t.gpus[g]);
+    return SlotRef{h, g, nic ? static_cast<int>(nic->nic) : -1};
+  };
   std::vector<SlotRef> free;
   std::set<std::pair<int, int>> seen;
   for (const SlotChoice& sc : heuristic) {
     for (int g : sc.gpus)
-      if (seen.insert({sc.host, g}).second) free.push_back({sc.host, g});
+      if (seen.insert({sc.host, g}).second) free.push_back(slot(sc.host, g));
   }
   for (int h : hosts)
     for (const Gpu& g : c.hosts[h].topology.gpus)
-      if (c.hosts[h].GpuFree(g.index) && seen.insert({h, g.index}).second) free.push_back({h, g.index});
+      if (c.hosts[h].GpuFree(g.index) && seen.insert({h, g.index}).second) free.push_back(slot(h, g.index));
   const int n = static_cast<int>(free.size()), k = r.ranks;
   double count = 1;
   for (int i = 0; i < k; ++i) count *= n - i;

@@ -7,6 +7,34 @@
 
 namespace gpulaunch {
 
+namespace {
+
+// What one side of a network link can send: its NIC's speed (else the
+// host's fastest known, else the cluster's), capped by the GPU-to-NIC path.
+double SideGbps(const ClusterTopology& c, const SlotRef& s) {
+  const HostTopology& h = c.hosts[s.host].topology;
+  const bool has_nic = s.nic >= 0 && static_cast<size_t>(s.nic) < h.nics.size();
+  double gbps = has_nic && h.nics[s.nic].gbps > 0 ? h.nics[s.nic].gbps : h.NicGbps() > 0 ? h.NicGbps() : c.nic_gbps;
+  if (has_nic && s.gpu >= 0 && static_cast<size_t>(s.gpu) < h.gpus.size()) {
+    gbps = std::min(gbps, PathCost(GpuNicPath(h, h.gpus[s.gpu], h.nics[s.nic])).gbps);
+  }
+  return gbps;
+}
+
+}  // namespace
+
+LinkCost PathCost(PathType path) {
+  switch (path) {
+    case PathType::kNvl: break;  // recorded per GPU pair
+    case PathType::kPix: return {24.0, 2.0, "PCIe switch"};
+    case PathType::kPxb: return {24.0, 2.5, "PCIe switches"};
+    case PathType::kPhb: return {20.0, 3.0, "PCIe host bridge"};
+    case PathType::kNode: return {16.0, 4.0, "same socket"};
+    case PathType::kSys: return {10.0, 5.0, "across sockets"};
+  }
+  return {0.0, 2.0, "NVLink"};
+}
+
 LinkCost CostBetween(const ClusterTopology& c, const SlotRef& a, const SlotRef& b) {
   if (a.host != b.host) {
     const std::string& ha = c.hosts[a.host].name;
@@ -14,9 +42,8 @@ LinkCost CostBetween(const ClusterTopology& c, const SlotRef& a, const SlotRef& 
     int switches = c.network.empty() ? 1 : c.network.SwitchesBetween(ha, hb);
     if (switches < 0) switches = 7;  // unknown or disconnected: assume far away
     const int levels_up = (switches - 1) / 2;
-    // The slower of the two hosts' fastest known NICs, else the cluster's.
-    const double ga = c.hosts[a.host].topology.NicGbps(), gb = c.hosts[b.host].topology.NicGbps();
-    double gbps = ga > 0 && gb > 0 ? std::min(ga, gb) : c.nic_gbps;
+    // The slower side (each: its NIC, or the host's fastest, capped by its GPU's path to it).
+    double gbps = std::min(SideGbps(c, a), SideGbps(c, b));
     for (int l = 0; l < levels_up; ++l) gbps /= 2;
     return {gbps, 3.0 + 1.0 * (switches - 1), levels_up == 0 ? "same leaf" : "across switches"};
   }
@@ -24,15 +51,9 @@ LinkCost CostBetween(const ClusterTopology& c, const SlotRef& a, const SlotRef& 
   if (a.gpu < 0 || b.gpu < 0) return {10.0, 0.5, "shared memory"};
   if (a.gpu == b.gpu) return {std::numeric_limits<double>::infinity(), 0.0, "same GPU"};
   // Per path type (path_type.h); sources in docs/placement.md.
-  switch (GpuGpuPath(h, a.gpu, b.gpu)) {
-    case PathType::kNvl: return {h.GpuLinkGbps(a.gpu, b.gpu), 2.0, "NVLink"};
-    case PathType::kPix: return {24.0, 2.0, "PCIe switch"};
-    case PathType::kPxb: return {24.0, 2.5, "PCIe switches"};
-    case PathType::kPhb: return {20.0, 3.0, "PCIe host bridge"};
-    case PathType::kNode: return {16.0, 4.0, "same socket"};
-    case PathType::kSys: break;
-  }
-  return {10.0, 5.0, "across sockets"};
+  const PathType path = GpuGpuPath(h, a.gpu, b.gpu);
+  if (path == PathType::kNvl) return {h.GpuLinkGbps(a.gpu, b.gpu), 2.0, "NVLink"};
+  return PathCost(path);
 }
 
 double RingAllreduceSeconds(const ClusterTopology& c, const std::vector<SlotRef>& ring, double bytes) {

@@ -10,7 +10,10 @@
 //   across sockets (UPI/xGMI)    10 GB/s, 5 us
 //   CPU ranks on one host        10 GB/s, 0.5 us (shared memory; measured 9-12 GB/s here)
 //   between hosts, same leaf     the slower host's fastest NIC (when its speed
-//                                is known), else the cluster's GB/s, 3 us
+//                                is known), else the cluster's GB/s, 3 us;
+//                                with the ranks' NICs known, each side's NIC
+//                                speed and its GPU-to-NIC path's figure above
+//                                (a NIC across the sockets: 10 GB/s) cap it
 //   each further switch level    +1 us and half the bandwidth (2:1 taper)
 #pragma once
 
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "common/cluster_topology.h"
+#include "policies/path_type.h"
 
 namespace gpulaunch {
 
@@ -27,11 +31,17 @@ struct LinkCost {
   const char* cls = "";
 };
 
-// Where a rank runs, for the model: host index in the cluster, its GPU (or -1).
+// Where a rank runs, for the model: host index in the cluster, its GPU (or
+// -1), and the NIC it sends through (index into the host's nics, or -1: the
+// host's fastest, over a path that does not limit it).
 struct SlotRef {
   int host = 0;
   int gpu = -1;
+  int nic = -1;
 };
+
+// The figure for a path type inside one host (NVL has its recorded bandwidth).
+LinkCost PathCost(PathType path);
 
 LinkCost CostBetween(const ClusterTopology& cluster, const SlotRef& a, const SlotRef& b);
 

@@ -16,7 +16,12 @@ StepModel ModelStep(const Placement& p, const ClusterTopology& c, const JobReque
   for (size_t h = 0; h < c.hosts.size(); ++h) index[c.hosts[h].name] = static_cast<int>(h);
   auto slot = [&](int rank) {
     const RankSlot& s = p.ranks[rank];
-    return SlotRef{index.at(s.host), s.gpus.empty() ? -1 : s.gpus.front()};
+    const int host = index.at(s.host);
+    int nic = -1;
+    const std::vector<Nic>& nics = c.hosts[host].topology.nics;
+    for (size_t n = 0; n < nics.size() && !s.nic.empty(); ++n)
+      if (nics[n].name == s.nic) nic = static_cast<int>(n);
+    return SlotRef{host, s.gpus.empty() ? -1 : s.gpus.front(), nic};
   };
   const ParallelLayout& L = r.layout;
   for (int rank = 0; rank < L.world_size(); ++rank) {

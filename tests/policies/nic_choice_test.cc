@@ -109,6 +109,26 @@ TEST(PathType, GpuPairsUseNvlinkWhereRecorded) {
   EXPECT_STREQ(CostBetween(c, {0, 0}, {0, 2}).cls, "across sockets");
 }
 
+// Between hosts, a rank's traffic is capped by its own GPU-to-NIC path:
+// through a NIC across the sockets at most the SYS figure.
+TEST(LinkModel, ARanksNicPathCapsItsNetworkBandwidth) {
+  HostTopology t = Sockets(2, 1);
+  AddGpu(t, GpuAt(t, 0, {"hb0", "u", "d0"}));
+  t.nics.push_back(NicAt(t, "near", "0000:01:00.0", 0, {"hb0", "u", "d1"}));
+  t.nics.push_back(NicAt(t, "far", "0000:81:00.0", 1, {"hb1"}));
+  for (Nic& n : t.nics) n.gbps = 25;
+  ClusterTopology c;
+  for (const char* name : {"a", "b"}) {
+    ClusterHost h;
+    h.name = name;
+    h.topology = t;
+    c.hosts.push_back(h);
+  }
+  EXPECT_DOUBLE_EQ(CostBetween(c, {0, 0, 0}, {1, 0, 0}).gbps, 24.0);   // PIX: the PCIe figure below 25
+  EXPECT_DOUBLE_EQ(CostBetween(c, {0, 0, 1}, {1, 0, 0}).gbps, 10.0);   // one side across the sockets
+  EXPECT_DOUBLE_EQ(CostBetween(c, {0, 0, -1}, {1, 0, -1}).gbps, 25.0); // NICs unknown: the hosts' fastest
+}
+
 // The machine of the report: a 4-GPU node in SNC-4 mode, 2 packages and 8
 // NUMA nodes. Package 0 holds GPUs 0-1 and NIC mlx5_0; package 1 holds GPUs
 // 2-3 and NIC mlx5_2, each on its own host bridge. The far NIC is unused

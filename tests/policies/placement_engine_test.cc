@@ -14,6 +14,7 @@
 #include "common/synthetic_cluster.h"
 #include "launcher/discovery/hwloc_source.h"
 #include "policies/link_model.h"
+#include "policies/nic_choice.h"
 #include "policies/slot_placement.h"
 #include "tests/testing/synthetic_host.h"
 
@@ -288,6 +289,9 @@ double BestByEnumeration(const ClusterTopology& c, const JobRequest& r) {
       p.ranks[rank].rank = rank;
       p.ranks[rank].host = c.hosts[gpus[i].first].name;
       p.ranks[rank].gpus = {gpus[i].second};
+      const HostTopology& t = c.hosts[gpus[i].first].topology;
+      const auto nic = NearestNicOf(t, t.gpus[gpus[i].second]);  // as the engine would send
+      p.ranks[rank].nic = nic ? t.nics[nic->nic].name : "";
       dfs(rank + 1);
       taken[i] = false;
     }
