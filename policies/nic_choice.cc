@@ -1,7 +1,9 @@
 #include "policies/nic_choice.h"
 
+#include <set>
 #include <tuple>
 
+#include "common/hostlist.h"
 #include "common/strings.h"
 
 namespace gpulaunch {
@@ -51,6 +53,26 @@ std::string ExplainNicChoice(const HostTopology& t, const Gpu& gpu, const std::s
            (type == path ? " too" : "");
   }
   return out;
+}
+
+void ExplainNics(const ClusterTopology& c, Placement& p) {
+  std::map<std::string, const HostTopology*> by_name;
+  for (const ClusterHost& h : c.hosts) by_name[h.name] = &h.topology;
+  std::vector<std::string> order;                         // answers, first seen first
+  std::map<std::string, std::vector<std::string>> hosts;  // answer -> hosts, no repeats
+  std::set<std::pair<std::string, std::string>> seen;     // (answer, host)
+  for (const RankSlot& s : p.ranks) {
+    const auto it = by_name.find(s.host);
+    if (s.nic.empty() || s.gpus.empty() || it == by_name.end()) continue;
+    const HostTopology& t = *it->second;
+    if (static_cast<size_t>(s.gpus.front()) >= t.gpus.size()) continue;
+    const std::string why = ExplainNicChoice(t, t.gpus[s.gpus.front()], s.nic);
+    if (why.empty()) continue;
+    auto [at, added] = hosts.try_emplace(why);
+    if (added) order.push_back(why);
+    if (seen.insert({why, s.host}).second) at->second.push_back(s.host);
+  }
+  for (const std::string& why : order) p.explain.push_back(CompressHostlist(hosts[why]) + ": " + why);
 }
 
 }  // namespace gpulaunch

@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "common/cluster_topology.h"
 #include "common/host_topology.h"
+#include "policies/placement.h"
 #include "policies/path_type.h"
 
 namespace gpulaunch {
@@ -49,5 +51,10 @@ std::optional<NearestNic> NearestNicOf(const HostTopology& t, const Gpu& gpu);
 // nearest first: "GPU 2 -> mlx5_3:1: NODE; mlx5_4:1 is NODE too; mlx5_0:1,
 // mlx5_1:1 are SYS". Empty when the host has no NIC of that name.
 std::string ExplainNicChoice(const HostTopology& t, const Gpu& gpu, const std::string& chosen);
+
+// Adds to p.explain why each GPU rank got its NIC: one line per distinct
+// answer, naming the hosts it holds for ("node[01-16]: GPU 2 -> mlx5_3:1:
+// NODE; mlx5_1:1 is SYS"), so that a homogeneous cluster reads as one host.
+void ExplainNics(const ClusterTopology& c, Placement& p);
 
 }  // namespace gpulaunch

@@ -7,12 +7,12 @@
 #include <numeric>
 #include <set>
 
-#include "common/hostlist.h"
 #include "common/strings.h"
 #include "policies/exact_assignment.h"
 #include "policies/host_selection.h"
 #include "policies/link_model.h"
 #include "policies/gpu_pick.h"
+#include "policies/host_resources.h"
 #include "policies/nic_choice.h"
 #include "policies/slot_placement.h"
 
@@ -28,104 +28,6 @@ int RanksThatFit(const ClusterHost& h, const JobRequest& r) {
                                 : static_cast<int>(h.topology.cores.size()) / std::max(1, r.cores_per_rank);
   if (h.slots) fit = std::min(fit, *h.slots);
   return fit;
-}
-
-// `pool`'s cores split in order among `members`, each a contiguous share
-// (at least one core while there are cores), memory bound to `mem_node`.
-void SplitCores(const std::vector<const Core*>& pool, const std::vector<RankSlot*>& members, int mem_node) {
-  const size_t k = members.size();
-  for (size_t j = 0; j < k; ++j) {
-    RankSlot& s = *members[j];
-    s.cpus.clear();
-    s.cores.clear();
-    const size_t lo = pool.size() * j / k, hi = pool.size() * (j + 1) / k;
-    for (size_t i = lo; i < std::max(hi, lo + 1) && i < pool.size(); ++i) {
-      s.cpus.insert(s.cpus.end(), pool[i]->pus.begin(), pool[i]->pus.end());
-      s.cores.push_back(pool[i]->logical_index);
-    }
-    std::sort(s.cpus.begin(), s.cpus.end());
-    s.bound = !s.cpus.empty();
-    s.mem_node = mem_node;
-  }
-}
-
-// GPU ranks: the cores of each GPU's NUMA node split among the ranks whose
-// GPU is there. A GPU of unknown locality (NUMA -1) or on a NUMA node
-// without cores gets the cores no such group claims. When that cannot give
-// every rank cores of its own (a node with more of these ranks than cores,
-// none left over), the host's cores are split evenly over all its ranks
-// instead; with more ranks than cores they run unbound. So no two bound
-// ranks ever share a core, and a bound rank always has one.
-void FillGpuRankCores(const HostTopology& t, const std::vector<RankSlot*>& ranks) {
-  auto whole_host = [&] {
-    if (t.cores.size() < ranks.size()) {
-      for (RankSlot* s : ranks) {
-        s->cpus = t.AllPus();
-        s->cores.clear();
-        s->bound = false;
-        s->mem_node = -1;
-      }
-      return;
-    }
-    std::vector<const Core*> all;
-    for (const Core& c : t.cores) all.push_back(&c);
-    SplitCores(all, ranks, -1);
-  };
-  std::map<int, std::vector<const Core*>> cores_of;
-  for (const Core& c : t.cores) cores_of[c.numa_node].push_back(&c);
-  std::map<int, std::vector<RankSlot*>> by_numa;
-  std::vector<RankSlot*> elsewhere;
-  for (RankSlot* s : ranks) {
-    const int numa = t.gpus[s->gpus.front()].numa_node;
-    if (numa >= 0 && cores_of.count(numa)) {
-      by_numa[numa].push_back(s);
-    } else {
-      elsewhere.push_back(s);
-    }
-  }
-  for (const auto& [numa, members] : by_numa) {
-    if (members.size() > cores_of[numa].size()) return whole_host();
-  }
-  for (const auto& [numa, members] : by_numa) SplitCores(cores_of[numa], members, numa);
-  if (elsewhere.empty()) return;
-  std::vector<const Core*> unclaimed;
-  std::set<int> numas;
-  for (const Core& c : t.cores) {
-    if (!by_numa.count(c.numa_node)) {
-      unclaimed.push_back(&c);
-      numas.insert(c.numa_node);
-    }
-  }
-  if (unclaimed.size() < elsewhere.size()) return whole_host();
-  SplitCores(unclaimed, elsewhere, numas.size() == 1 ? *numas.begin() : -1);
-}
-
-// Fills cpus, memory node and NIC of the ranks on one host (GPUs chosen).
-void FillHostResources(const HostTopology& t, std::vector<RankSlot*>& ranks, const JobRequest& r) {
-  if (r.gpus_per_rank > 0) {
-    FillGpuRankCores(t, ranks);
-    NicAssigner nics(t);
-    for (RankSlot* s : ranks) {
-      if (t.nics.empty()) break;
-      s->nic = t.nics[nics.Choose(t.gpus[s->gpus.front()])].name;
-    }
-    return;
-  }
-  // CPU ranks: contiguous blocks of cores_per_rank cores in core order, or
-  // the host's cores split evenly (sizes differ by at most one) when 0.
-  size_t next = 0;
-  const size_t k = ranks.size(), n = t.cores.size();
-  for (size_t j = 0; j < k; ++j) {
-    RankSlot* s = ranks[j];
-    const size_t take = r.cores_per_rank > 0 ? static_cast<size_t>(r.cores_per_rank) : n / k + (j < n % k ? 1 : 0);
-    for (size_t i = 0; i < take && next < n; ++i, ++next) {
-      s->cpus.insert(s->cpus.end(), t.cores[next].pus.begin(), t.cores[next].pus.end());
-      s->cores.push_back(t.cores[next].logical_index);
-    }
-    std::sort(s->cpus.begin(), s->cpus.end());
-    s->bound = true;
-    s->mem_node = t.cores[next - 1].numa_node;
-  }
 }
 
 // Builds the placement from slots in fill order. Hosts are numbered by first
@@ -328,34 +230,11 @@ StatusOr<Placement> PlaceByTopology(const JobRequest& request, const ClusterTopo
   return best;
 }
 
-// Why each GPU rank got its NIC (nic_choice.h): one line per distinct
-// answer, naming the hosts it holds for ("node[01-16]: GPU 2 -> mlx5_3:1:
-// NODE; mlx5_1:1 is SYS"), so that a homogeneous cluster reads as one host.
-void ExplainNics(const ClusterTopology& c, Placement& p) {
-  std::map<std::string, const HostTopology*> by_name;
-  for (const ClusterHost& h : c.hosts) by_name[h.name] = &h.topology;
-  std::vector<std::string> order;                         // answers, first seen first
-  std::map<std::string, std::vector<std::string>> hosts;  // answer -> hosts, no repeats
-  std::set<std::pair<std::string, std::string>> seen;     // (answer, host)
-  for (const RankSlot& s : p.ranks) {
-    const auto it = by_name.find(s.host);
-    if (s.nic.empty() || s.gpus.empty() || it == by_name.end()) continue;
-    const HostTopology& t = *it->second;
-    if (static_cast<size_t>(s.gpus.front()) >= t.gpus.size()) continue;
-    const std::string why = ExplainNicChoice(t, t.gpus[s.gpus.front()], s.nic);
-    if (why.empty()) continue;
-    auto [at, added] = hosts.try_emplace(why);
-    if (added) order.push_back(why);
-    if (seen.insert({why, s.host}).second) at->second.push_back(s.host);
-  }
-  for (const std::string& why : order) p.explain.push_back(CompressHostlist(hosts[why]) + ": " + why);
-}
-
 }  // namespace
 
 StatusOr<Placement> Place(const JobRequest& request, const ClusterTopology& c) {
   auto placed = request.policy == kBySlotPolicy ? PlaceLikeOpenMpiBySlot(request, c) : PlaceByTopology(request, c);
-  if (placed.ok()) ExplainNics(c, *placed);
+  if (placed.ok()) ExplainNics(c, *placed);  // nic_choice.h
   if (placed.ok() || placed.status().code() != StatusCode::kInfeasible || !request.unbound_when_unbindable ||
       request.policy == kBySlotPolicy) {
     return placed;
