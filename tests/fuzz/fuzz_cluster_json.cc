@@ -1,13 +1,19 @@
 // libFuzzer: gpulaunch-cluster/v1 files (common/cluster_json.h) and the JSON
 // reader under them (what the writer produces must read back the same); the
+// placement on every accepted cluster (no two bound ranks of a host share a
+// CPU, none is bound to nothing, no GPU is given twice); the
 // other JSON files gpulaunch reads: policy files, `check --save` baselines,
 // hosts' facts.
+#include <algorithm>
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 
 #include "common/cluster_json.h"
 #include "common/json.h"
 #include "launcher/check/preflight.h"
+#include "policies/placement_engine.h"
 #include "slurm/slurm_policy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -17,7 +23,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto again = gpulaunch::ParseJson(once, "fuzz-again");
     if (!again.ok() || again->Write() != once) __builtin_trap();
   }
-  (void)gpulaunch::LoadClusterJson(text, "fuzz");
+  if (auto cluster = gpulaunch::LoadClusterJson(text, "fuzz"); cluster.ok()) {
+    // What an accepted cluster file yields must be a sound plan: bound ranks
+    // of one host never share a CPU, and no two ranks share a GPU.
+    int free_gpus = 0, cores = 0;
+    for (const gpulaunch::ClusterHost& h : cluster->hosts) {
+      free_gpus += h.FreeGpus();
+      cores += static_cast<int>(h.topology.cores.size());
+    }
+    gpulaunch::JobRequest r;
+    r.ranks = std::max(1, std::min(free_gpus > 0 ? free_gpus : cores, 64));
+    if (auto layout = gpulaunch::ParseLayout("", r.ranks); layout.ok()) r.layout = *layout;
+    if (auto p = gpulaunch::Place(r, *cluster); p.ok()) {
+      std::map<std::string, std::set<int>> cpus_of, gpus_of;
+      for (const gpulaunch::RankSlot& s : p->ranks) {
+        for (int g : s.gpus)
+          if (!gpus_of[s.host].insert(g).second) __builtin_trap();
+        if (!s.bound) continue;
+        if (s.cpus.empty()) __builtin_trap();
+        for (int c : s.cpus)
+          if (!cpus_of[s.host].insert(c).second) __builtin_trap();
+      }
+    }
+  }
   if (auto policy = gpulaunch::ParsePolicyFile(text, "fuzz"); policy.ok()) {
     (void)gpulaunch::SlurmPolicyApplyScript(*policy);
   }
