@@ -14,7 +14,7 @@ namespace {
 StatusOr<int> ParseSlotCount(std::string_view text, std::string_view what) {
   const auto v = ParseInt(text);
   if (!v || *v < 1 || *v > 1'000'000) {
-    return InvalidArgument(std::string(what) + " '" + std::string(text) + "' must be a whole number from 1 to 1000000");
+    return InvalidArgument(std::string(what) + " '" + Excerpt(text) + "' must be a whole number from 1 to 1000000");
   }
   return static_cast<int>(*v);
 }
@@ -79,10 +79,10 @@ StatusOr<std::vector<HostSpec>> ParseHostArgument(std::string_view text) {
   if (Trim(text).empty()) return InvalidArgument("--host needs at least one host, e.g. --host node1:2,node2:2");
   for (const std::string& item : SplitOutsideBrackets(text, ',')) {
     auto parsed = ParseHostWithCount(Trim(item), 1);
-    if (!parsed.ok()) return InvalidArgument("--host '" + std::string(text) + "': " + parsed.status().message());
+    if (!parsed.ok()) return InvalidArgument("--host '" + Excerpt(text) + "': " + parsed.status().message());
     for (auto& h : *parsed) {
       if (Status added = hosts.Add(std::move(h)); !added.ok()) {
-        return InvalidArgument("--host '" + std::string(text.substr(0, 80)) + "': " + added.message());
+        return InvalidArgument("--host '" + Excerpt(text) + "': " + added.message());
       }
     }
   }
@@ -113,7 +113,7 @@ StatusOr<std::vector<HostSpec>> ParseHostfileText(std::string_view text, std::st
         max_slots = *n;
       } else {
         return AtLine(origin, line_no,
-                      InvalidArgument("unknown word '" + word +
+                      InvalidArgument("unknown word '" + Excerpt(word) +
                                       "' (expected 'host slots=N [max_slots=M]', 'host:N' or a hostlist like node[01-04])"));
       }
     }
@@ -154,7 +154,7 @@ StatusOr<std::vector<HostSpec>> HostsFromSlurmAllocation(const EnvLookup& env) {
       const auto times = paren == std::string::npos ? std::optional<int64_t>(1)
                                                     : ParseInt(item.substr(paren + 2, item.size() - paren - 3));
       if (!n || !times || *n < 0 || *times < 1 || *times > 100000) {
-        return InvalidArgument("SLURM_TASKS_PER_NODE '" + std::string(tpn) + "' is malformed (expected e.g. 2(x3),1)");
+        return InvalidArgument("SLURM_TASKS_PER_NODE '" + Excerpt(tpn) + "' is malformed (expected e.g. 2(x3),1)");
       }
       for (int64_t k = 0; k < *times; ++k) tasks.push_back(static_cast<int>(*n));
     }

@@ -6,7 +6,7 @@ namespace gpulaunch {
 namespace {
 
 Status Malformed(std::string_view expr, std::string_view why) {
-  return InvalidArgument("malformed hostlist '" + std::string(expr) + "': " + std::string(why) +
+  return InvalidArgument("malformed hostlist '" + Excerpt(expr) + "': " + std::string(why) +
                          " (expected names like node07 or node[01-04,09])");
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <limits>
@@ -122,12 +124,82 @@ Status ForEachConfigLine(std::string_view text, const std::function<Status(int, 
   return Status::Ok();
 }
 
-StatusOr<std::string> ReadTextFile(const std::string& path, const std::string& what) {
-  std::ifstream in(path);
+std::string Excerpt(std::string_view text, size_t max_bytes) {
+  std::string out;
+  size_t used = 0;
+  for (; used < text.size() && out.size() < max_bytes; ++used) {
+    const unsigned char c = static_cast<unsigned char>(text[used]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c < 0x20 || c >= 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (used < text.size()) out += "... (" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
+
+namespace {
+
+// Opens `path` for reading: NotFound when it cannot be read, InvalidArgument
+// for a directory or a file over kMaxTextFileBytes.
+StatusOr<std::ifstream> OpenTextFile(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return InvalidArgument(what + " '" + path + "' is a directory; give the file in it");
+  }
+  std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound("cannot read " + what + " '" + path + "': check the path and its permissions");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxTextFileBytes) {
+    return InvalidArgument(what + " '" + path + "' is " + std::to_string(size) + " bytes, over the " +
+                           std::to_string(kMaxTextFileBytes) + " gpulaunch reads: is it the right file?");
+  }
+  return in;
+}
+
+}  // namespace
+
+StatusOr<std::string> ReadTextFile(const std::string& path, const std::string& what) {
+  GL_ASSIGN_OR_RETURN(std::ifstream in, OpenTextFile(path, what));
   std::stringstream buf;
   buf << in.rdbuf();
   return buf.str();
+}
+
+StatusOr<std::vector<std::string>> ReadTextLines(const std::string& path, const std::string& what,
+                                                 size_t max_line_bytes) {
+  GL_ASSIGN_OR_RETURN(std::ifstream in, OpenTextFile(path, what));
+  std::vector<std::string> lines(1);
+  std::vector<char> block(1 << 20);
+  while (in) {
+    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    const size_t got = static_cast<size_t>(in.gcount());
+    for (size_t i = 0; i < got; ++i) {
+      if (block[i] == '\n') {
+        if (!lines.back().empty() && lines.back().back() == '\r') lines.back().pop_back();
+        lines.emplace_back();
+        continue;
+      }
+      lines.back() += block[i];
+      if (lines.back().size() > max_line_bytes) {
+        return InvalidArgument(path + ":" + std::to_string(lines.size()) + ": a line longer than the " +
+                               std::to_string(max_line_bytes) + " bytes a " + what + " line may hold (" +
+                               Excerpt(lines.back()) + "): is it the right file?");
+      }
+    }
+  }
+  if (!lines.back().empty() && lines.back().back() == '\r') lines.back().pop_back();
+  if (lines.back().empty()) lines.pop_back();
+  return lines;
 }
 
 }  // namespace gpulaunch

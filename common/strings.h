@@ -30,8 +30,29 @@ std::string ShellQuote(const std::string& word);
 // first error stops the walk and is returned.
 Status ForEachConfigLine(std::string_view text, const std::function<Status(int, std::string_view)>& fn);
 
-// The whole file, or NotFound naming what it is ("hostfile") and the path.
+// How much of a user's input an error message quotes: one screen line, with
+// every byte outside printable ASCII escaped ("\x00", "\n"), and the length
+// of what was cut ("abc... (16777216 bytes)"). Binary input never reaches
+// the terminal raw.
+inline constexpr size_t kExcerptBytes = 60;
+std::string Excerpt(std::string_view text, size_t max_bytes = kExcerptBytes);
+
+// Files gpulaunch reads whole (topologies, cluster files, policies) are at
+// most this big; line-oriented files (traces, hostfiles) hold lines of at
+// most kMaxTextLineBytes. Both are refused early, naming the limit.
+inline constexpr uint64_t kMaxTextFileBytes = 1ull << 30;
+inline constexpr size_t kMaxTextLineBytes = 1 << 16;
+
+// The whole file, or an error naming what it is ("hostfile") and the path:
+// NotFound when it cannot be read, InvalidArgument for a directory or a file
+// over kMaxTextFileBytes.
 StatusOr<std::string> ReadTextFile(const std::string& path, const std::string& what);
+
+// The file's lines (without "\n" or a trailing "\r"), read in blocks so that
+// a line over `max_line_bytes` is refused (path:line, its length so far)
+// without reading the rest of it; otherwise as ReadTextFile.
+StatusOr<std::vector<std::string>> ReadTextLines(const std::string& path, const std::string& what,
+                                                 size_t max_line_bytes = kMaxTextLineBytes);
 
 // CPU (or any id) lists in the Linux/hwloc list form "0-3,8,10-11". Ids
 // above kMaxListedId, or more entries than that in all, are refused: no

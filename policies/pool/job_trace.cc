@@ -14,7 +14,7 @@ StatusOr<double> Number(const std::string& text, const std::string& where, const
   const std::string t(Trim(text));
   const double v = std::strtod(t.c_str(), &end);
   if (t.empty() || *end != '\0' || !std::isfinite(v) || v < 0 || v > 1e12) {
-    return InvalidArgument(where + ": " + what + " '" + t + "' is not a non-negative number");
+    return InvalidArgument(where + ": " + what + " '" + Excerpt(t) + "' is not a non-negative number");
   }
   return v;
 }
@@ -22,7 +22,7 @@ StatusOr<double> Number(const std::string& text, const std::string& where, const
 StatusOr<int> Whole(const std::string& text, const std::string& where, const char* what) {
   GL_ASSIGN_OR_RETURN(double v, Number(text, where, what));
   if (v != std::floor(v) || v > 1000000) {
-    return InvalidArgument(where + ": " + what + " '" + std::string(Trim(text)) + "' is not a whole number up to 1000000");
+    return InvalidArgument(where + ": " + what + " '" + Excerpt(Trim(text)) + "' is not a whole number up to 1000000");
   }
   return static_cast<int>(v);
 }
@@ -33,6 +33,10 @@ StatusOr<std::vector<TraceJob>> ParseTrace(const std::string& text, const std::s
   std::vector<std::string> lines = Split(text, '\n');
   for (std::string& l : lines)
     if (!l.empty() && l.back() == '\r') l.pop_back();
+  return ParseTraceLines(std::move(lines), origin);
+}
+
+StatusOr<std::vector<TraceJob>> ParseTraceLines(std::vector<std::string> lines, const std::string& origin) {
   while (!lines.empty() && Trim(lines.back()).empty()) lines.pop_back();
   if (lines.empty()) return InvalidArgument(origin + ": empty trace");
   const std::vector<std::string> header = Split(lines[0], ',');
@@ -47,7 +51,7 @@ StatusOr<std::vector<TraceJob>> ParseTrace(const std::string& text, const std::s
   if (submit < 0) submit = column("submission_time");
   if (gpus < 0) gpus = column("num_gpu");
   if (submit < 0 || duration < 0 || gpus < 0) {
-    return InvalidArgument(origin + ":1: unknown trace header '" + lines[0] +
+    return InvalidArgument(origin + ":1: unknown trace header '" + Excerpt(lines[0]) +
                            "': expected Tiresias (job_id,num_gpu,submit_time,...,duration,...), ElasticFlow "
                            "(job_id,submission_time,duration,num_gpu) or "
                            "id,submit,duration,gpus[,team[,priority[,user[,template]]]]");
@@ -87,8 +91,8 @@ StatusOr<std::vector<TraceJob>> ParseTrace(const std::string& text, const std::s
 }
 
 StatusOr<std::vector<TraceJob>> LoadTrace(const std::string& path) {
-  GL_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "trace"));
-  return ParseTrace(text, path);
+  GL_ASSIGN_OR_RETURN(std::vector<std::string> lines, ReadTextLines(path, "trace"));
+  return ParseTraceLines(std::move(lines), path);
 }
 
 void AssignTeams(std::vector<TraceJob>& jobs, int teams) {

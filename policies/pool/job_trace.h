@@ -34,6 +34,8 @@ struct TraceJob {
 };
 
 StatusOr<std::vector<TraceJob>> ParseTrace(const std::string& text, const std::string& origin);
+// The same from lines already split (LoadTrace reads them with a line limit).
+StatusOr<std::vector<TraceJob>> ParseTraceLines(std::vector<std::string> lines, const std::string& origin);
 StatusOr<std::vector<TraceJob>> LoadTrace(const std::string& path);
 void AssignTeams(std::vector<TraceJob>& jobs, int teams);
 

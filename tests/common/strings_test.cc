@@ -1,6 +1,10 @@
 #include "common/strings.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 namespace gpulaunch {
 namespace {
@@ -15,6 +19,40 @@ TEST(ShellQuote, QuotesWhatBashWouldExpand) {
   EXPECT_EQ(ShellQuote("it's"), "'it'\\''s'");
   EXPECT_EQ(ShellQuote(""), "''");
   EXPECT_EQ(ShellQuote("~"), "'~'");
+}
+
+// Error messages quote one screen line of the input, binary bytes escaped.
+TEST(Excerpt, CutsToAScreenLineAndEscapesBinary) {
+  EXPECT_EQ(Excerpt("submit,duration"), "submit,duration");
+  EXPECT_EQ(Excerpt(std::string("a\0b\n\x7f\xff\\", 7)), "a\\x00b\\n\\x7f\\xff\\\\");
+  const std::string big(16 << 20, 'x');
+  const std::string e = Excerpt(big);
+  EXPECT_EQ(e, std::string(kExcerptBytes, 'x') + "... (16777216 bytes)");
+  EXPECT_LT(e.size(), 100u);
+}
+
+// A line over the limit is refused without reading the rest of the file; a
+// directory is named as one.
+TEST(ReadTextLines, RefusesALongLineAndADirectory) {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("gl-lines-" + std::to_string(getpid()))).string();
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir + "/ok") << "a\r\nb\n\nc";
+    std::ofstream(dir + "/long") << "h\n" << std::string(100, 'y') << "\n";
+  }
+  auto ok = ReadTextLines(dir + "/ok", "trace");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(*ok, (std::vector<std::string>{"a", "b", "", "c"}));
+  auto long_line = ReadTextLines(dir + "/long", "trace", 64);
+  ASSERT_FALSE(long_line.ok());
+  EXPECT_EQ(long_line.status().message(),
+            dir + "/long:2: a line longer than the 64 bytes a trace line may hold (" + std::string(60, 'y') +
+                "... (65 bytes)): is it the right file?");
+  auto is_dir = ReadTextFile(dir, "hostfile");
+  ASSERT_FALSE(is_dir.ok());
+  EXPECT_EQ(is_dir.status().message(), "hostfile '" + dir + "' is a directory; give the file in it");
+  EXPECT_EQ(ReadTextLines(dir + "/none", "trace").status().code(), StatusCode::kNotFound);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(IdList, FormatsRuns) {
