@@ -91,7 +91,7 @@ StatusOr<std::vector<HostSpec>> ParseHostArgument(std::string_view text) {
 
 StatusOr<std::vector<HostSpec>> ParseHostfileText(std::string_view text, std::string_view origin) {
   HostMerger hosts;
-  GL_RETURN_IF_ERROR(ForEachConfigLine(text, [&](int line_no, std::string_view line) -> Status {
+  GL_RETURN_IF_ERROR(ForEachConfigLine(text, origin, [&](int line_no, std::string_view line) -> Status {
 
     std::istringstream words{std::string(line)};
     std::string first;

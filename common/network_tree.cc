@@ -103,7 +103,7 @@ const NetworkSwitch* NetworkTree::CommonAncestor(const std::vector<std::string>&
 
 StatusOr<NetworkTree> ParseTopologyConf(std::string_view text, const std::string& origin) {
   std::vector<NetworkSwitch> switches;
-  GL_RETURN_IF_ERROR(ForEachConfigLine(text, [&](int line_no, std::string_view line) -> Status {
+  GL_RETURN_IF_ERROR(ForEachConfigLine(text, origin, [&](int line_no, std::string_view line) -> Status {
     std::istringstream words{std::string(line)};
     std::string word;
     NetworkSwitch s;

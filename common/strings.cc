@@ -111,10 +111,16 @@ std::string ShellQuote(const std::string& s) {
   return q + "'";
 }
 
-Status ForEachConfigLine(std::string_view text, const std::function<Status(int, std::string_view)>& fn) {
+Status ForEachConfigLine(std::string_view text, std::string_view origin,
+                         const std::function<Status(int, std::string_view)>& fn) {
   int line_no = 0;
   for (const std::string& raw : Split(text, '\n')) {
     ++line_no;
+    if (raw.size() > kMaxTextLineBytes) {
+      return InvalidArgument(std::string(origin) + ":" + std::to_string(line_no) + ": a line of " +
+                             std::to_string(raw.size()) + " bytes, longer than the " + std::to_string(kMaxTextLineBytes) +
+                             " a line may hold (" + Excerpt(raw) + ")");
+    }
     std::string_view line = raw;
     if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
     line = Trim(line);

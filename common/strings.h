@@ -27,8 +27,10 @@ std::string ShellQuote(const std::string& word);
 
 // Lines of a config file with '#' comments removed and whitespace trimmed;
 // blank lines are skipped. `fn(line_number, line)` returns a Status; the
-// first error stops the walk and is returned.
-Status ForEachConfigLine(std::string_view text, const std::function<Status(int, std::string_view)>& fn);
+// first error stops the walk and is returned. A line over kMaxTextLineBytes
+// is an error ("origin:N: ...") before `fn` sees it.
+Status ForEachConfigLine(std::string_view text, std::string_view origin,
+                         const std::function<Status(int, std::string_view)>& fn);
 
 // How much of a user's input an error message quotes: one screen line, with
 // every byte outside printable ASCII escaped ("\x00", "\n"), and the length

@@ -55,6 +55,18 @@ TEST(ReadTextLines, RefusesALongLineAndADirectory) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(ForEachConfigLine, RefusesALineOverTheLimit) {
+  int seen = 0;
+  const std::string text = "a\n" + std::string(kMaxTextLineBytes + 1, 'z') + "\nb\n";
+  const Status s = ForEachConfigLine(text, "hosts", [&](int, std::string_view) {
+    ++seen;
+    return Status::Ok();
+  });
+  EXPECT_EQ(seen, 1);
+  EXPECT_EQ(s.message(), "hosts:2: a line of 65537 bytes, longer than the 65536 a line may hold (" +
+                             std::string(60, 'z') + "... (65537 bytes))");
+}
+
 TEST(IdList, FormatsRuns) {
   EXPECT_EQ(FormatIdList({}), "");
   EXPECT_EQ(FormatIdList({3}), "3");
