@@ -43,7 +43,7 @@ TEST(CheckPreflight, ThisMachinePassesAndAPlantedClockOffsetAndMissingBinaryAreN
   TempDir dir("preflight");
   CapturedRun run = Launch({"check", "--binary", "/bin/sh", "--save", dir / "base.json"});
   EXPECT_EQ(ExitCode(run), 0) << run.out << run.err;
-  EXPECT_NE(run.out.find("reach    clock    dns      versions mtu      nic      gpus     ports    tmp      binary"),
+  EXPECT_NE(run.out.find("reach    clock    dns      versions mtu      nic      gpu-nic  gpus     ports    tmp      binary"),
             std::string::npos)
       << run.out;
   EXPECT_TRUE(fs::exists(dir / "base.json"));

@@ -118,7 +118,9 @@ TEST(PlanCommand, JsonIsWellFormedAndComplete) {
   EXPECT_EQ(j["summary"]["hosts"], 2);
   EXPECT_GT(j["summary"]["total_seconds"].get<double>(), 0.0);
   EXPECT_TRUE(j["openmpi_by_slot"].is_object());
-  EXPECT_EQ(j["explain"].size(), 4u);
+  // One line per host, then one per distinct NIC answer (8 GPUs a host, the same on both).
+  ASSERT_EQ(j["explain"].size(), 4u + 8u);
+  EXPECT_EQ(j["explain"][4], "node[0001-0002]: GPU 0 -> mlx5_0:1: PIX; mlx5_1:1 is PHB; mlx5_2:1, mlx5_3:1 are SYS");
 }
 
 TEST(PlanCommand, LayoutAutoChoosesAndExplains) {
