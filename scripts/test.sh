@@ -14,7 +14,22 @@ WERROR=ON scripts/build.sh
 export RIG
 RIG=$(mktemp -d /tmp/gpulaunch-rig.XXXXXX)
 chmod 755 "$RIG"
+# Whether the machine itself stopped running while the tests ran: a virtual
+# machine whose CPUs are not scheduled for tens of seconds makes the kernel
+# log "workqueue lockup" or "soft lockup". A test that timed out during such
+# a stall did not hang on its own; this says so next to the failure.
+tests_started_at=$(cut -d' ' -f1 /proc/uptime)
+report_machine_stalls() {
+  local stalls
+  stalls=$(dmesg 2>/dev/null | awk -v since="$tests_started_at" '
+             match($0, /^\[ *[0-9.]+\]/) && substr($0, 2, RLENGTH - 2) + 0 >= since &&
+             /workqueue lockup|soft lockup|blocked for more than|rcu.*stall/' || true)
+  [ -z "$stalls" ] && return 0
+  echo "test.sh: note: the kernel reported that this machine stalled while the tests ran:"
+  echo "$stalls" | sed 's/^/  /'
+}
 cleanup() {
+  report_machine_stalls
   # The rig's pid file lives in $RIG: remove $RIG only once teardown worked.
   "$ROOT/.ci/rig/rig-down.sh" && rm -rf "$RIG"
 }
