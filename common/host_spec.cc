@@ -43,13 +43,51 @@ class HostMerger {
     if (spec.max_slots) h.max_slots = h.max_slots ? *h.max_slots + *spec.max_slots : *spec.max_slots;
     return Status::Ok();
   }
+  // A hostfile line, merged as Open MPI 4.1 merges repeated nodes (recorded
+  // in tests/data/oracles/mpirun-hostfiles.tsv): a line without slots after
+  // one with slots adds one slot; a line with slots after any earlier line
+  // for the host is refused, as mpirun refuses it; a later max_slots
+  // replaces the earlier one; max_slots alone also sets the slots.
+  Status AddHostfileLine(HostSpec spec, int line_no) {
+    auto it = index_.find(spec.name);
+    if (it == index_.end()) {
+      first_line_[spec.name] = line_no;
+      if (!spec.slots && spec.max_slots) spec.slots = spec.max_slots;  // as in Open MPI
+      return Add(std::move(spec));
+    }
+    HostSpec& h = hosts_[it->second];
+    if (spec.slots) {
+      return InvalidArgument("'" + spec.name + "' already appears on line " + std::to_string(first_line_[spec.name]) +
+                             "; Open MPI refuses a slot count for a host listed before, so give each host one line "
+                             "with its total (" + spec.name + " slots=N)");
+    }
+    if (h.slots) ++*h.slots;
+    if (spec.max_slots) h.max_slots = spec.max_slots;
+    return Status::Ok();
+  }
   bool empty() const { return hosts_.empty(); }
   std::vector<HostSpec> Take() { return std::move(hosts_); }
 
  private:
   std::vector<HostSpec> hosts_;
   std::unordered_map<std::string, size_t> index_;
+  std::unordered_map<std::string, int> first_line_;  // hostfile lines only
 };
+
+// "slots = 2" reads as "slots=2", as Open MPI's hostfile lexer reads it.
+std::string JoinAroundEquals(std::string_view line) {
+  std::string out;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (line[i] == '=') {
+      while (!out.empty() && (out.back() == ' ' || out.back() == '\t')) out.pop_back();
+      out.push_back('=');
+      while (i + 1 < line.size() && (line[i + 1] == ' ' || line[i + 1] == '\t')) ++i;
+    } else {
+      out.push_back(line[i]);
+    }
+  }
+  return out;
+}
 
 // "name[:N]" where name may be a hostlist; returns its expanded specs.
 StatusOr<std::vector<HostSpec>> ParseHostWithCount(std::string_view item, std::optional<int> default_slots) {
@@ -78,6 +116,7 @@ StatusOr<std::vector<HostSpec>> ParseHostArgument(std::string_view text) {
   HostMerger hosts;
   if (Trim(text).empty()) return InvalidArgument("--host needs at least one host, e.g. --host node1:2,node2:2");
   for (const std::string& item : SplitOutsideBrackets(text, ',')) {
+    if (Trim(item).empty()) continue;  // "a,,b", as Slurm's and mpirun's lists
     auto parsed = ParseHostWithCount(Trim(item), 1);
     if (!parsed.ok()) return InvalidArgument("--host '" + Excerpt(text) + "': " + parsed.status().message());
     for (auto& h : *parsed) {
@@ -93,7 +132,7 @@ StatusOr<std::vector<HostSpec>> ParseHostfileText(std::string_view text, std::st
   HostMerger hosts;
   GL_RETURN_IF_ERROR(ForEachConfigLine(text, origin, [&](int line_no, std::string_view line) -> Status {
 
-    std::istringstream words{std::string(line)};
+    std::istringstream words{JoinAroundEquals(line)};
     std::string first;
     words >> first;
     std::optional<int> slots;
@@ -103,14 +142,16 @@ StatusOr<std::vector<HostSpec>> ParseHostfileText(std::string_view text, std::st
       const auto eq = word.find('=');
       const std::string key = word.substr(0, eq);
       const std::string value = eq == std::string::npos ? "" : word.substr(eq + 1);
-      if (key == "slots" || key == "count" || key == "cpu") {
-        auto n = ParseSlotCount(value, "slots");
+      const bool is_slots = key == "slots" || key == "count" || key == "cpu";
+      const bool is_max = key == "max_slots" || key == "max-slots";
+      if ((is_slots && slots) || (is_max && max_slots)) {
+        return AtLine(origin, line_no,
+                      InvalidArgument("'" + key + "' given twice on one line, which Open MPI refuses; keep one"));
+      }
+      if (is_slots || is_max) {
+        auto n = ParseSlotCount(value, is_slots ? "slots" : "max_slots");
         if (!n.ok()) return AtLine(origin, line_no, n.status());
-        slots = *n;
-      } else if (key == "max_slots" || key == "max-slots") {
-        auto n = ParseSlotCount(value, "max_slots");
-        if (!n.ok()) return AtLine(origin, line_no, n.status());
-        max_slots = *n;
+        (is_slots ? slots : max_slots) = *n;
       } else {
         return AtLine(origin, line_no,
                       InvalidArgument("unknown word '" + Excerpt(word) +
@@ -132,7 +173,9 @@ StatusOr<std::vector<HostSpec>> ParseHostfileText(std::string_view text, std::st
         h.slots = slots;
       }
       h.max_slots = max_slots;
-      if (Status added = hosts.Add(std::move(h)); !added.ok()) return AtLine(origin, line_no, added);
+      if (Status added = hosts.AddHostfileLine(std::move(h), line_no); !added.ok()) {
+        return AtLine(origin, line_no, added);
+      }
     }
     return Status::Ok();
   }));

@@ -2,7 +2,10 @@
 //   -H/--host    "a:2,b:2", "node[01-04]:4", "a" (one slot, as in mpirun)
 //   --hostfile   Open MPI form "host slots=N [max_slots=M]", Hydra form
 //                "host:N", Slurm hostlists, '#' comments and blank lines.
-// Repeated hosts are merged by adding slots, as Open MPI does.
+// A hostfile reads as Open MPI 4.1 reads it, where both accept the text
+// (tests/data/oracles/, docs/launch.md's table): repeated lines merge as
+// mpirun merges them, or are refused where mpirun refuses them. The -H list
+// merges repeated hosts by adding slots, as mpirun's -H does.
 #pragma once
 
 #include <optional>

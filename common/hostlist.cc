@@ -1,5 +1,7 @@
 #include "common/hostlist.h"
 
+#include <cctype>
+
 #include "common/strings.h"
 
 namespace gpulaunch {
@@ -44,38 +46,70 @@ StatusOr<std::vector<std::string>> ExpandRanges(std::string_view expr, std::stri
   return out;
 }
 
-// Expands one top-level item that may hold several bracket groups.
+// Checks one expanded name. Slurm takes any other character as part of a
+// name; gpulaunch refuses it, since no host name resolves with it.
+Status CheckName(std::string_view expr, const std::string& name) {
+  if (name.empty()) return Malformed(expr, "empty host name");
+  for (char c : name) {
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_')) {
+      return Malformed(expr, "character '" + Excerpt(std::string_view(&c, 1)) +
+                                 "' is not allowed in a host name (Slurm would keep it as part of the name; host "
+                                 "names hold letters, digits, '-', '.' and '_')");
+    }
+  }
+  return Status::Ok();
+}
+
+// Expands one top-level item: literals L0..Ln around bracket groups G1..Gn.
+// The order is Slurm 22.05's (scontrol show hostnames, recorded in
+// tests/data/oracles/): the last group varies fastest, then the first, the
+// second, and so on, so "a[1-2]b[1-2]c[1-2]" gives a1b1c1 a1b1c2 a2b1c1 ...;
+// for one or two groups that is the written order. Rank order follows host
+// order, so reading a list as srun does matters.
 Status ExpandItem(std::string_view expr, std::string_view item, std::vector<std::string>& out) {
-  std::vector<std::string> partial = {""};
+  std::vector<std::string> literals;
+  std::vector<std::vector<std::string>> groups;
   size_t i = 0;
-  while (i < item.size()) {
+  size_t names = 1;
+  while (true) {
     const size_t open = item.find('[', i);
     const size_t close_early = item.find(']', i);
     if (close_early != std::string_view::npos && (open == std::string_view::npos || close_early < open)) {
-      return Malformed(expr, "']' without '['");
+      // With no '[' at all, Slurm keeps the ']' as part of one odd name.
+      return Malformed(expr, item.find('[') == std::string_view::npos
+                                 ? "']' without '[' (Slurm would keep it as part of the name; host names cannot hold it)"
+                                 : "']' without '['");
     }
-    const std::string_view literal = item.substr(i, open == std::string_view::npos ? std::string_view::npos : open - i);
-    for (auto& p : partial) p += literal;
+    literals.emplace_back(item.substr(i, open == std::string_view::npos ? std::string_view::npos : open - i));
     if (open == std::string_view::npos) break;
     const size_t close = item.find(']', open);
     if (close == std::string_view::npos) return Malformed(expr, "'[' without ']'");
-    GL_ASSIGN_OR_RETURN(std::vector<std::string> suffixes, ExpandRanges(expr, item.substr(open + 1, close - open - 1)));
-    if (partial.size() * suffixes.size() > kMaxHostlistExpansion) return TooManyHosts(expr);
-    std::vector<std::string> next;
-    next.reserve(partial.size() * suffixes.size());
-    for (const auto& p : partial)
-      for (const auto& s : suffixes) next.push_back(p + s);
-    partial = std::move(next);
+    GL_ASSIGN_OR_RETURN(std::vector<std::string> values, ExpandRanges(expr, item.substr(open + 1, close - open - 1)));
+    names *= values.size();
+    if (names > kMaxHostlistExpansion) return TooManyHosts(expr);
+    groups.push_back(std::move(values));
     i = close + 1;
   }
-  for (auto& p : partial) {
-    if (p.empty()) return Malformed(expr, "empty host name");
-    for (char c : p) {
-      if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_')) {
-        return Malformed(expr, std::string("character '") + c + "' is not allowed in a host name");
-      }
+  if (!groups.empty() && !literals.back().empty()) {
+    return Malformed(expr, "text after the last ']' ('" + Excerpt(literals.back()) +
+                               "'), which Slurm refuses as an invalid hostlist; list such names one by one");
+  }
+  // Odometer over the groups; digit order from slowest: G(n-1) ... G1, Gn.
+  const size_t n = groups.size();
+  std::vector<size_t> slowest_first;
+  for (size_t g = n >= 2 ? n - 1 : 0; g-- > 0;) slowest_first.push_back(g);
+  if (n >= 1) slowest_first.push_back(n - 1);
+  std::vector<size_t> at(n, 0);
+  for (size_t k = 0; k < names; ++k) {
+    std::string name = literals[0];
+    for (size_t g = 0; g < n; ++g) name += groups[g][at[g]] + literals[g + 1];
+    GL_RETURN_IF_ERROR(CheckName(expr, name));
+    out.push_back(std::move(name));
+    for (size_t d = slowest_first.size(); d-- > 0;) {
+      const size_t g = slowest_first[d];
+      if (++at[g] < groups[g].size()) break;
+      at[g] = 0;
     }
-    out.push_back(std::move(p));
   }
   return Status::Ok();
 }
@@ -126,12 +160,27 @@ std::string CompressHostlist(const std::vector<std::string>& hosts) {
 
 StatusOr<std::vector<std::string>> ExpandHostlist(std::string_view expression) {
   const std::string_view expr = Trim(expression);
-  if (expr.empty()) return Malformed(expression, "it is empty");
   std::vector<std::string> hosts;
-  for (const std::string& item : SplitOutsideBrackets(expr, ',')) {
-    GL_RETURN_IF_ERROR(ExpandItem(expr, Trim(item), hosts));
+  // Items are separated by commas or white space outside brackets, and empty
+  // items are skipped ("n1,,n2", "n1 n2"), as Slurm does.
+  std::string item;
+  int depth = 0;
+  auto flush = [&]() -> Status {
+    if (!item.empty()) GL_RETURN_IF_ERROR(ExpandItem(expr, item, hosts));
+    item.clear();
     if (hosts.size() > kMaxHostlistExpansion) return TooManyHosts(expr);
+    return Status::Ok();
+  };
+  for (char c : expr) {
+    depth += c == '[' ? 1 : c == ']' ? -1 : 0;
+    if (depth == 0 && (c == ',' || isspace(static_cast<unsigned char>(c)))) {
+      GL_RETURN_IF_ERROR(flush());
+    } else {
+      item.push_back(c);
+    }
   }
+  GL_RETURN_IF_ERROR(flush());
+  if (hosts.empty()) return Malformed(expression, "it names no host");
   return hosts;
 }
 

@@ -1,6 +1,10 @@
 // Slurm hostlist expressions: "node[01-04]", "gpu[1,3-5]", "r[1-2]n[01-02]",
-// comma-separated at the top level ("node[01-02],login1").
-// Zero padding follows the lower bound's width ("[08-10]" -> 08, 09, 10).
+// separated by commas or white space at the top level ("node[01-02],login1").
+// Read as Slurm 22.05 reads them (tests/data/oracles/ holds what scontrol
+// printed): zero padding follows the lower bound's width ("[08-10]" -> 08,
+// 09, 10), empty items are skipped, several bracket groups expand in Slurm's
+// order. What Slurm refuses is refused; what Slurm would keep as an odd name
+// (a ';' or '@' in it) is refused too, with a message that says so.
 #pragma once
 
 #include <string>

@@ -34,7 +34,7 @@ TEST(Hostfile, AllFormsCommentsAndBlankLines) {
       "beta:2   # hydra form\n"
       "gamma\n"
       "node[01-02] slots=2\n"
-      "alpha slots=1\n";
+      "alpha\n";  // one more slot, as in Open MPI
   auto got = ParseHostfileText(text, "hosts");
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(*got, (std::vector<HostSpec>{H("alpha", 5, 8), H("beta", 2), H("gamma", std::nullopt), H("node01", 2),
@@ -47,6 +47,9 @@ TEST(Hostfile, ErrorsNameFileAndLine) {
       {"a slots=zero\n", "hosts:1: slots 'zero'"},
       {"\n\na slots=4 max_slots=2\n", "hosts:3: max_slots=2 is below slots=4"},
       {"a:2 slots=3\n", "hosts:1: slots given twice"},
+      {"a slots=2 count=3\n", "hosts:1: 'count' given twice on one line"},
+      {"a slots=2\na slots=1\n", "hosts:2: 'a' already appears on line 1"},
+      {"a\na slots=1\n", "hosts:2: 'a' already appears on line 1"},
       {"node[1-\n", "hosts:1: malformed hostlist"},
       {"# nothing\n\n", "no hosts"},
   };

@@ -20,6 +20,10 @@ TEST(Hostlist, Expands) {
       {"node[01-02],login1", {"node01", "node02", "login1"}},
       {" a.example.com , b ", {"a.example.com", "b"}},
       {"x[7]", {"x7"}},
+      // As Slurm: white space separates, empty items are skipped, and
+      // several groups vary the last fastest, then the first.
+      {"a b,,c", {"a", "b", "c"}},
+      {"a[1-2]b[1-2]c[1-2]", {"a1b1c1", "a1b1c2", "a2b1c1", "a2b1c2", "a1b2c1", "a1b2c2", "a2b2c1", "a2b2c2"}},
   };
   for (const auto& c : cases) {
     auto got = ExpandHostlist(c.expr);
@@ -34,10 +38,11 @@ TEST(Hostlist, RejectsMalformedWithTheReason) {
       {"node]1", "']' without '['"},
       {"node[4-1]", "runs backwards"},
       {"node[a-b]", "not a number"},
-      {"", "empty"},
+      {"", "names no host"},
+      {" , ,", "names no host"},
       {"node[1-99999999]", "more than 65536 hosts, Slurm's limit for one range"},
-      {"no de", "not allowed"},
-      {"a,,b", "empty host name"},
+      {"no;de", "';' is not allowed in a host name (Slurm would keep it"},
+      {"x[1-2]y", "text after the last ']' ('y'), which Slurm refuses"},
   };
   for (const auto& [expr, why] : cases) {
     auto got = ExpandHostlist(expr);
