@@ -9,6 +9,7 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <unordered_map>
 
 #include "common/env.h"
 #include "common/hostlist.h"
@@ -42,18 +43,27 @@ StatusOr<ClusterTopology> BuildCluster(const PlanOptions& o) {
   return std::move(built.topology);
 }
 
-std::string GpuIds(const ClusterTopology& c, const RankSlot& s) {
-  if (s.gpus.empty()) return "-";
-  const ClusterHost* host = nullptr;
-  for (const auto& h : c.hosts)
-    if (h.name == s.host) host = &h;
-  std::vector<std::string> ids;
-  for (int g : s.gpus) {
-    const Gpu& gpu = host->topology.gpus[g];
-    ids.push_back(std::to_string(g) + "=" + (gpu.uuid.empty() ? gpu.pci_bus_id : gpu.uuid));
+// A rank's GPUs as "index=UUID" (or PCI bus id when the UUID is unknown);
+// hosts are looked up by name once, so a plan of N ranks costs O(N).
+class GpuIdFormatter {
+ public:
+  explicit GpuIdFormatter(const ClusterTopology& c) {
+    for (const ClusterHost& h : c.hosts) by_name_.emplace(h.name, &h);
   }
-  return Join(ids, ",");
-}
+  std::string operator()(const RankSlot& s) const {
+    if (s.gpus.empty()) return "-";
+    const ClusterHost& host = *by_name_.at(s.host);
+    std::vector<std::string> ids;
+    for (int g : s.gpus) {
+      const Gpu& gpu = host.topology.gpus[g];
+      ids.push_back(std::to_string(g) + "=" + (gpu.uuid.empty() ? gpu.pci_bus_id : gpu.uuid));
+    }
+    return Join(ids, ",");
+  }
+
+ private:
+  std::unordered_map<std::string, const ClusterHost*> by_name_;
+};
 
 std::string Ms(double seconds) {
   char buf[32];
@@ -113,6 +123,7 @@ int RunPlanCommand(const std::vector<std::string>& args) {
   auto baseline = PlaceLikeOpenMpiBySlot(r, *cluster);
   const StepModel theirs = baseline.ok() ? ModelStep(*baseline, *cluster, r) : StepModel{};
   const std::string hash = PlanHash(*placement, r.layout.ToString());
+  const GpuIdFormatter gpu_ids(*cluster);
 
   if (o.format == "json") {
     std::ostringstream j;
@@ -122,7 +133,7 @@ int RunPlanCommand(const std::vector<std::string>& args) {
       const RankSlot& s = placement->ranks[i];
       j << (i ? "," : "") << "{\"rank\":" << s.rank << ",\"host\":" << JsonQuote(s.host)
         << ",\"local_rank\":" << s.local_rank << ",\"cpus\":" << JsonIds(s.cpus) << ",\"numa\":" << s.mem_node
-        << ",\"gpus\":" << JsonIds(s.gpus) << ",\"gpu_ids\":" << JsonQuote(GpuIds(*cluster, s))
+        << ",\"gpus\":" << JsonIds(s.gpus) << ",\"gpu_ids\":" << JsonQuote(gpu_ids(s))
         << ",\"nic\":" << JsonQuote(s.nic) << ",\"coords\":{\"tp\":" << s.coords[kTp] << ",\"pp\":"
         << s.coords[kPp] << ",\"dp\":" << s.coords[kDp] << "}}";
     }
@@ -141,7 +152,7 @@ int RunPlanCommand(const std::vector<std::string>& args) {
   std::vector<std::vector<std::string>> rows = {{"rank", "host", "local", "cpus", "numa", "gpus", "nic", "tp", "pp", "dp"}};
   for (const RankSlot& s : placement->ranks) {
     rows.push_back({std::to_string(s.rank), s.host, std::to_string(s.local_rank), FormatIdList(s.cpus),
-                    s.mem_node < 0 ? "-" : std::to_string(s.mem_node), GpuIds(*cluster, s), s.nic.empty() ? "-" : s.nic,
+                    s.mem_node < 0 ? "-" : std::to_string(s.mem_node), gpu_ids(s), s.nic.empty() ? "-" : s.nic,
                     std::to_string(s.coords[kTp]), std::to_string(s.coords[kPp]), std::to_string(s.coords[kDp])});
   }
   std::vector<size_t> width(rows[0].size(), 0);

@@ -1,6 +1,7 @@
 #include "policies/nic_choice.h"
 
 #include <set>
+#include <unordered_map>
 #include <tuple>
 
 #include "common/hostlist.h"
@@ -14,16 +15,26 @@ std::string CardOf(const Nic& nic) {
 }
 
 NicAssigner::NicAssigner(const HostTopology& t) : t_(t), nic_users_(t.nics.size(), 0) {
-  for (const Nic& n : t.nics) card_.push_back(CardOf(n));
+  for (const Nic& n : t.nics) {
+    card_.push_back(CardOf(n));
+    nic_sites_.push_back(SiteOf(t, n));
+  }
 }
 
 size_t NicAssigner::Choose(const Gpu& gpu) {
+  const DeviceSite gpu_site = SiteOf(t_, gpu);
   const auto key = [&](size_t n) {
-    return std::make_tuple(GpuNicPath(t_, gpu, t_.nics[n]), card_users_[card_[n]], nic_users_[n]);
+    return std::make_tuple(PathBetween(t_, gpu_site, nic_sites_[n]), card_users_[card_[n]], nic_users_[n]);
   };
   size_t best = 0;
-  for (size_t n = 1; n < t_.nics.size(); ++n)
-    if (key(n) < key(best)) best = n;
+  auto best_key = key(0);
+  for (size_t n = 1; n < t_.nics.size(); ++n) {
+    const auto k = key(n);
+    if (k < best_key) {
+      best = n;
+      best_key = k;
+    }
+  }
   ++nic_users_[best];
   ++card_users_[card_[best]];
   return best;
@@ -35,42 +46,64 @@ std::optional<NearestNic> NearestNicOf(const HostTopology& t, const Gpu& gpu) {
   return NearestNic{n, GpuNicPath(t, gpu, t.nics[n])};
 }
 
-std::string ExplainNicChoice(const HostTopology& t, const Gpu& gpu, const std::string& chosen) {
-  const Nic* mine = nullptr;
+namespace {
+
+std::vector<DeviceSite> NicSites(const HostTopology& t) {
+  std::vector<DeviceSite> sites;
+  for (const Nic& n : t.nics) sites.push_back(SiteOf(t, n));
+  return sites;
+}
+
+// ExplainNicChoice with the NICs' sites computed once per host.
+std::string ExplainAt(const HostTopology& t, const Gpu& gpu, const std::vector<DeviceSite>& nic_sites,
+                      const std::string& chosen) {
+  const DeviceSite gpu_site = SiteOf(t, gpu);
+  std::optional<PathType> path;
   std::map<PathType, std::vector<std::string>> others;
-  for (const Nic& n : t.nics) {
-    if (n.name == chosen && !mine) {
-      mine = &n;
+  for (size_t n = 0; n < t.nics.size(); ++n) {
+    const PathType type = PathBetween(t, gpu_site, nic_sites[n]);
+    if (t.nics[n].name == chosen && !path) {
+      path = type;
     } else {
-      others[GpuNicPath(t, gpu, n)].push_back(n.name);
+      others[type].push_back(t.nics[n].name);
     }
   }
-  if (!mine) return "";
-  const PathType path = GpuNicPath(t, gpu, *mine);
-  std::string out = "GPU " + std::to_string(gpu.index) + " -> " + chosen + ": " + PathTypeName(path);
+  if (!path) return "";
+  std::string out = "GPU " + std::to_string(gpu.index) + " -> " + chosen + ": " + PathTypeName(*path);
   for (const auto& [type, names] : others) {
     out += "; " + Join(names, ", ") + (names.size() == 1 ? " is " : " are ") + PathTypeName(type) +
-           (type == path ? " too" : "");
+           (type == *path ? " too" : "");
   }
   return out;
 }
 
+}  // namespace
+
+std::string ExplainNicChoice(const HostTopology& t, const Gpu& gpu, const std::string& chosen) {
+  return ExplainAt(t, gpu, NicSites(t), chosen);
+}
+
 void ExplainNics(const ClusterTopology& c, Placement& p) {
-  std::map<std::string, const HostTopology*> by_name;
-  for (const ClusterHost& h : c.hosts) by_name[h.name] = &h.topology;
-  std::vector<std::string> order;                         // answers, first seen first
-  std::map<std::string, std::vector<std::string>> hosts;  // answer -> hosts, no repeats
-  std::set<std::pair<std::string, std::string>> seen;     // (answer, host)
+  struct HostSites {
+    const HostTopology* topology;
+    std::vector<DeviceSite> nics;  // computed when the host's first rank comes
+  };
+  std::unordered_map<std::string, HostSites> by_name;
+  for (const ClusterHost& h : c.hosts) by_name.emplace(h.name, HostSites{&h.topology, {}});
+  std::vector<std::string> order;                              // answers, first seen first
+  std::map<std::string, std::vector<std::string>> hosts;       // answer -> hosts, no repeats
+  std::set<std::pair<const std::string*, const HostTopology*>> seen;  // (answer, host)
   for (const RankSlot& s : p.ranks) {
     const auto it = by_name.find(s.host);
     if (s.nic.empty() || s.gpus.empty() || it == by_name.end()) continue;
-    const HostTopology& t = *it->second;
+    const HostTopology& t = *it->second.topology;
     if (static_cast<size_t>(s.gpus.front()) >= t.gpus.size()) continue;
-    const std::string why = ExplainNicChoice(t, t.gpus[s.gpus.front()], s.nic);
+    if (it->second.nics.size() != t.nics.size()) it->second.nics = NicSites(t);
+    std::string why = ExplainAt(t, t.gpus[s.gpus.front()], it->second.nics, s.nic);
     if (why.empty()) continue;
-    auto [at, added] = hosts.try_emplace(why);
-    if (added) order.push_back(why);
-    if (seen.insert({why, s.host}).second) at->second.push_back(s.host);
+    auto [at, added] = hosts.try_emplace(std::move(why));
+    if (added) order.push_back(at->first);
+    if (seen.insert({&at->first, &t}).second) at->second.push_back(s.host);
   }
   for (const std::string& why : order) p.explain.push_back(CompressHostlist(hosts[why]) + ": " + why);
 }

@@ -35,6 +35,7 @@ class NicAssigner {
  private:
   const HostTopology& t_;
   std::vector<std::string> card_;  // per NIC
+  std::vector<DeviceSite> nic_sites_;  // per NIC
   std::vector<int> nic_users_;
   std::map<std::string, int> card_users_;
 };

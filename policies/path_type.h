@@ -33,6 +33,18 @@ const char* PathTypeName(PathType p);
 int PackageOf(const HostTopology& t, const std::vector<int>& pus, int numa);
 
 PathType GpuNicPath(const HostTopology& t, const Gpu& gpu, const Nic& nic);
+
+// Where a device sits, as far as nearness goes: for comparing the same
+// devices many times (NicAssigner), computed once per device. Refers into
+// the device it was made from.
+struct DeviceSite {
+  const PciPath* pci = nullptr;
+  int numa = -1;
+  int package = -1;
+};
+DeviceSite SiteOf(const HostTopology& t, const Gpu& gpu);
+DeviceSite SiteOf(const HostTopology& t, const Nic& nic);
+PathType PathBetween(const HostTopology& t, const DeviceSite& a, const DeviceSite& b);
 PathType GpuGpuPath(const HostTopology& t, int gpu_a, int gpu_b);
 
 }  // namespace gpulaunch
