@@ -221,17 +221,17 @@ std::string DumpClusterJson(const ClusterTopology& c) {
       if (h.gpu_busy[g]) busy.push_back(static_cast<int>(g));
     j.Set("busy_gpus", Ids(busy));
     Json& cores = j.Set("cores", Json::Array());
-    for (const Core& core : h.topology.cores) {
+    for (const Core& core : h.topology->cores) {
       Json& cj = cores.Push(Json::Object());
       cj.Set("index", core.logical_index);
       cj.Set("pus", Ids(core.pus));
       cj.Set("numa", core.numa_node);
       cj.Set("package", core.package);
     }
-    j.Set("packages", PuSets(h.topology.packages));
-    j.Set("numa_nodes", PuSets(h.topology.numa_nodes));
+    j.Set("packages", PuSets(h.topology->packages));
+    j.Set("numa_nodes", PuSets(h.topology->numa_nodes));
     Json& gpus = j.Set("gpus", Json::Array());
-    for (const Gpu& g : h.topology.gpus) {
+    for (const Gpu& g : h.topology->gpus) {
       Json& gj = gpus.Push(Json::Object());
       gj.Set("pci_bus_id", g.pci_bus_id);
       gj.Set("vendor", g.vendor);
@@ -243,7 +243,7 @@ std::string DumpClusterJson(const ClusterTopology& c) {
       gj.Set("pci_path", Strings(g.pci_path));
     }
     Json& nics = j.Set("nics", Json::Array());
-    for (const Nic& n : h.topology.nics) {
+    for (const Nic& n : h.topology->nics) {
       Json& nj = nics.Push(Json::Object());
       nj.Set("name", n.name);
       nj.Set("kind", n.kind);
@@ -254,7 +254,7 @@ std::string DumpClusterJson(const ClusterTopology& c) {
       nj.Set("gbps", n.gbps);
     }
     Json& links = j.Set("gpu_link_gbps", Json::Array());
-    for (double v : h.topology.gpu_link_gbps) links.Push(Json(v));
+    for (double v : h.topology->gpu_link_gbps) links.Push(Json(v));
   }
   return root.Write();
 }
@@ -295,10 +295,9 @@ StatusOr<ClusterTopology> LoadClusterJson(const std::string& text, const std::st
     GL_ASSIGN_OR_RETURN(const Json* healthy, rd.Field(h, "healthy", Json::Type::kBool));
     host.healthy = healthy->AsBool();
     GL_ASSIGN_OR_RETURN(host.topology, ReadHost(rd, h));
-    host.topology.hostname = host.name;
     GL_ASSIGN_OR_RETURN(std::vector<int> busy, rd.IdList(h, "busy_gpus"));
     if (!busy.empty()) {
-      host.gpu_busy.assign(host.topology.gpus.size(), false);
+      host.gpu_busy.assign(host.topology->gpus.size(), false);
       for (int g : busy) {
         if (g >= static_cast<int>(host.gpu_busy.size())) return rd.Error(h, "busy GPU " + std::to_string(g) + " does not exist");
         host.gpu_busy[g] = true;

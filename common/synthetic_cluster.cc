@@ -79,7 +79,8 @@ StatusOr<ClusterTopology> MakeSyntheticCluster(const ClusterSpec& spec) {
     total += static_cast<int64_t>(std::max(pod_count, 1)) * leaves * nodes;
     if (total > 100000) return InvalidArgument("cluster spec '" + spec.text + "': more than 100000 hosts");
     const bool nvlink = g.Has("nvlink") ? g.Get("nvlink", 0) > 0 : gpus > 1;
-    const HostTopology host = MakeSyntheticHost(numa, cores, gpus, g.Get("nic", 0), nvlink ? 300.0 : 0.0);
+    // One topology for the group's nodes, shared by all of them.
+    const SharedTopology host = MakeSyntheticHost(numa, cores, gpus, g.Get("nic", 0), nvlink ? 300.0 : 0.0);
     for (int p = 0; p < std::max(pod_count, 1); ++p) {
       NetworkSwitch pod;
       if (pod_count > 0) pod.name = Numbered("pod", ++pod_no, 1);
@@ -88,7 +89,6 @@ StatusOr<ClusterTopology> MakeSyntheticCluster(const ClusterSpec& spec) {
         leaf.name = Numbered("leaf", ++leaf_no, 2);
         for (int n = 0; n < nodes; ++n) {
           ClusterHost h{.name = Numbered("node", ++host_no, 4), .topology = host};
-          h.topology.hostname = h.name;
           leaf.nodes.push_back(h.name);
           c.hosts.push_back(std::move(h));
         }

@@ -55,7 +55,7 @@ class GpuIdFormatter {
     const ClusterHost& host = *by_name_.at(s.host);
     std::vector<std::string> ids;
     for (int g : s.gpus) {
-      const Gpu& gpu = host.topology.gpus[g];
+      const Gpu& gpu = host.topology->gpus[g];
       ids.push_back(std::to_string(g) + "=" + (gpu.uuid.empty() ? gpu.pci_bus_id : gpu.uuid));
     }
     return Join(ids, ",");

@@ -29,7 +29,7 @@ std::vector<SlotChoice> ExactAssignment(const ClusterTopology& c, const std::vec
       if (seen.insert({sc.host, g}).second) free.push_back(slot(sc.host, g));
   }
   for (int h : hosts)
-    for (const Gpu& g : c.hosts[h].topology.gpus)
+    for (const Gpu& g : c.hosts[h].topology->gpus)
       if (c.hosts[h].GpuFree(g.index) && seen.insert({h, g.index}).second) free.push_back(slot(h, g.index));
   const int n = static_cast<int>(free.size()), k = r.ranks;
   double count = 1;

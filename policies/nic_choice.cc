@@ -89,10 +89,10 @@ void ExplainNics(const ClusterTopology& c, Placement& p) {
     std::vector<DeviceSite> nics;  // computed when the host's first rank comes
   };
   std::unordered_map<std::string, HostSites> by_name;
-  for (const ClusterHost& h : c.hosts) by_name.emplace(h.name, HostSites{&h.topology, {}});
+  for (const ClusterHost& h : c.hosts) by_name.emplace(h.name, HostSites{&*h.topology, {}});
   std::vector<std::string> order;                              // answers, first seen first
   std::map<std::string, std::vector<std::string>> hosts;       // answer -> hosts, no repeats
-  std::set<std::pair<const std::string*, const HostTopology*>> seen;  // (answer, host)
+  std::set<std::pair<const std::string*, const std::string*>> seen;  // (answer, host name)
   for (const RankSlot& s : p.ranks) {
     const auto it = by_name.find(s.host);
     if (s.nic.empty() || s.gpus.empty() || it == by_name.end()) continue;
@@ -103,7 +103,7 @@ void ExplainNics(const ClusterTopology& c, Placement& p) {
     if (why.empty()) continue;
     auto [at, added] = hosts.try_emplace(std::move(why));
     if (added) order.push_back(at->first);
-    if (seen.insert({&at->first, &t}).second) at->second.push_back(s.host);
+    if (seen.insert({&at->first, &it->first}).second) at->second.push_back(s.host);
   }
   for (const std::string& why : order) p.explain.push_back(CompressHostlist(hosts[why]) + ": " + why);
 }

@@ -20,12 +20,12 @@ namespace gpulaunch {
 namespace {
 
 bool AnyGpus(const ClusterTopology& c) {
-  return std::any_of(c.hosts.begin(), c.hosts.end(), [](const ClusterHost& h) { return !h.topology.gpus.empty(); });
+  return std::any_of(c.hosts.begin(), c.hosts.end(), [](const ClusterHost& h) { return !h.topology->gpus.empty(); });
 }
 
 int RanksThatFit(const ClusterHost& h, const JobRequest& r) {
   int fit = r.gpus_per_rank > 0 ? h.FreeGpus() / r.gpus_per_rank
-                                : static_cast<int>(h.topology.cores.size()) / std::max(1, r.cores_per_rank);
+                                : static_cast<int>(h.topology->cores.size()) / std::max(1, r.cores_per_rank);
   if (h.slots) fit = std::min(fit, *h.slots);
   return fit;
 }
@@ -61,7 +61,7 @@ Placement Assemble(const ClusterTopology& c, const JobRequest& r, const std::vec
     s.host = c.hosts[h].name;
     s.node_rank = node_of_host[h];
     s.gpus = slots[slot].gpus;
-    s.host_has_gpus = !c.hosts[h].topology.gpus.empty();
+    s.host_has_gpus = !c.hosts[h].topology->gpus.empty();
     s.coords = coords;
     on_host[h].push_back(&s);
   }
@@ -259,7 +259,7 @@ StatusOr<Placement> PlaceLikeOpenMpiBySlot(const JobRequest& request, const Clus
     capacity += here;
     if (here == 0) continue;
     std::vector<int> free;
-    for (const Gpu& g : c.hosts[h].topology.gpus)
+    for (const Gpu& g : c.hosts[h].topology->gpus)
       if (c.hosts[h].GpuFree(g.index)) free.push_back(g.index);
     std::vector<std::vector<int>> slots(here);
     for (int i = 0; i < here && r.gpus_per_rank > 0; ++i) {

@@ -18,7 +18,7 @@ StepModel ModelStep(const Placement& p, const ClusterTopology& c, const JobReque
     const RankSlot& s = p.ranks[rank];
     const int host = index.at(s.host);
     int nic = -1;
-    const std::vector<Nic>& nics = c.hosts[host].topology.nics;
+    const std::vector<Nic>& nics = c.hosts[host].topology->nics;
     for (size_t n = 0; n < nics.size() && !s.nic.empty(); ++n)
       if (nics[n].name == s.nic) nic = static_cast<int>(n);
     return SlotRef{host, s.gpus.empty() ? -1 : s.gpus.front(), nic};

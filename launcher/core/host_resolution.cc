@@ -100,8 +100,9 @@ StatusOr<ResolvedHosts> ResolveHosts(const HostRequest& o, const ResolveSettings
       return InvalidArgument("--topology-file describes recorded machines, not these ones; use it with --dry-run");
     }
     // "FILE" describes every host not named otherwise; "HOST=FILE" one host.
-    std::optional<HostTopology> for_all;
-    std::map<std::string, HostTopology> per_host;
+    // Shared, not copied, by the hosts they describe (cluster_topology.h).
+    std::optional<SharedTopology> for_all;
+    std::map<std::string, SharedTopology> per_host;
     for (const std::string& item : o.topology_files) {
       const auto eq = item.find('=');
       if (eq == std::string::npos) {
@@ -124,13 +125,14 @@ StatusOr<ResolvedHosts> ResolveHosts(const HostRequest& o, const ResolveSettings
         return InvalidArgument("no topology for host '" + h.name + "': add --topology-file " + h.name +
                                "=FILE or a --topology-file FILE for all hosts");
       }
-      out.hosts.push_back(ClusterHost{.name = h.name, .topology = it != per_host.end() ? it->second : *for_all, .slots = h.slots, .max_slots = h.max_slots});
+      out.hosts.push_back(ClusterHost{.name = h.name, .topology = it != per_host.end() ? it->second : *for_all,
+                                      .slots = h.slots, .max_slots = h.max_slots});
     }
     out.all_local = false;
     return out;
   }
   std::vector<std::string> remote;
-  std::optional<HostTopology> local;
+  std::optional<SharedTopology> local;
   for (const HostSpec& h : specs) {
     if (IsLocalHost(h.name)) {
       if (!local) {
@@ -151,7 +153,8 @@ StatusOr<ResolvedHosts> ResolveHosts(const HostRequest& o, const ResolveSettings
   }
   for (const HostSpec& h : specs) {
     const bool is_local = !probed.count(h.name);
-    out.hosts.push_back(ClusterHost{.name = h.name, .topology = is_local ? *local : probed[h.name], .slots = h.slots, .max_slots = h.max_slots});
+    out.hosts.push_back(ClusterHost{.name = h.name, .topology = is_local ? *local : SharedTopology(probed[h.name]),
+                                    .slots = h.slots, .max_slots = h.max_slots});
   }
   GL_RETURN_IF_ERROR(NarrowToSlurmJob(out.hosts));
   return out;

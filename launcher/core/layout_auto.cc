@@ -41,8 +41,8 @@ StatusOr<ParallelLayout> ChooseLayout(const PlanOptions& o, const ClusterTopolog
   lo.ranks = o.ranks;
   uint64_t gpu_memory = 0;
   for (const ClusterHost& h : cluster.hosts) {
-    lo.max_tp = std::max(lo.max_tp, static_cast<int>(h.topology.gpus.size()));
-    for (const Gpu& g : h.topology.gpus) gpu_memory = std::max(gpu_memory, g.memory_bytes);
+    lo.max_tp = std::max(lo.max_tp, static_cast<int>(h.topology->gpus.size()));
+    for (const Gpu& g : h.topology->gpus) gpu_memory = std::max(gpu_memory, g.memory_bytes);
   }
   const double gib = o.gpu_memory_gib ? *o.gpu_memory_gib : gpu_memory ? gpu_memory / double(1ULL << 30) : 80.0;
   lo.memory_per_rank_bytes = gib * double(1ULL << 30);

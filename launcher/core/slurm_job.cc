@@ -56,17 +56,17 @@ StatusOr<std::optional<NetworkTree>> SlurmNetworkTreeFor(const std::vector<Clust
   // a one-task step there tells it, when the others' addresses show a tree.
   std::vector<ClusterHost> with = hosts;
   const bool tree = std::any_of(hosts.begin(), hosts.end(), [](const ClusterHost& h) {
-    return h.topology.slurm_topology_pattern.find("switch") != std::string::npos;
+    return h.topology->slurm_topology_pattern.find("switch") != std::string::npos;
   });
   for (ClusterHost& h : with) {
-    if (!tree || !h.topology.slurm_topology_addr.empty()) continue;
+    if (!tree || !h.topology->slurm_topology_addr.empty()) continue;
     const CapturedRun run = RunCaptured({"srun", "--overlap", "-N1", "-n1", "-w", h.name, "printenv",
                                          "SLURM_TOPOLOGY_ADDR", "SLURM_TOPOLOGY_ADDR_PATTERN"},
                                         EnvironmentWith({}), kScontrolTimeoutMs);
     const std::vector<std::string> lines = Split(std::string(Trim(run.out)), '\n');
     if (!run.timed_out && run.wait_status == 0 && lines.size() == 2) {
-      h.topology.slurm_topology_addr = lines[0];
-      h.topology.slurm_topology_pattern = lines[1];
+      h.topology.Mutable().slurm_topology_addr = lines[0];
+      h.topology.Mutable().slurm_topology_pattern = lines[1];
     }
   }
   // Only a hint for placement: a tree that does not add up is said, and the

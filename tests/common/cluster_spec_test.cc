@@ -36,10 +36,10 @@ TEST(ClusterSpec, GroupsOfOtherHostsForPlanToo) {
   ASSERT_TRUE(c.ok()) << c.status().message();
   ASSERT_EQ(c->hosts.size(), 4u);
   EXPECT_EQ(c->hosts[0].name, "node0001");
-  EXPECT_EQ(c->hosts[0].topology.gpus.size(), 8u);
+  EXPECT_EQ(c->hosts[0].topology->gpus.size(), 8u);
   EXPECT_EQ(c->hosts[3].name, "node0004");
-  EXPECT_EQ(c->hosts[3].topology.gpus.size(), 4u);
-  EXPECT_EQ(c->hosts[3].topology.nics.size(), 2u);
+  EXPECT_EQ(c->hosts[3].topology->gpus.size(), 4u);
+  EXPECT_EQ(c->hosts[3].topology->nics.size(), 2u);
   // Three leaves under one spine, numbered on across the groups.
   const std::string json = DumpClusterJson(*c);
   EXPECT_NE(json.find("leaf03"), std::string::npos) << json;

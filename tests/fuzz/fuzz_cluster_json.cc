@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     int free_gpus = 0, cores = 0;
     for (const gpulaunch::ClusterHost& h : cluster->hosts) {
       free_gpus += h.FreeGpus();
-      cores += static_cast<int>(h.topology.cores.size());
+      cores += static_cast<int>(h.topology->cores.size());
     }
     gpulaunch::JobRequest r;
     r.ranks = std::max(1, std::min(free_gpus > 0 ? free_gpus : cores, 64));

@@ -104,7 +104,7 @@ TEST(PathType, GpuPairsUseNvlinkWhereRecorded) {
   c.hosts.push_back(h);
   EXPECT_EQ(CostBetween(c, {0, 0}, {0, 1}).gbps, 24.0);
   EXPECT_EQ(CostBetween(c, {0, 0}, {0, 2}).gbps, 300.0);
-  c.hosts[0].topology.gpu_link_gbps.clear();
+  c.hosts[0].topology.Mutable().gpu_link_gbps.clear();
   EXPECT_EQ(CostBetween(c, {0, 0}, {0, 2}).gbps, 10.0);
   EXPECT_STREQ(CostBetween(c, {0, 0}, {0, 2}).cls, "across sockets");
 }

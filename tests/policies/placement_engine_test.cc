@@ -103,8 +103,8 @@ TEST(PlacementEngine, FaultDomainSpreadsReplicasOverSwitchesEvenly) {
 TEST(LinkModel, KnownNicSpeedsSetTheNetworkBandwidth) {
   auto c = Cluster("node:2 gpu:2 nic:1");
   EXPECT_EQ(CostBetween(c, {0, 0}, {1, 0}).gbps, c.nic_gbps);  // speeds unknown: the cluster's figure
-  c.hosts[0].topology.nics[0].gbps = 50;
-  c.hosts[1].topology.nics[0].gbps = 12.5;
+  c.hosts[0].topology.Mutable().nics[0].gbps = 50;
+  c.hosts[1].topology.Mutable().nics[0].gbps = 12.5;
   EXPECT_EQ(CostBetween(c, {0, 0}, {1, 0}).gbps, 12.5);  // the slower host's NIC
   EXPECT_EQ(CostBetween(c, {0, 0}, {0, 1}).gbps, 300.0);  // inside a host: NVSwitch
 }
@@ -163,7 +163,7 @@ TEST(PlacementEngine, BoundRanksNeverShareACpu) {
     const int gpus = 1 + static_cast<int>(rng() % 8), cores = 1 + static_cast<int>(rng() % 6);
     auto c = *MakeSyntheticCluster(*ParseClusterSpec("node:1 gpu:" + std::to_string(gpus) + " numa:2 core:" +
                                                      std::to_string(cores)));
-    HostTopology& t = c.hosts[0].topology;
+    HostTopology& t = c.hosts[0].topology.Mutable();
     for (Gpu& g : t.gpus) g.numa_node = static_cast<int>(rng() % 4) - 1;  // -1, 0, 1, or 2 (no cores there)
     for (Core& core : t.cores)
       if (rng() % 5 == 0) core.numa_node = -1;
@@ -209,7 +209,7 @@ TEST(PlacementEngine, PropertiesHoldEverywhere) {
             EXPECT_TRUE(used[s.host].insert(s.gpus[0]).second) << "GPU given twice";
             EXPECT_EQ(r.layout.RankOf(s.coords), s.rank);
             const auto& host = *std::find_if(c.hosts.begin(), c.hosts.end(), [&](auto& h) { return h.name == s.host; });
-            const Gpu& g = host.topology.gpus[s.gpus[0]];
+            const Gpu& g = host.topology->gpus[s.gpus[0]];
             for (int cpu : s.cpus) EXPECT_TRUE(std::binary_search(g.local_pus.begin(), g.local_pus.end(), cpu));
           }
           // TP groups stay on one host whenever a host can hold one.
@@ -262,14 +262,14 @@ TEST(PlacementEngine, NeverWorseThanOpenMpiBySlot) {
 // compact preset promises: one host if the job fits, else the fewest).
 double BestByEnumeration(const ClusterTopology& c, const JobRequest& r) {
   std::vector<int> capacity;
-  for (const auto& h : c.hosts) capacity.push_back(static_cast<int>(h.topology.gpus.size()));
+  for (const auto& h : c.hosts) capacity.push_back(static_cast<int>(h.topology->gpus.size()));
   std::sort(capacity.rbegin(), capacity.rend());
   size_t max_hosts = 0;
   for (int held = 0; held < r.ranks; held += capacity[max_hosts++]) {
   }
   std::vector<std::pair<int, int>> gpus;  // (host, gpu)
   for (size_t h = 0; h < c.hosts.size(); ++h)
-    for (const Gpu& g : c.hosts[h].topology.gpus) gpus.push_back({static_cast<int>(h), g.index});
+    for (const Gpu& g : c.hosts[h].topology->gpus) gpus.push_back({static_cast<int>(h), g.index});
   double best = std::numeric_limits<double>::infinity();
   std::vector<bool> taken(gpus.size(), false);
   Placement p;
@@ -344,7 +344,7 @@ TEST(PlacementEngine, EqualsExhaustiveSearchOnSmallRecordedClusters) {
   for (const auto& [file, hosts, layout] : cases) {
     const ClusterTopology c = Recorded(file, hosts);
     int total = 0;
-    for (const auto& h : c.hosts) total += static_cast<int>(h.topology.gpus.size());
+    for (const auto& h : c.hosts) total += static_cast<int>(h.topology->gpus.size());
     const int ranks = std::min(total, 8);
     const JobRequest r = Job(ranks, layout);
     auto p = Place(r, c);

@@ -92,8 +92,8 @@ TEST(GpusPerRankInAllocation, FromTheTaskRequestOrTheNodesShare) {
   auto host = [](const std::string& name, int gpus, int tasks) {
     ClusterHost h;
     h.name = name;
-    h.topology.gpus.resize(gpus);
-    for (int g = 0; g < gpus; ++g) h.topology.gpus[g].index = g;
+    h.topology.Mutable().gpus.resize(gpus);
+    for (int g = 0; g < gpus; ++g) h.topology.Mutable().gpus[g].index = g;
     h.slots = tasks;
     return h;
   };
@@ -119,8 +119,8 @@ TEST(TreeFromTopologyAddrs, BuildsTheTreeFromEachHostsAddress) {
   auto host = [](const std::string& name, const std::string& addr, const std::string& pattern) {
     ClusterHost h;
     h.name = name;
-    h.topology.slurm_topology_addr = addr;
-    h.topology.slurm_topology_pattern = pattern;
+    h.topology.Mutable().slurm_topology_addr = addr;
+    h.topology.Mutable().slurm_topology_pattern = pattern;
     return h;
   };
   const std::string p = "switch.switch.node";
