@@ -3,7 +3,10 @@
 // Regenerate after an intended change: GL_UPDATE_GOLDEN=1, review the diff.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -143,6 +146,37 @@ TEST(PlanCommand, LayoutAutoChoosesAndExplains) {
                                  "--model", "gpt2-xl"});
   EXPECT_EQ(WEXITSTATUS(none.wait_status), 2);
   EXPECT_NE(none.err.find("layer 0 (embedding) alone needs"), std::string::npos) << none.err;
+}
+
+// Runs `gpulaunch plan args` (output discarded); its exit code and peak
+// resident memory in KiB. Memory, unlike time, does not depend on the load.
+std::pair<int, long> PlanPeakRss(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {GL_BIN_DIR "/gpulaunch", "plan"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> raw;
+  for (auto& a : argv) raw.push_back(a.data());
+  raw.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execv(raw[0], raw.data());
+    _exit(127);
+  }
+  int status = 0;
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, usage.ru_maxrss};
+}
+
+// 65,536 hosts of one topology file share one copy of it (cluster_topology.h):
+// 32 MB here, where a copy per host took 675 MB.
+TEST(PlanCommand, ALongHostListOfOneTopologyStaysSmall) {
+  const auto [code, kib] = PlanPeakRss({"-H", "n[1-65536]", "-n", "1", "--topology-file",
+                                        kData + "/topologies/hwloc/flux-core/sierra.xml"});
+  EXPECT_EQ(code, 0);
+  EXPECT_LT(kib, 160 * 1024) << "peak RSS " << kib << " KiB";
 }
 
 TEST(PlanCommand, BadInputExitsTwoWithTheReason) {
