@@ -144,11 +144,15 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
     settings.loopback_only = plan.all_local;
     settings.kill_grace_s = o.kill_grace_s;
     if (o.dry_run) {
-      std::cout << RenderPlanTable(plan) << engine.DescribeJob(plan, settings);
+      WritePlanTable(std::cout, plan);
+      engine.DescribeJob(std::cout, plan, settings);
       return kExitOk;
     }
     // As mpirun's --display-map: the placement, on stdout before any rank's output.
-    if (o.display_map) std::cout << RenderPlanTable(plan) << std::flush;
+    if (o.display_map) {
+      WritePlanTable(std::cout, plan);
+      std::cout << std::flush;
+    }
     // Outside the plan hash: a relaunch is the same plan, told it is one.
     plan.env.push_back({"GPULAUNCH_RESTART_COUNT", std::to_string(restart)});
     const LaunchOutcome outcome = LaunchPlannedJob(plan, engine, settings, RunSettingsFor(o, restart));

@@ -126,7 +126,8 @@ int RunPlanCommand(const std::vector<std::string>& args) {
   const GpuIdFormatter gpu_ids(*cluster);
 
   if (o.format == "json") {
-    std::ostringstream j;
+    // Written as it goes: a 65,536-rank plan is never held as text.
+    std::ostream& j = std::cout;
     j << "{\"schema\":\"gpulaunch-plan/v1\",\"plan_hash\":" << JsonQuote(hash) << ",\"layout\":"
       << JsonQuote(r.layout.ToString()) << ",\"policy\":" << JsonQuote(o.policy) << ",\"ranks\":[";
     for (size_t i = 0; i < placement->ranks.size(); ++i) {
@@ -141,31 +142,36 @@ int RunPlanCommand(const std::vector<std::string>& args) {
       << (baseline.ok() ? ModelJson(theirs) : "null") << ",\"explain\":[";
     for (size_t i = 0; i < placement->explain.size(); ++i) j << (i ? "," : "") << JsonQuote(placement->explain[i]);
     j << "]}\n";
-    std::cout << j.str();
     return kExitOk;
   }
   std::cout << "plan: " << r.ranks << " ranks, layout " << r.layout.ToString() << ", policy " << o.policy << ", "
             << placement->hosts.size() << " host" << (placement->hosts.size() == 1 ? "" : "s") << "\n";
   std::cout << "plan hash: " << hash << "\n";
   for (const std::string& n : placement->notes) std::cout << "note: " << n << "\n";
-  // Columns as wide as their widest cell.
-  std::vector<std::vector<std::string>> rows = {{"rank", "host", "local", "cpus", "numa", "gpus", "nic", "tp", "pp", "dp"}};
-  for (const RankSlot& s : placement->ranks) {
-    rows.push_back({std::to_string(s.rank), s.host, std::to_string(s.local_rank), FormatIdList(s.cpus),
-                    s.mem_node < 0 ? "-" : std::to_string(s.mem_node), gpu_ids(s), s.nic.empty() ? "-" : s.nic,
-                    std::to_string(s.coords[kTp]), std::to_string(s.coords[kPp]), std::to_string(s.coords[kDp])});
-  }
-  std::vector<size_t> width(rows[0].size(), 0);
-  for (const auto& row : rows)
+  // Columns as wide as their widest cell: one pass measures, one writes, so
+  // the table is never held whole.
+  const auto cells = [&](const RankSlot& s) -> std::vector<std::string> {
+    return {std::to_string(s.rank), s.host, std::to_string(s.local_rank), FormatIdList(s.cpus),
+            s.mem_node < 0 ? "-" : std::to_string(s.mem_node), gpu_ids(s), s.nic.empty() ? "-" : s.nic,
+            std::to_string(s.coords[kTp]), std::to_string(s.coords[kPp]), std::to_string(s.coords[kDp])};
+  };
+  const std::vector<std::string> header = {"rank", "host", "local", "cpus", "numa", "gpus", "nic", "tp", "pp", "dp"};
+  std::vector<size_t> width(header.size(), 0);
+  const auto measure = [&](const std::vector<std::string>& row) {
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  for (const auto& row : rows) {
+  };
+  const auto write = [&](const std::vector<std::string>& row) {
     std::string line;
     for (size_t i = 0; i < row.size(); ++i) {
       line += row[i];
       if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
     }
     std::cout << line << "\n";
-  }
+  };
+  measure(header);
+  for (const RankSlot& s : placement->ranks) measure(cells(s));
+  write(header);
+  for (const RankSlot& s : placement->ranks) write(cells(s));
   auto count = [](int n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "es"); };
   std::cout << "summary: " << ours.hosts << " host" << (ours.hosts == 1 ? "" : "s") << ", "
             << count(ours.switches, "switch") << "; modelled step communication "

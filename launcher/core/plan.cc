@@ -51,8 +51,13 @@ std::string CanonicalPlanText(const Placement& placement, const std::string& lay
 }
 
 std::string RenderPlanTable(const LaunchPlan& plan) {
-  const Placement& p = plan.placement;
   std::ostringstream s;
+  WritePlanTable(s, plan);
+  return s.str();
+}
+
+void WritePlanTable(std::ostream& s, const LaunchPlan& plan) {
+  const Placement& p = plan.placement;
   s << "plan: " << p.ranks.size() << " rank" << (p.ranks.size() == 1 ? "" : "s") << " on " << p.hosts.size()
     << " host" << (p.hosts.size() == 1 ? "" : "s") << " (" << Join(p.hosts, ", ") << ")\n";
   s << "plan hash: " << plan.plan_hash << "\n";
@@ -75,7 +80,7 @@ std::string RenderPlanTable(const LaunchPlan& plan) {
       << (r.mem_node < 0 ? "-" : std::to_string(r.mem_node)) << std::setw(8) << GpusText(r) << OrDash(r.nic)
       << "\n";
   }
-  return s.str();
+  s << std::right;
 }
 
 }  // namespace gpulaunch

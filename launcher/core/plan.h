@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -43,5 +44,7 @@ std::string CanonicalPlanText(const Placement& placement, const std::string& lay
 
 // The human-readable table printed by --dry-run.
 std::string RenderPlanTable(const LaunchPlan& plan);
+// The same, written as it goes (--dry-run, --display-map: any size of plan).
+void WritePlanTable(std::ostream& s, const LaunchPlan& plan);
 
 }  // namespace gpulaunch

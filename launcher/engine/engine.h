@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -61,7 +62,8 @@ class Engine : public HostRunner {
 
   // What --dry-run prints after the plan table: the file the engine would
   // read and the exact command, with {job_dir} for the job directory.
-  virtual std::string DescribeJob(const LaunchPlan& plan, EngineSettings settings) const = 0;
+  // Written as it goes, so a plan of any size is never held as text.
+  virtual void DescribeJob(std::ostream& out, const LaunchPlan& plan, EngineSettings settings) const = 0;
 
   // True when the engine labels output lines by rank itself (then gpulaunch
   // does not reassemble tagged streams).

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "common/env.h"
 #include "common/strings.h"
@@ -13,12 +14,14 @@
 
 namespace gpulaunch {
 
+void WriteRankfile(std::ostream& out, const Placement& placement) {
+  for (const RankSlot& r : placement.ranks) out << "rank " << r.rank << "=" << r.host << " slot=" << FormatIdList(r.cores) << "\n";
+}
+
 std::string RenderRankfile(const Placement& placement) {
-  std::string out;
-  for (const RankSlot& r : placement.ranks) {
-    out += "rank " + std::to_string(r.rank) + "=" + r.host + " slot=" + FormatIdList(r.cores) + "\n";
-  }
-  return out;
+  std::ostringstream out;
+  WriteRankfile(out, placement);
+  return out.str();
 }
 
 bool HostsOversubscribed(const Placement& placement) {
@@ -67,16 +70,18 @@ StatusOr<EngineJob> MpirunEngine::PrepareJob(const LaunchPlan& plan, EngineSetti
                                              const std::filesystem::path& job_dir) const {
   settings.rankfile = (job_dir / "rankfile").string();
   std::ofstream rankfile(settings.rankfile);
-  rankfile << RenderRankfile(plan.placement);
+  WriteRankfile(rankfile, plan.placement);
   if (!rankfile.flush()) return Internal("cannot write the rankfile " + settings.rankfile);
   return EngineJob{BuildMpirunArgv(plan, settings), {}};
 }
 
-std::string MpirunEngine::DescribeJob(const LaunchPlan& plan, EngineSettings settings) const {
+void MpirunEngine::DescribeJob(std::ostream& out, const LaunchPlan& plan, EngineSettings settings) const {
   settings.rankfile = "{job_dir}/rankfile";
-  std::string out = "rankfile:\n" + RenderRankfile(plan.placement) + "command:\n ";
-  for (const std::string& a : BuildMpirunArgv(plan, settings)) out += " " + ShellQuote(a);
-  return out + "\n";
+  out << "rankfile:\n";
+  WriteRankfile(out, plan.placement);
+  out << "command:\n ";
+  for (const std::string& a : BuildMpirunArgv(plan, settings)) out << " " << ShellQuote(a);
+  out << "\n";
 }
 
 bool MpirunEngine::SignalAllRanks(ControlServer& control, int world, int sig) const {

@@ -13,7 +13,7 @@ class MpirunEngine final : public Engine {
   bool RefusesRootByDefault() const override { return true; }
   StatusOr<EngineJob> PrepareJob(const LaunchPlan& plan, EngineSettings settings,
                                  const std::filesystem::path& job_dir) const override;
-  std::string DescribeJob(const LaunchPlan& plan, EngineSettings settings) const override;
+  void DescribeJob(std::ostream& out, const LaunchPlan& plan, EngineSettings settings) const override;
   bool LabelsOutputItself() const override { return false; }
   // Open MPI's odls_base_sigkill_timeout default.
   int DefaultKillGraceS() const override { return 1; }
@@ -29,6 +29,7 @@ class MpirunEngine final : public Engine {
 
 // Open MPI rankfile: "rank R=HOST slot=<logical cores>" per rank.
 std::string RenderRankfile(const Placement& placement);
+void WriteRankfile(std::ostream& out, const Placement& placement);
 
 // True when some host runs more ranks than the PUs its ranks may use. Open MPI
 // cannot see this through a rankfile, so ranks would busy-poll each other.

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <sstream>
 
 #include "common/strings.h"
 #include "launcher/base/control_server.h"
@@ -12,10 +13,14 @@
 
 namespace gpulaunch {
 
+void WriteSlurmHostfile(std::ostream& out, const Placement& placement) {
+  for (const RankSlot& r : placement.ranks) out << r.host << "\n";
+}
+
 std::string RenderSlurmHostfile(const Placement& placement) {
-  std::string out;
-  for (const RankSlot& r : placement.ranks) out += r.host + "\n";
-  return out;
+  std::ostringstream out;
+  WriteSlurmHostfile(out, placement);
+  return out.str();
 }
 
 std::string SrunCpuBind(const Placement& placement) {
@@ -62,15 +67,17 @@ StatusOr<EngineJob> SrunEngine::PrepareJob(const LaunchPlan& plan, EngineSetting
                                            const std::filesystem::path& job_dir) const {
   const std::string hostfile_path = (job_dir / "hostfile").string();
   std::ofstream hostfile(hostfile_path);
-  hostfile << RenderSlurmHostfile(plan.placement);
+  WriteSlurmHostfile(hostfile, plan.placement);
   if (!hostfile.flush()) return Internal("cannot write the Slurm hostfile " + hostfile_path);
   return EngineJob{BuildSrunArgv(plan, settings), {{"SLURM_HOSTFILE", hostfile_path}}};
 }
 
-std::string SrunEngine::DescribeJob(const LaunchPlan& plan, EngineSettings settings) const {
-  std::string out = "hostfile:\n" + RenderSlurmHostfile(plan.placement) + "command:\n  SLURM_HOSTFILE={job_dir}/hostfile";
-  for (const std::string& a : BuildSrunArgv(plan, settings)) out += " " + ShellQuote(a);
-  return out + "\n";
+void SrunEngine::DescribeJob(std::ostream& out, const LaunchPlan& plan, EngineSettings settings) const {
+  out << "hostfile:\n";
+  WriteSlurmHostfile(out, plan.placement);
+  out << "command:\n  SLURM_HOSTFILE={job_dir}/hostfile";
+  for (const std::string& a : BuildSrunArgv(plan, settings)) out << " " << ShellQuote(a);
+  out << "\n";
 }
 
 bool SrunEngine::SignalAllRanks(ControlServer& control, int, int sig) const {

@@ -15,7 +15,7 @@ class SrunEngine final : public Engine {
   bool RefusesRootByDefault() const override { return false; }
   StatusOr<EngineJob> PrepareJob(const LaunchPlan& plan, EngineSettings settings,
                                  const std::filesystem::path& job_dir) const override;
-  std::string DescribeJob(const LaunchPlan& plan, EngineSettings settings) const override;
+  void DescribeJob(std::ostream& out, const LaunchPlan& plan, EngineSettings settings) const override;
   bool LabelsOutputItself() const override { return true; }  // --label
   int DefaultKillGraceS() const override { return 10; }
   // srun would end the step with SIGKILL on SIGTERM or SIGHUP: scancel
@@ -30,6 +30,7 @@ class SrunEngine final : public Engine {
 
 // Slurm's SLURM_HOSTFILE for --distribution=arbitrary: one host per rank.
 std::string RenderSlurmHostfile(const Placement& placement);
+void WriteSlurmHostfile(std::ostream& out, const Placement& placement);
 
 // --cpu-bind for srun: "mask_cpu:m0,m1,..." by local task id when every rank
 // is bound and every host wants the same masks for the same local ids, else
