@@ -60,6 +60,10 @@ std::optional<ControlMessage> ParseControlLine(const std::string& line) {
     m.text = Rest(in);
     return m;
   }
+  if (word == "slot") {
+    m.kind = ControlMessage::Kind::kSlot;
+    return m;
+  }
   if (word == "beat") {
     m.kind = ControlMessage::Kind::kBeat;
     return m;
@@ -102,6 +106,8 @@ std::string FormatControlLine(const ControlMessage& m) {
       return "refuse " + r + " " + m.host + " " + SafeText(m.text) + "\n";
     case ControlMessage::Kind::kBeat:
       return "beat " + r + "\n";
+    case ControlMessage::Kind::kSlot:
+      return "slot " + r + "\n";
     case ControlMessage::Kind::kTail:
       return "tail " + r + " " + SafeText(m.text) + "\n";
     case ControlMessage::Kind::kExit:

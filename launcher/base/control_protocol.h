@@ -4,6 +4,8 @@
 // free text is the last field and never holds a newline.
 //
 // shim -> gpulaunch
+//   slot <rank>                        asks for the rank's row of the plan (the
+//                                      first line on a connection, before checkin)
 //   checkin <rank> <pid> <world> <host> <plan hash> <slurm JOB.STEP | ->
 //       the job process <pid> is about to exec; <world> is the world size the
 //       engine told this rank (a mismatch with the plan means the engine did
@@ -17,6 +19,9 @@
 //   metric <rank> <json>               one profiled step (common/step_metrics.h),
 //                                      with --profile
 // gpulaunch -> shim
+//   slot <rank> <plan hash> <row>      the answer to `slot`: the row as in the
+//                                      slot table (slot_table.h); "-" when the
+//                                      plan has no such rank
 //   stacks                             dump the job process's stacks
 //   signal 2|15|1|9                    send SIGINT, SIGTERM, SIGHUP or SIGKILL to
 //                                      the job process (gpulaunch's own stop sequence)
@@ -31,7 +36,7 @@
 namespace gpulaunch {
 
 struct ControlMessage {
-  enum class Kind { kCheckin, kRefuse, kBeat, kTail, kExit, kStacks, kMetric };
+  enum class Kind { kCheckin, kRefuse, kBeat, kTail, kExit, kStacks, kMetric, kSlot };
   Kind kind = Kind::kBeat;
   int rank = -1;
   int pid = -1;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,13 +16,40 @@ namespace {
 
 constexpr size_t kMaxLineBytes = 64 * 1024;  // a peer that sends more without a newline is dropped
 constexpr size_t kTailLines = 20;
+// Descriptors gpulaunch needs besides the ranks' sockets: stdio, the engine's
+// pipes, the listening socket, files being written.
+constexpr rlim_t kSpareFds = 64;
+
+// Raises the soft open-file limit to the hard one when `world` sockets would
+// not fit; fails when even the hard limit is too low.
+Status MakeRoomFor(int world) {
+  rlimit lim{};
+  if (world <= 0 || getrlimit(RLIMIT_NOFILE, &lim) != 0) return Status::Ok();
+  const rlim_t need = static_cast<rlim_t>(world) + kSpareFds;
+  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need) {
+    rlimit raised = lim;
+    raised.rlim_cur = lim.rlim_max == RLIM_INFINITY ? need : std::min(lim.rlim_max, std::max(need, lim.rlim_cur));
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+  }
+  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need) {
+    return FailedPrecondition("the job has " + std::to_string(world) + " ranks and gpulaunch holds one connection per "
+                              "rank, but it may open only " + std::to_string(lim.rlim_cur) +
+                              " files (hard limit " + std::to_string(lim.rlim_max) + ", " +
+                              std::to_string(kSpareFds) + " kept for itself); raise the limit (ulimit -n " +
+                              std::to_string(need) + ", or nofile in /etc/security/limits.conf) or launch fewer ranks");
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
 ControlServer::~ControlServer() { Stop(); }
 
-Status ControlServer::Start(const std::string& bind_addr, const std::string& expected_hash) {
+Status ControlServer::Start(const std::string& bind_addr, const std::string& expected_hash, int world,
+                            std::vector<std::string> slot_rows) {
+  GL_RETURN_IF_ERROR(MakeRoomFor(world));
   expected_hash_ = expected_hash;
+  slot_rows_ = std::move(slot_rows);
   listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (listen_fd_ < 0) return Internal("cannot create the check-in socket");
   sockaddr_in addr{};
@@ -150,6 +178,10 @@ void ControlServer::HandleLine(Peer& peer, const std::string& line) {
   const auto m = ParseControlLine(line);
   // A connection speaks for one rank: the one it checked in (or refused) as.
   if (!m || (peer.rank >= 0 && m->rank != peer.rank)) return;
+  if (m->kind == ControlMessage::Kind::kSlot) {
+    AnswerSlot(peer, m->rank);
+    return;
+  }
   const bool opens = m->kind == ControlMessage::Kind::kCheckin || m->kind == ControlMessage::Kind::kRefuse;
   if (peer.rank < 0 && !opens) return;
   std::lock_guard<std::mutex> lock(mu_);
@@ -203,6 +235,8 @@ void ControlServer::HandleLine(Peer& peer, const std::string& line) {
       }
       break;
     }
+    case ControlMessage::Kind::kSlot:
+      break;  // answered above
     case ControlMessage::Kind::kStacks:
       r.stacks.clear();
       peer.payload_left = m->payload_bytes;
@@ -210,6 +244,14 @@ void ControlServer::HandleLine(Peer& peer, const std::string& line) {
       break;
   }
   changed_.notify_all();
+}
+
+void ControlServer::AnswerSlot(const Peer& peer, int rank) const {
+  const bool known = rank >= 0 && static_cast<size_t>(rank) < slot_rows_.size();
+  const std::string answer = "slot " + std::to_string(rank) + " " + (expected_hash_.empty() ? "-" : expected_hash_) +
+                             " " + (known ? slot_rows_[rank] : "-") + "\n";
+  // A fresh connection's send buffer holds a row many times over.
+  [[maybe_unused]] ssize_t sent = send(peer.fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 void ControlServer::Sync() {

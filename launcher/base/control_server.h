@@ -51,7 +51,12 @@ class ControlServer {
   ControlServer& operator=(const ControlServer&) = delete;
 
   // Listens on `bind_addr` (e.g. "127.0.0.1" or "0.0.0.0") at a free port.
-  Status Start(const std::string& bind_addr, const std::string& expected_hash);
+  // `world` ranks will connect, one socket each: the open-file limit is
+  // raised as far as the hard limit allows, and a job that needs more fails
+  // here, naming the limit and the fix (never a hang). `slot_rows` (by rank,
+  // slot_table.h's row form) answer the shims' `slot` requests.
+  Status Start(const std::string& bind_addr, const std::string& expected_hash, int world = 0,
+               std::vector<std::string> slot_rows = {});
   void Stop();
   int port() const { return port_; }
 
@@ -101,12 +106,14 @@ class ControlServer {
   void PollOnce(int timeout_ms);  // accept and read what is ready; serving thread only
   bool ReadPeer(Peer& peer);      // false: the peer is gone
   void HandleLine(Peer& peer, const std::string& line);
+  void AnswerSlot(const Peer& peer, int rank) const;
   void Sync();
 
   int listen_fd_ = -1;
   int wake_[2] = {-1, -1};  // Stop() and Sync() write here so Serve() leaves poll at once
   int port_ = 0;
   std::string expected_hash_;
+  std::vector<std::string> slot_rows_;  // set before the serving thread starts, then read only
   std::atomic<bool> stop_{false};
   std::thread thread_;
   std::vector<Peer> peers_;  // serving thread only

@@ -81,6 +81,7 @@ SlotTable MakeSlotTable(const LaunchPlan& plan, const std::string& advertise, in
   table.master_port = rank0_local ? FreePort(plan.all_local ? "127.0.0.1" : "0.0.0.0")
                                   : 29500 + static_cast<int>(std::stoul(Sha256Hex(table.job_id).substr(0, 4), nullptr, 16) % 1000);
   table.ranks = plan.placement.ranks;
+  table.world = static_cast<int>(plan.placement.ranks.size());
   table.layout = plan.layout;
   return table;
 }
@@ -297,14 +298,24 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
   const JobDir job_dir{dir_template};
 
   const std::string advertise = AdvertisedAddress(plan);
+  // Each rank's row is served by the control server when its shim asks
+  // (slot_table.h): every rank's environment holds only the header.
+  std::vector<std::string> rows;
+  rows.reserve(plan.placement.ranks.size());
+  for (const RankSlot& r : plan.placement.ranks) rows.push_back(EncodeSlotRow(r));
   ControlServer control;
-  if (Status s = control.Start(plan.all_local ? "127.0.0.1" : "0.0.0.0", plan.plan_hash); !s.ok()) return Failed(s);
+  if (Status s = control.Start(plan.all_local ? "127.0.0.1" : "0.0.0.0", plan.plan_hash,
+                               static_cast<int>(rows.size()), std::move(rows));
+      !s.ok()) {
+    return Failed(s);
+  }
   const SlotTable table = MakeSlotTable(plan, advertise, control.port());
-  const std::string encoded = EncodeSlotTable(table);
+  const std::string encoded = EncodeSlotTable(table, /*with_rows=*/table.control.empty());
   if (encoded.size() > kMaxSlotTableBytes) {
     return Failed(Internal("the plan for " + std::to_string(table.ranks.size()) + " ranks takes " +
                            std::to_string(encoded.size()) + " bytes, over the " + std::to_string(kMaxSlotTableBytes) +
-                           "-byte environment limit; launch fewer ranks per job"));
+                           "-byte environment limit (with no address the ranks reach this host by, they cannot ask for their "
+                           "rows); launch fewer ranks per job"));
   }
   auto run = EngineRun(plan, engine, engine_settings, o, job_dir.path, encoded, control);
   if (!run.ok()) return Failed(run.status());

@@ -48,9 +48,12 @@ StatusOr<EngineIdentity> ReadEngineIdentity(const EnvLookup& env) {
   return id;
 }
 
-Status CheckIdentity(const SlotTable& t, const EngineIdentity& id,
-                     const std::function<bool(const std::string&)>& is_this_host, const std::string& hostname) {
-  const int world = static_cast<int>(t.ranks.size());
+namespace {
+int WorldOf(const SlotTable& t) { return t.ranks.empty() ? t.world : static_cast<int>(t.ranks.size()); }
+}  // namespace
+
+Status CheckWorld(const SlotTable& t, const EngineIdentity& id) {
+  const int world = WorldOf(t);
   if (id.rank < 0 || id.rank >= world) {
     return FailedPrecondition("the engine says rank " + std::to_string(id.rank) + " (" + id.source +
                               ") but the plan has ranks 0-" + std::to_string(world - 1));
@@ -60,7 +63,11 @@ Status CheckIdentity(const SlotTable& t, const EngineIdentity& id,
                               ") but the plan has " + std::to_string(world) +
                               "; the engine did not follow the plan's rankfile");
   }
-  const RankSlot& slot = t.ranks[id.rank];
+  return Status::Ok();
+}
+
+Status CheckSlot(const RankSlot& slot, const EngineIdentity& id,
+                 const std::function<bool(const std::string&)>& is_this_host, const std::string& hostname) {
   if (id.local_rank && *id.local_rank != slot.local_rank) {
     return FailedPrecondition("rank " + std::to_string(id.rank) + " has local rank " + std::to_string(*id.local_rank) +
                               " but the plan says " + std::to_string(slot.local_rank));
@@ -72,11 +79,24 @@ Status CheckIdentity(const SlotTable& t, const EngineIdentity& id,
   return Status::Ok();
 }
 
+Status CheckIdentity(const SlotTable& t, const EngineIdentity& id,
+                     const std::function<bool(const std::string&)>& is_this_host, const std::string& hostname) {
+  GL_RETURN_IF_ERROR(CheckWorld(t, id));
+  return CheckSlot(t.ranks[id.rank], id, is_this_host, hostname);
+}
+
 std::map<std::string, std::string> RankEnvironment(const SlotTable& t, int rank) {
-  const RankSlot& r = t.ranks[rank];
+  RankSlot slot = t.ranks[rank];
+  slot.rank = rank;
+  return RankEnvironment(t, slot);
+}
+
+std::map<std::string, std::string> RankEnvironment(const SlotTable& t, const RankSlot& r) {
+  const int rank = r.rank;
+  const int world = WorldOf(t);
   std::map<std::string, std::string> env = {
       {"RANK", std::to_string(rank)},
-      {"WORLD_SIZE", std::to_string(t.ranks.size())},
+      {"WORLD_SIZE", std::to_string(world)},
       {"LOCAL_RANK", std::to_string(r.local_rank)},
       {"LOCAL_WORLD_SIZE", std::to_string(r.local_size)},
       {"NODE_RANK", std::to_string(r.node_rank)},
@@ -93,7 +113,7 @@ std::map<std::string, std::string> RankEnvironment(const SlotTable& t, int rank)
       {"GPULAUNCH_NIC", r.nic},
   };
   // The layout and this rank's place in it.
-  if (auto layout = ParseLayout(t.layout, static_cast<int>(t.ranks.size())); layout.ok()) {
+  if (auto layout = ParseLayout(t.layout, world); layout.ok()) {
     const auto c = layout->CoordsOf(rank);
     env["GPULAUNCH_LAYOUT"] = layout->ToString();
     env["GPULAUNCH_COORDS"] = "tp=" + std::to_string(c[kTp]) + ",pp=" + std::to_string(c[kPp]) + ",dp=" +

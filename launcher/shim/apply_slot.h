@@ -26,13 +26,21 @@ struct EngineIdentity {
 
 StatusOr<EngineIdentity> ReadEngineIdentity(const EnvLookup& env);
 
-// Refuses a rank whose engine identity or host differs from the plan.
+// Refuses a rank whose engine rank or world size differs from the plan's;
+// needs only the table's header.
+Status CheckWorld(const SlotTable& table, const EngineIdentity& id);
+// Refuses a rank whose local rank or host differs from its row.
 // `is_this_host` decides whether a plan host name is this machine.
+Status CheckSlot(const RankSlot& slot, const EngineIdentity& id,
+                 const std::function<bool(const std::string&)>& is_this_host, const std::string& hostname);
+// Both, for a table that carries its rows.
 Status CheckIdentity(const SlotTable& table, const EngineIdentity& id,
                      const std::function<bool(const std::string&)>& is_this_host, const std::string& hostname);
 
-// The environment contract for `rank` (variables to set; an empty value is
-// set as empty, e.g. a GPU host rank without GPUs).
+// The environment contract for the rank of `slot` (variables to set; an
+// empty value is set as empty, e.g. a GPU host rank without GPUs).
+std::map<std::string, std::string> RankEnvironment(const SlotTable& table, const RankSlot& slot);
+// The same for a table that carries its rows.
 std::map<std::string, std::string> RankEnvironment(const SlotTable& table, int rank);
 
 // CUDA_VISIBLE_DEVICES for a rank's GPUs (indices in PCI bus order, as the

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 
 namespace gpulaunch {
 namespace {
@@ -66,6 +67,45 @@ bool ControlClient::WriteAll(const std::string& bytes) {
 
 bool ControlClient::Send(const ControlMessage& m, const std::string& payload) {
   return fd_ >= 0 && WriteAll(FormatControlLine(m) + payload);
+}
+
+StatusOr<std::string> ControlClient::FetchSlotRow(int rank, const std::string& plan_hash, int timeout_ms) {
+  ControlMessage ask;
+  ask.kind = ControlMessage::Kind::kSlot;
+  ask.rank = rank;
+  if (!Send(ask)) return Unavailable("gpulaunch's control connection closed before the rank's slot was asked");
+  const std::string prefix = "slot " + std::to_string(rank) + " ";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (fd_ >= 0) {
+    // The answer comes first on a fresh connection; anything else waits in buffer_.
+    if (const size_t nl = buffer_.find('\n'); nl != std::string::npos) {
+      const std::string line = buffer_.substr(0, nl);
+      buffer_.erase(0, nl + 1);
+      if (line.rfind(prefix, 0) != 0) continue;
+      const std::string rest = line.substr(prefix.size());
+      const size_t space = rest.find(' ');
+      if (space == std::string::npos) return Internal("gpulaunch sent a malformed slot answer");
+      if (rest.substr(0, space) != plan_hash) {
+        return FailedPrecondition("gpulaunch serves plan " + rest.substr(0, space) + " but this rank was started for plan " +
+                                  plan_hash);
+      }
+      const std::string row = rest.substr(space + 1);
+      if (row == "-") return FailedPrecondition("the plan has no rank " + std::to_string(rank));
+      return row;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(fd_, buf, sizeof buf);
+    if (n > 0) {
+      buffer_.append(buf, static_cast<size_t>(n));
+    } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+      Close();
+    }
+  }
+  return Unavailable("no answer from gpulaunch about the rank's slot within " + std::to_string(timeout_ms / 1000) + " s");
 }
 
 std::vector<std::string> ControlClient::ReadRequests() {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "launcher/base/control_protocol.h"
 
 namespace gpulaunch {
@@ -28,6 +29,9 @@ class ControlClient {
   // Reads what gpulaunch sent and returns the complete lines; closes the
   // client when gpulaunch went away.
   std::vector<std::string> ReadRequests();
+  // Asks gpulaunch for this rank's row of the plan (`slot`) and waits up to
+  // timeout_ms for the answer: the row text, or an error saying what failed.
+  StatusOr<std::string> FetchSlotRow(int rank, const std::string& plan_hash, int timeout_ms);
   void Close();
 
  private:

@@ -1,5 +1,6 @@
 // gpulaunch-shim: every rank starts through it (`mpirun ... gpulaunch-shim --
-// PROGRAM ARGS`). It applies the rank's slot from GPULAUNCH_SLOT_TABLE, refuses
+// PROGRAM ARGS`). It applies the rank's slot (the header from
+// GPULAUNCH_SLOT_TABLE, its own row asked from gpulaunch), refuses
 // to start when the engine's placement differs from the plan, checks in with
 // gpulaunch, and runs PROGRAM as its child until it ends (rank_supervisor.h),
 // reporting how it ended; then it exits the same way.
@@ -36,6 +37,19 @@ int Refuse(ControlClient& control, int rank, const std::string& host, const std:
   return kExitLaunchFailure;
 }
 
+// A loaded launching host may be slow to accept thousands of connections.
+bool ConnectWithRetries(ControlClient& control, const std::string& address) {
+  for (int attempt = 0; attempt < 5 && !address.empty(); ++attempt) {
+    if (control.Connect(address)) return true;
+    usleep(200 * 1000 * (attempt + 1));
+  }
+  return false;
+}
+
+// How long a rank waits for its row: the control server answers at once;
+// this only bounds a launching host that stopped.
+constexpr int kSlotFetchTimeoutMs = 60000;
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -51,24 +65,41 @@ int main(int argc, char** argv) {
   if (!table_text) return Refuse(control, -1, hostname, std::string(kSlotTableEnv) + " is not set; start jobs with gpulaunch");
   auto table = DecodeSlotTable(*table_text);
   if (!table.ok()) return Refuse(control, -1, hostname, table.status().message());
-  if (!control.Connect(table->control) && !table->control.empty()) {
+  const bool fetch_row = table->ranks.empty();  // the usual case: only the header is in the environment
+  if (!ConnectWithRetries(control, table->control) && !table->control.empty()) {
+    if (fetch_row) {
+      return Refuse(control, -1, hostname, "could not reach gpulaunch at " + table->control +
+                                               " to get this rank's slot; check that this host can open TCP "
+                                               "connections to the launching host");
+    }
     std::fprintf(stderr, "gpulaunch-shim: could not reach gpulaunch at %s; the rank runs without reporting\n",
                  table->control.c_str());
   }
   auto id = ReadEngineIdentity(ProcessEnv());
   if (!id.ok()) return Refuse(control, -1, hostname, id.status().message());
-  if (Status s = CheckIdentity(*table, *id, IsLocalHost, hostname); !s.ok()) {
+  if (Status s = CheckWorld(*table, *id); !s.ok()) return Refuse(control, id->rank, hostname, s.message());
+  RankSlot slot;
+  if (fetch_row) {
+    auto row = control.FetchSlotRow(id->rank, table->plan_hash, kSlotFetchTimeoutMs);
+    if (!row.ok()) return Refuse(control, id->rank, hostname, row.status().message());
+    auto decoded = DecodeSlotRow(*row, id->rank);
+    if (!decoded.ok()) return Refuse(control, id->rank, hostname, decoded.status().message());
+    slot = std::move(decoded).value();
+  } else {
+    slot = table->ranks[id->rank];
+    slot.rank = id->rank;
+  }
+  if (Status s = CheckSlot(slot, *id, IsLocalHost, hostname); !s.ok()) {
     return Refuse(control, id->rank, hostname, s.message());
   }
-  const RankSlot& slot = table->ranks[id->rank];
   if (Status s = ApplyBinding(slot); !s.ok()) return Refuse(control, id->rank, hostname, s.message());
   auto cuda_devices = CudaVisibleDevices(slot.gpus, ProcessEnv());
   if (!cuda_devices.ok()) return Refuse(control, id->rank, hostname, cuda_devices.status().message());
-  for (const auto& [k, v] : RankEnvironment(*table, id->rank)) setenv(k.c_str(), v.c_str(), 1);
+  for (const auto& [k, v] : RankEnvironment(*table, slot)) setenv(k.c_str(), v.c_str(), 1);
   if (!slot.gpus.empty()) setenv("CUDA_VISIBLE_DEVICES", cuda_devices->c_str(), 1);
   const std::string hash = table->plan_hash;
-  const int world = static_cast<int>(table->ranks.size());
-  unsetenv(kSlotTableEnv);  // large, and the job has no use for it
+  const int world = table->world;
+  unsetenv(kSlotTableEnv);  // the job has no use for it
   const std::optional<std::string> slurm_job = GetEnv("SLURM_JOB_ID");
   const std::optional<std::string> slurm_step = GetEnv("SLURM_STEP_ID");
 

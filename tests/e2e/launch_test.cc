@@ -307,14 +307,14 @@ TEST(Launch, BadInputExitsTwoWithTheFixAndStartsNothing) {
 }
 
 TEST(Shim, RefusesAWrongHostAndReports127ForAMissingProgram) {
-  const std::string table = "v2|gl-x|h|127.0.0.1|1|-|1|-|elsewhere.invalid/0/1/0/0/0/-1/-/0/-";
+  const std::string table = "v3|gl-x|h|127.0.0.1|1|-|1|-|elsewhere.invalid/0/1/0/0/0/-1/-/0/-";
   auto env = EnvironmentWith({{"GPULAUNCH_SLOT_TABLE", table}, {"OMPI_COMM_WORLD_RANK", "0"},
                               {"OMPI_COMM_WORLD_SIZE", "1"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}});
   CapturedRun wrong = RunCaptured({kBin + "/gpulaunch-shim", "--", "true"}, env, 10000);
   EXPECT_EQ(WEXITSTATUS(wrong.wait_status), 125);
   EXPECT_NE(wrong.err.find("plan puts it on 'elsewhere.invalid'"), std::string::npos) << wrong.err;
 
-  const std::string here = "v2|gl-x|h|127.0.0.1|1|-|1|-|localhost/0/1/0/0/0/-1/-/0/-";
+  const std::string here = "v3|gl-x|h|127.0.0.1|1|-|1|-|localhost/0/1/0/0/0/-1/-/0/-";
   env = EnvironmentWith({{"GPULAUNCH_SLOT_TABLE", here}, {"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "1"}});
   CapturedRun missing = RunCaptured({kBin + "/gpulaunch-shim", "--", "/no/such/program"}, env, 10000);
   EXPECT_EQ(WEXITSTATUS(missing.wait_status), 127);
@@ -324,6 +324,16 @@ TEST(Shim, RefusesAWrongHostAndReports127ForAMissingProgram) {
   CapturedRun size = RunCaptured({kBin + "/gpulaunch-shim", "--", "true"}, env, 10000);
   EXPECT_EQ(WEXITSTATUS(size.wait_status), 125);
   EXPECT_NE(size.err.find("started 3 ranks"), std::string::npos) << size.err;
+
+  // A header without rows sends the shim to gpulaunch for its row; with
+  // nobody there it refuses, saying where it looked.
+  const std::string header_only = "v3|gl-x|h|127.0.0.1|1|127.0.0.1:1|1|-|-";
+  env = EnvironmentWith({{"GPULAUNCH_SLOT_TABLE", header_only}, {"OMPI_COMM_WORLD_RANK", "0"},
+                         {"OMPI_COMM_WORLD_SIZE", "1"}});
+  CapturedRun unreachable = RunCaptured({kBin + "/gpulaunch-shim", "--", "true"}, env, 60000);
+  EXPECT_EQ(WEXITSTATUS(unreachable.wait_status), 125);
+  EXPECT_NE(unreachable.err.find("could not reach gpulaunch at 127.0.0.1:1 to get this rank's slot"), std::string::npos)
+      << unreachable.err;
 }
 
 // An MPI program not written here: Debian's HPC Challenge, on a small input.

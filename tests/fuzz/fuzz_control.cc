@@ -22,5 +22,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (line.find('\n') != std::string::npos || !gpulaunch::ParseStepMetricsJson(line, "again").ok()) __builtin_trap();
   }
   (void)gpulaunch::DecodeSlotTable(text);
+  // An accepted row (the control server's answer) encodes back to itself.
+  if (auto row = gpulaunch::DecodeSlotRow(text, 0); row.ok()) {
+    auto again = gpulaunch::DecodeSlotRow(gpulaunch::EncodeSlotRow(*row), 0);
+    if (!again.ok() || gpulaunch::EncodeSlotRow(*again) != gpulaunch::EncodeSlotRow(*row)) __builtin_trap();
+  }
   return 0;
 }

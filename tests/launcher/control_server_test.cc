@@ -3,9 +3,11 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 #include <vector>
 
@@ -25,6 +27,44 @@ ControlMessage Checkin(int rank, int pid, const std::string& hash) {
   m.host = "localhost";
   m.plan_hash = hash;
   return m;
+}
+
+// Each shim asks for its own row; the answer names the plan it belongs to.
+TEST(ControlServer, ServesEachRankItsRowOfThePlan) {
+  ControlServer server;
+  ASSERT_TRUE(server.Start("127.0.0.1", "H", 2, {"node1/0/2/0/1/0-3/0/0/1/mlx5_0:1", "node1/1/2/0/1/4-7/0/1/1/-"}).ok());
+  const std::string address = "127.0.0.1:" + std::to_string(server.port());
+  ControlClient a, b, c, d;
+  ASSERT_TRUE(a.Connect(address) && b.Connect(address) && c.Connect(address) && d.Connect(address));
+  auto row1 = b.FetchSlotRow(1, "H", 60000);
+  ASSERT_TRUE(row1.ok()) << row1.status().ToString();
+  EXPECT_EQ(*row1, "node1/1/2/0/1/4-7/0/1/1/-");
+  auto row0 = a.FetchSlotRow(0, "H", 60000);
+  ASSERT_TRUE(row0.ok()) << row0.status().ToString();
+  EXPECT_EQ(*row0, "node1/0/2/0/1/0-3/0/0/1/mlx5_0:1");
+  // A rank started for another plan, or one the plan does not have, is told so.
+  auto other = c.FetchSlotRow(0, "other-plan", 60000);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("gpulaunch serves plan H"), std::string::npos) << other.status().message();
+  auto missing = d.FetchSlotRow(5, "H", 60000);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("the plan has no rank 5"), std::string::npos) << missing.status().message();
+  // The row is asked before the check-in, on the same connection.
+  ASSERT_TRUE(a.Send(Checkin(0, 999991, "H")));
+  EXPECT_EQ(server.CheckedIn(), 1);
+}
+
+// A job needs one socket per rank; one the open-file limit cannot hold is
+// refused at once with the limit and the fix.
+TEST(ControlServer, MoreRanksThanTheFileLimitAreRefusedByName) {
+  rlimit lim{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &lim), 0);
+  if (lim.rlim_max == RLIM_INFINITY) GTEST_SKIP() << "no hard open-file limit here";
+  ControlServer server;
+  const Status s = server.Start("127.0.0.1", "H", static_cast<int>(std::min<rlim_t>(lim.rlim_max, 1 << 30)));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("may open only"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("ulimit -n"), std::string::npos) << s.message();
 }
 
 TEST(ControlServer, RecordsCheckInsTailsExitsAndLostRanks) {

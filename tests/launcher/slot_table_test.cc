@@ -48,10 +48,40 @@ TEST(SlotTable, RoundTrips) {
 TEST(SlotTable, RejectsMalformed) {
   const std::string good = EncodeSlotTable(Example());
   for (const std::string& bad : {std::string(""), std::string("v1") + good.substr(2), good.substr(0, good.size() - 20),
-                                good + " extra/row", std::string("v2|j|h|a|notaport|-|1|-|h/0/1/0/1/0/0/-/0/-")}) {
+                                good + " extra/row", std::string("v3|j|h|a|notaport|-|1|-|h/0/1/0/1/0/0/-/0/-"),
+                                std::string("v2|j|h|a|1|-|1|-|h/0/1/0/1/0/0/-/0/-"),
+                                std::string("v3|j|h|a|1|-|1|-|-")}) {  // no rows and nowhere to ask
     auto t = DecodeSlotTable(bad);
     EXPECT_FALSE(t.ok()) << bad;
   }
+}
+
+// The environment every rank gets is the header only: the same size for 2
+// ranks and for 65,536 (the rows come from the control server).
+TEST(SlotTable, TheHeaderIsTheSameSizeForAnyWorld) {
+  SlotTable small = Example();
+  SlotTable big = Example();
+  big.ranks.assign(65536, Example().ranks[1]);
+  const std::string a = EncodeSlotTable(small, /*with_rows=*/false);
+  const std::string b = EncodeSlotTable(big, /*with_rows=*/false);
+  EXPECT_LE(b.size(), a.size() + 5);  // the world size's digits
+  EXPECT_LT(b.size(), 300u);
+  auto back = DecodeSlotTable(b);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->ranks.empty());
+  EXPECT_EQ(back->world, 65536);
+  EXPECT_EQ(back->control, "10.0.0.1:4000");
+}
+
+TEST(SlotTable, RowsRoundTripAlone) {
+  const SlotTable t = Example();
+  const RankSlot& a = t.ranks[0];
+  auto back = DecodeSlotRow(EncodeSlotRow(a), 7);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->rank, 7);
+  EXPECT_EQ(EncodeSlotRow(*back), EncodeSlotRow(a));
+  EXPECT_FALSE(DecodeSlotRow("node1/0/2", 0).ok());
+  EXPECT_FALSE(DecodeSlotRow("/0/2/0/1/0/0/-/0/-", 0).ok());  // no host
 }
 
 }  // namespace
