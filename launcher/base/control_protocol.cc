@@ -78,6 +78,9 @@ std::optional<ControlMessage> ParseControlLine(const std::string& line) {
     if (!(in >> how >> m.value) || (how != "code" && how != "signal")) return std::nullopt;
     m.kind = ControlMessage::Kind::kExit;
     m.signaled = how == "signal";
+    std::string stopped;
+    if (in >> stopped && stopped != "stopped") return std::nullopt;
+    m.told_to_stop = stopped == "stopped";
     return m;
   }
   if (word == "metric") {
@@ -111,7 +114,8 @@ std::string FormatControlLine(const ControlMessage& m) {
     case ControlMessage::Kind::kTail:
       return "tail " + r + " " + SafeText(m.text) + "\n";
     case ControlMessage::Kind::kExit:
-      return "exit " + r + (m.signaled ? " signal " : " code ") + std::to_string(m.value) + "\n";
+      return "exit " + r + (m.signaled ? " signal " : " code ") + std::to_string(m.value) +
+             (m.told_to_stop ? " stopped" : "") + "\n";
     case ControlMessage::Kind::kStacks:
       return "stacks " + r + " " + std::to_string(m.payload_bytes) + "\n";
     case ControlMessage::Kind::kMetric: {

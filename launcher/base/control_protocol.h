@@ -14,7 +14,12 @@
 //   refuse <rank> <host> <reason>      the shim would not start the rank
 //   beat <rank>                        the job made progress (rate-limited)
 //   tail <rank> <line>                 one of the last lines of its stderr
-//   exit <rank> code|signal <value>    the job process ended
+//   exit <rank> code|signal <value> [stopped]
+//                                      the job process ended; `stopped` when
+//                                      the shim had passed it a stop signal
+//                                      first (the engine's, forwarded, or
+//                                      gpulaunch's `signal`): it ended because
+//                                      it was told to, not on its own
 //   stacks <rank> <bytes>\n<bytes>     answer to a `stacks` request
 //   metric <rank> <json>               one profiled step (common/step_metrics.h),
 //                                      with --profile
@@ -45,6 +50,7 @@ struct ControlMessage {
   std::string plan_hash;
   std::string slurm_step;   // "JOB.STEP", or empty
   bool signaled = false;    // exit: `value` is a signal number, else an exit code
+  bool told_to_stop = false; // exit: a stop signal reached it through the shim first
   int value = 0;
   std::string text;         // refuse: reason; tail: the line; metric: the JSON record
   size_t payload_bytes = 0; // stacks: how many raw bytes follow the line

@@ -222,6 +222,7 @@ void ControlServer::HandleLine(Peer& peer, const std::string& line) {
       r.ended_at = now;
       r.signaled = m->signaled;
       r.exit_value = m->value;
+      r.told_to_stop = m->told_to_stop;
       break;
     case ControlMessage::Kind::kMetric: {
       r.last_beat = now;  // a finished step is progress

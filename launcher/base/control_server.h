@@ -38,6 +38,11 @@ struct RankRecord {
   ControlClock::time_point ended_at{};   // the report, or when the connection was lost
   bool signaled = false;
   int exit_value = 0;                  // exit code, or signal number when signaled
+  // A stop signal had reached the rank through its shim before it ended (the
+  // engine's teardown, gpulaunch's, or its own loss of gpulaunch): whatever
+  // it then did, it did because it was told to stop, so it is never the
+  // first failure while a rank failed on its own.
+  bool told_to_stop = false;
   bool lost = false;                   // the connection closed without an exit report
   std::vector<std::string> stderr_tail;
   std::string stacks;

@@ -106,7 +106,7 @@ std::string Others(const std::map<int, RankRecord>& ranks, int blamed, int world
       ++ok;
     } else if ((it->second.ended && it->second.signaled &&
                 (it->second.exit_value == SIGTERM || it->second.exit_value == SIGKILL)) ||
-               StoppedUnreported(it->second, first_failure, false)) {
+               (it->second.ended && it->second.told_to_stop) || StoppedUnreported(it->second, first_failure, false)) {
       ++stopped;
     } else {
       ++failed;
@@ -184,12 +184,20 @@ std::optional<RootCause> FindRootCause(const JobOutcome& job, const std::map<int
     case StopReason::kNone:
       break;
   }
-  // The first rank to fail (by when gpulaunch heard of it); ranks that
-  // vanished count from when their connection closed.
+  // The first rank to fail on its own, by when gpulaunch heard of it (ranks
+  // that vanished count from when their connection closed). Arrival order
+  // alone cannot tell cause from effect: when gpulaunch's reading lags (a
+  // loaded host), the teardown's victims and the failure that started it
+  // arrive together, in socket order. A rank that its shim had passed a stop
+  // signal ended because it was told to, so it is blamed only when no rank
+  // failed on its own.
   const RankRecord* first = nullptr;
   for (const auto& [rank, r] : ranks) {
     if (!Failed(r) && !r.lost) continue;
-    if (!first || r.ended_at < first->ended_at) first = &r;
+    const bool earlier = !first || r.ended_at < first->ended_at;
+    if (!first || (first->told_to_stop && !r.told_to_stop) || (first->told_to_stop == r.told_to_stop && earlier)) {
+      first = &r;
+    }
   }
   if (first) {
     std::string what = HowItEnded(*first);
@@ -249,6 +257,7 @@ std::string SummaryJson(const JobOutcome& job, const std::map<int, RankRecord>& 
     e.Set("state", State(r, first_failure, job.stop != StopReason::kNone));
     if (r && r->pid > 0) e.Set("pid", r->pid);
     if (r && r->ended) e.Set(r->signaled ? "signal" : "exit_code", r->signaled ? Json(SignalName(r->exit_value)) : Json(r->exit_value));
+    if (r && r->ended && r->told_to_stop) e.Set("told_to_stop", true);
     if (r && !r->refusal.empty()) e.Set("refusal", r->refusal);
     if (r && r->pid > 0) e.Set("started_at", wall(r->checked_in));
     if (r && (r->ended || r->lost)) e.Set("ended_at", wall(r->ended_at));

@@ -39,6 +39,11 @@ constexpr auto kOrphanGrace = std::chrono::seconds(10);
 
 int g_signal_pipe[2] = {-1, -1};
 
+// Signals that ask a process to end, as engines send them in a teardown
+// (mpirun's orted and slurmstepd: SIGTERM, then SIGKILL, which the shim
+// cannot see) or a user at a terminal.
+bool IsStopSignal(int sig) { return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT; }
+
 void OnSignal(int sig) {
   const int saved = errno;
   const unsigned char b = static_cast<unsigned char>(sig);
@@ -183,7 +188,7 @@ int SuperviseRank(char** argv, const SuperviseOptions& o) {
                    {control ? control->fd() : -1, POLLIN, 0}, {metrics[0], POLLIN, 0}};
   MetricsForwarder forwarder(o.rank, control);
   TailKeeper tail;
-  bool exited = false, beat_pending = false;
+  bool exited = false, beat_pending = false, told_to_stop = false;
   int status = 0;
   Clock::time_point exited_at{}, beat_sent{}, orphan_kill_at{};
   for (;;) {
@@ -198,7 +203,9 @@ int SuperviseRank(char** argv, const SuperviseOptions& o) {
     if (fds[0].revents & POLLIN) {
       unsigned char sig;
       while (read(g_signal_pipe[0], &sig, 1) == 1) {
-        if (sig != SIGCHLD && o.forward_signals && !exited) kill(child, sig);
+        if (sig == SIGCHLD || exited) continue;
+        told_to_stop = told_to_stop || IsStopSignal(sig);
+        if (o.forward_signals) kill(child, sig);
       }
     }
     if (fds[1].fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
@@ -235,7 +242,10 @@ int SuperviseRank(char** argv, const SuperviseOptions& o) {
         if (exited) continue;
         if (request.rfind("signal ", 0) == 0) {
           const int sig = std::atoi(request.c_str() + 7);
-          if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGKILL) kill(child, sig);
+          if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGKILL) {
+            told_to_stop = true;
+            kill(child, sig);
+          }
           continue;
         }
         if (request != "stacks") continue;
@@ -255,6 +265,7 @@ int SuperviseRank(char** argv, const SuperviseOptions& o) {
       if (!exited) {
         std::fprintf(stderr, "gpulaunch-shim: rank %d lost gpulaunch; stopping the rank (SIGTERM, SIGKILL %d s later)\n",
                      o.rank, static_cast<int>(kOrphanGrace.count()));
+        told_to_stop = true;
         kill(child, SIGTERM);
         orphan_kill_at = Clock::now() + kOrphanGrace;
       }
@@ -286,6 +297,7 @@ int SuperviseRank(char** argv, const SuperviseOptions& o) {
     m.kind = ControlMessage::Kind::kExit;
     m.signaled = WIFSIGNALED(status);
     m.value = m.signaled ? WTERMSIG(status) : WEXITSTATUS(status);
+    m.told_to_stop = told_to_stop;
     control->Send(m);
   }
   return status;

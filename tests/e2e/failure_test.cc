@@ -59,6 +59,11 @@ TEST(Failure, SummaryAndRootCauseNameTheRankThatFailed) {
     const std::string state = RankEntry(summary, r).Find("state")->AsString();
     EXPECT_TRUE(state == "killed" || state == "stopped-unreported") << r << ": " << state;
     EXPECT_TRUE(RankEntry(summary, r).Find("ended_at")) << r;
+    // A reported one had its stop signal passed on by its shim, which says so.
+    if (state == "killed") {
+      ASSERT_TRUE(RankEntry(summary, r).Find("told_to_stop")) << r;
+      EXPECT_TRUE(RankEntry(summary, r).Find("told_to_stop")->AsBool()) << r;
+    }
   }
 }
 

@@ -182,19 +182,24 @@ check "... every rank on every host gone within 15 s, node4's included (took ${g
 # 5e. Ranks that never check in: node4 may reach node1 only for ssh and Open
 #     MPI's daemon port (made static here), so its shims cannot reach
 #     gpulaunch; --startup-timeout stops the job and names the missing ranks.
+#     The timeout is what a healthy rank gets to check in on this loaded
+#     2-core machine (with 3 s, a busy run once missed node1-3's ranks too),
+#     and below the ~18 s after which node4's shims give up connecting and
+#     refuse on their own.
 if command -v iptables > /dev/null; then
   node1_ip=$(ip netns exec "${NSP}n1" ip -4 -o addr show eth0 | awk '{print $4}' | cut -d/ -f1)
   block=(OUTPUT -p tcp --syn -d "$node1_ip" -m multiport ! --dports 22,31400 -j DROP)
   ip netns exec "${NSP}n4" iptables -A "${block[@]}"
   started=$(date +%s)
   OMPI_MCA_oob_tcp_static_ipv4_ports=31400 on_node1 "$BIN/gpulaunch" --allow-run-as-root --hostfile "$WORK/hosts" \
-    --startup-timeout 3 --no-summary "$BIN/env_dump" --sleep 30 --marker "gl-startup-$$" > /dev/null 2> "$WORK/startup.err"
+    --startup-timeout 10 --no-summary "$BIN/env_dump" --sleep 30 --marker "gl-startup-$$" > /dev/null 2> "$WORK/startup.err"
   code=$?
   took=$(($(date +%s) - started))
   ip netns exec "${NSP}n4" iptables -D "${block[@]}"
   check "node4's ranks cannot check in: gpulaunch exits 125 (took ${took} s)" "$code" 125
   check "... naming them" \
-    "$(grep -c '4 of 16 ranks did not check in within --startup-timeout 3 s: 12, 13, 14, 15 on node4' "$WORK/startup.err")" 1
+    "$(grep -o 'ranks did not check in within --startup-timeout 10 s: .*' "$WORK/startup.err")" \
+    'ranks did not check in within --startup-timeout 10 s: 12, 13, 14, 15 on node4'
   for _ in $(seq 1 50); do
     left=$(grep -l "[g]l-startup-$$" /proc/[0-9]*/cmdline 2>/dev/null | wc -l)
     [ "$left" -eq 0 ] && break

@@ -36,6 +36,13 @@ TEST(ControlProtocol, EveryMessageReadsBackAsWritten) {
   ASSERT_TRUE(back);
   EXPECT_TRUE(back->signaled);
   EXPECT_EQ(back->value, 9);
+  EXPECT_FALSE(back->told_to_stop);
+  exit_msg.told_to_stop = true;
+  line = FormatControlLine(exit_msg);
+  EXPECT_EQ(line, "exit 5 signal 9 stopped\n");
+  back = ParseControlLine(line.substr(0, line.size() - 1));
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(back->told_to_stop);
 
   ControlMessage stacks;
   stacks.kind = Kind::kStacks;
@@ -82,7 +89,7 @@ TEST(ControlProtocol, MetricRecordsTravelWholeOrNotAtAll) {
 
 TEST(ControlProtocol, MalformedLinesAreNotMessages) {
   for (const char* bad : {"", "checkin", "checkin x 1 1 h hash -", "checkin 1 0 4 h hash -", "checkin 1 5 0 h hash -",
-                          "checkin -1 5 4 h hash -", "exit 1 maybe 3", "exit 1 code", "stacks 1 -4",
+                          "checkin -1 5 4 h hash -", "exit 1 maybe 3", "exit 1 code", "exit 1 code 3 later", "stacks 1 -4",
                           "stacks 1 99999999999", "hello 1", "refuse 2"}) {
     EXPECT_FALSE(ParseControlLine(bad)) << bad;
   }

@@ -64,6 +64,44 @@ TEST(JobSummary, TheFirstFailureIsBlamedNotTheTeardown) {
   EXPECT_NE(block.find("gpulaunch: every rank: /tmp/s.json\n"), std::string::npos);
 }
 
+// The failure seen in CI: gpulaunch read the teardown's victim (rank 0, on
+// the healthy node1, SIGTERM passed on by its shim) before the rank whose
+// death started the teardown, because both reports waited on their sockets
+// when it woke. The victim's shim said it had told it to stop.
+TEST(JobSummary, ARankToldToStopIsNotBlamedWhenAnotherFailedOnItsOwn) {
+  Fixture f(2);
+  f.End(0, 400, true, SIGTERM);
+  f.ranks[0].told_to_stop = true;
+  f.End(1, 400, true, SIGKILL);  // heard at the same instant, after rank 0
+  f.job.exit_code = 137;
+  auto cause = FindRootCause(f.job, f.ranks);
+  ASSERT_TRUE(cause);
+  EXPECT_EQ(cause->rank, 1);
+  EXPECT_EQ(cause->notes.at(0), "of the other ranks, 1 was stopped (SIGTERM/SIGKILL) in the teardown");
+  // Heard even well before: an exit code that followed a stop signal is
+  // still the stop's doing (a rank that exits 1 from its SIGTERM handler).
+  f.End(0, 100, false, 1);
+  cause = FindRootCause(f.job, f.ranks);
+  ASSERT_TRUE(cause);
+  EXPECT_EQ(cause->rank, 1);
+  auto json = ParseJson(SummaryJson(f.job, f.ranks, cause), "summary");
+  ASSERT_TRUE(json.ok());
+  EXPECT_TRUE(json->Find("ranks")->items()[0].Find("told_to_stop")->AsBool());
+  EXPECT_EQ(json->Find("ranks")->items()[1].Find("told_to_stop"), nullptr);
+}
+
+TEST(JobSummary, WhenEveryFailedRankWasToldToStopTheFirstIsBlamed) {
+  Fixture f(3);
+  f.End(0, 300, true, SIGTERM);
+  f.End(1, 200, true, SIGTERM);
+  f.End(2, 250, false, 0);
+  f.ranks[0].told_to_stop = f.ranks[1].told_to_stop = true;
+  f.job.exit_code = 143;
+  const auto cause = FindRootCause(f.job, f.ranks);
+  ASSERT_TRUE(cause);
+  EXPECT_EQ(cause->rank, 1);
+}
+
 TEST(JobSummary, RanksLostAfterTheFirstFailureWereStoppedNotLost) {
   Fixture f(3);
   f.End(0, 100, false, 4);  // the cause
