@@ -13,12 +13,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <initializer_list>
 #include <string>
 
 #include "common/env.h"
 #include "launcher/base/fd_io.h"
+#include "launcher/shim/child_streams.h"
 #include "launcher/shim/stack_dump.h"
 
 namespace gpulaunch {
@@ -27,8 +27,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kHandled[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT, SIGCHLD};
-constexpr size_t kTailLines = 20;
-constexpr size_t kTailLineBytes = 500;
 constexpr auto kBeatInterval = std::chrono::seconds(1);
 // After the child ended, how long its stderr may stay open (held by a
 // process it left behind) before the shim reports without the rest.
@@ -50,33 +48,6 @@ void OnSignal(int sig) {
   [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &b, 1);
   errno = saved;
 }
-
-// The last lines of a byte stream.
-class TailKeeper {
- public:
-  void Feed(const char* data, size_t n) {
-    for (size_t i = 0; i < n; ++i) {
-      if (data[i] == '\n') {
-        Push();
-      } else if (partial_.size() < kTailLineBytes) {
-        partial_ += data[i];
-      }
-    }
-  }
-  std::deque<std::string> Finish() {
-    if (!partial_.empty()) Push();
-    return lines_;
-  }
-
- private:
-  void Push() {
-    lines_.push_back(partial_);
-    partial_.clear();
-    if (lines_.size() > kTailLines) lines_.pop_front();
-  }
-  std::string partial_;
-  std::deque<std::string> lines_;
-};
 
 // In the forked child: becomes the job, or exits 126/127 saying why not.
 // `parent_ends` are the shim's ends of the pipes: closed here, or the go
@@ -106,57 +77,195 @@ class TailKeeper {
   _exit(err == ENOENT ? 127 : 126);
 }
 
-}  // namespace
+// The pipes between the shim and its child, by what they carry.
+struct ChildPipes {
+  int go[2] = {-1, -1};       // closed by the shim once the check-in is sent: the child then execs
+  int err[2] = {-1, -1};      // the child's stderr
+  int beat[2] = {-1, -1};     // progress bytes (GPULAUNCH_HEARTBEAT_FD)
+  int metrics[2] = {-1, -1};  // step records with --profile (GPULAUNCH_METRICS_FD)
+};
 
-// Splits the metrics pipe into lines (one JSON record each) and forwards
-// them to gpulaunch; an over-long line is dropped whole.
-class MetricsForwarder {
+// One supervision: the child, the poll set over its pipes and the control
+// connection, and what the exit report will say. Run() returns the child's
+// wait status once it ended and its stderr was drained.
+class Supervision {
  public:
-  MetricsForwarder(int rank, ControlClient* control) : rank_(rank), control_(control) {}
-  void Feed(const char* data, size_t n) {
-    for (size_t i = 0; i < n; ++i) {
-      if (data[i] != '\n') {
-        if (partial_.size() <= kMaxMetricBytes) partial_ += data[i];
-        continue;
-      }
-      if (control_ && control_->connected() && !partial_.empty() && partial_.size() <= kMaxMetricBytes) {
-        ControlMessage m;
-        m.kind = ControlMessage::Kind::kMetric;
-        m.rank = rank_;
-        m.text = partial_;
-        control_->Send(m);
-      }
-      partial_.clear();
-    }
-  }
-  // Reads what the pipe holds now; false at end-of-file or error.
-  bool Drain(int fd) {
-    char buf[16384];
+  Supervision(const SuperviseOptions& o, pid_t child, const ChildPipes& p)
+      : o_(o),
+        child_(child),
+        control_(o.control && o.control->connected() ? o.control : nullptr),
+        fds_{{g_signal_pipe[0], POLLIN, 0}, {p.err[0], POLLIN, 0}, {p.beat[0], POLLIN, 0},
+             {control_ ? control_->fd() : -1, POLLIN, 0}, {p.metrics[0], POLLIN, 0}},
+        forwarder_(o.rank, control_) {}
+
+  int Run() {
     for (;;) {
-      const ssize_t n = read(fd, buf, sizeof buf);
-      if (n > 0) {
-        Feed(buf, static_cast<size_t>(n));
-        continue;
+      poll(fds_, 5, PollTimeoutMs());
+      if (fds_[kSignals].revents & POLLIN) PassOnSignals();
+      if (fds_[kStderr].fd >= 0 && (fds_[kStderr].revents & (POLLIN | POLLHUP | POLLERR))) RelayStderr();
+      if (fds_[kBeat].revents & POLLIN) TakeBeats();
+      if (fds_[kMetrics].fd >= 0 && (fds_[kMetrics].revents & (POLLIN | POLLHUP | POLLERR)) &&
+          !forwarder_.Drain(fds_[kMetrics].fd)) {
+        CloseSlot(kMetrics);
       }
-      return n < 0 && (errno == EAGAIN || errno == EINTR);
+      SendBeatWhenDue();
+      if (control_ && (fds_[kControl].revents & (POLLIN | POLLHUP | POLLERR))) AnswerRequests();
+      if (control_ && !control_->connected()) StopOrphan();
+      if (!exited_ && orphan_kill_at_ != Clock::time_point{} && Clock::now() >= orphan_kill_at_) {
+        kill(child_, SIGKILL);
+        orphan_kill_at_ = {};
+      }
+      if (!exited_ && waitpid(child_, &status_, WNOHANG) == child_) {
+        exited_ = true;
+        exited_at_ = Clock::now();
+      }
+      if (exited_ && (fds_[kStderr].fd < 0 || Clock::now() - exited_at_ > kDrainLimit)) break;
     }
+    Finish();
+    return status_;
   }
 
  private:
-  int rank_;
+  enum Slot { kSignals, kStderr, kBeat, kControl, kMetrics };
+
+  int PollTimeoutMs() const {
+    int timeout = -1;
+    if (beat_pending_) {
+      const auto wait = kBeatInterval - (Clock::now() - beat_sent_);
+      timeout = static_cast<int>(std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()));
+    }
+    if (orphan_kill_at_ != Clock::time_point{}) timeout = timeout < 0 ? 200 : std::min(timeout, 200);
+    return exited_ ? 50 : timeout;
+  }
+
+  void CloseSlot(Slot slot) {
+    close(fds_[slot].fd);
+    fds_[slot].fd = -1;
+  }
+
+  // Signals the shim caught: passed on as themselves (when forwarding), and
+  // a stop signal marks the exit report `stopped`.
+  void PassOnSignals() {
+    unsigned char sig;
+    while (read(g_signal_pipe[0], &sig, 1) == 1) {
+      if (sig == SIGCHLD || exited_) continue;
+      told_to_stop_ = told_to_stop_ || IsStopSignal(sig);
+      if (o_.forward_signals) kill(child_, sig);
+    }
+  }
+
+  void RelayStderr() {
+    char buf[65536];
+    const ssize_t n = read(fds_[kStderr].fd, buf, sizeof buf);
+    if (n > 0) {
+      WriteAll(STDERR_FILENO, buf, static_cast<size_t>(n));
+      tail_.Feed(buf, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      CloseSlot(kStderr);
+    }
+  }
+
+  void TakeBeats() {
+    char buf[4096];
+    while (read(fds_[kBeat].fd, buf, sizeof buf) > 0) {
+    }
+    beat_pending_ = true;
+  }
+
+  void SendBeatWhenDue() {
+    if (!beat_pending_ || !control_ || Clock::now() - beat_sent_ < kBeatInterval) return;
+    ControlMessage m;
+    m.kind = ControlMessage::Kind::kBeat;
+    m.rank = o_.rank;
+    control_->Send(m);
+    beat_sent_ = Clock::now();
+    beat_pending_ = false;
+  }
+
+  // gpulaunch's requests: its own stop sequence, or the stacks.
+  void AnswerRequests() {
+    for (const std::string& request : control_->ReadRequests()) {
+      if (exited_) continue;
+      if (request.rfind("signal ", 0) == 0) {
+        const int sig = std::atoi(request.c_str() + 7);
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGKILL) {
+          told_to_stop_ = true;
+          kill(child_, sig);
+        }
+        continue;
+      }
+      if (request != "stacks") continue;
+      const std::string stacks = DumpStacks(child_, kStackToolTimeoutMs);
+      ControlMessage m;
+      m.kind = ControlMessage::Kind::kStacks;
+      m.rank = o_.rank;
+      m.payload_bytes = stacks.size();
+      control_->Send(m, stacks);
+    }
+  }
+
+  // gpulaunch went away while the rank runs (killed, or its host lost):
+  // nobody would stop this rank any more, so it is stopped now.
+  void StopOrphan() {
+    control_ = nullptr;
+    fds_[kControl].fd = -1;
+    if (exited_) return;
+    std::fprintf(stderr, "gpulaunch-shim: rank %d lost gpulaunch; stopping the rank (SIGTERM, SIGKILL %d s later)\n",
+                 o_.rank, static_cast<int>(kOrphanGrace.count()));
+    told_to_stop_ = true;
+    kill(child_, SIGTERM);
+    orphan_kill_at_ = Clock::now() + kOrphanGrace;
+  }
+
+  // The last metrics, the stderr tail and the exit report, in that order.
+  void Finish() {
+    if (fds_[kStderr].fd >= 0) CloseSlot(kStderr);
+    close(fds_[kBeat].fd);
+    if (fds_[kMetrics].fd >= 0) {  // the last steps' records, written just before the exit
+      forwarder_.Drain(fds_[kMetrics].fd);
+      CloseSlot(kMetrics);
+    }
+    if (!control_) return;
+    ControlMessage m;
+    m.rank = o_.rank;
+    m.kind = ControlMessage::Kind::kTail;
+    for (const std::string& line : tail_.Finish()) {
+      m.text = line;
+      control_->Send(m);
+    }
+    m.kind = ControlMessage::Kind::kExit;
+    m.signaled = WIFSIGNALED(status_);
+    m.value = m.signaled ? WTERMSIG(status_) : WEXITSTATUS(status_);
+    m.told_to_stop = told_to_stop_;
+    control_->Send(m);
+  }
+
+  const SuperviseOptions& o_;
+  const pid_t child_;
   ControlClient* control_;
-  std::string partial_;
+  pollfd fds_[5];
+  MetricsForwarder forwarder_;
+  TailKeeper tail_;
+  bool exited_ = false, beat_pending_ = false, told_to_stop_ = false;
+  int status_ = 0;
+  Clock::time_point exited_at_{}, beat_sent_{}, orphan_kill_at_{};
 };
 
-int SuperviseRank(char** argv, const SuperviseOptions& o) {
-  int go[2], err[2], beat[2], metrics[2] = {-1, -1};
-  // With --profile, runtime step metrics come through their own pipe
-  // (GPULAUNCH_METRICS_FD): blocking for the rank, so no record is lost.
-  if (EnvIs("GPULAUNCH_PROFILE", "1") && pipe2(metrics, O_CLOEXEC) == 0) {
-    fcntl(metrics[0], F_SETFL, fcntl(metrics[0], F_GETFL) | O_NONBLOCK);
+bool OpenPipes(ChildPipes& p) {
+  // With --profile, runtime step metrics come through their own pipe:
+  // blocking for the rank, so no record is lost.
+  if (EnvIs("GPULAUNCH_PROFILE", "1") && pipe2(p.metrics, O_CLOEXEC) == 0) {
+    fcntl(p.metrics[0], F_SETFL, fcntl(p.metrics[0], F_GETFL) | O_NONBLOCK);
   }
-  if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(go, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
-      pipe2(beat, O_CLOEXEC | O_NONBLOCK) != 0) {
+  return pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) == 0 && pipe2(p.go, O_CLOEXEC) == 0 &&
+         pipe2(p.err, O_CLOEXEC) == 0 && pipe2(p.beat, O_CLOEXEC | O_NONBLOCK) == 0;
+}
+
+}  // namespace
+
+int SuperviseRank(char** argv, const SuperviseOptions& o) {
+  ChildPipes p;
+  if (!OpenPipes(p)) {
     std::fprintf(stderr, "gpulaunch-shim: rank %d: cannot create pipes: %s\n", o.rank, std::strerror(errno));
     return 125 << 8;
   }
@@ -169,138 +278,20 @@ int SuperviseRank(char** argv, const SuperviseOptions& o) {
   const pid_t shim = getpid();
   const pid_t child = fork();
   if (child == 0) {
-    BecomeJob(argv, o.rank, shim, o.forward_signals, go[0], err[1], beat[1], metrics[1],
-              {go[1], err[0], beat[0], metrics[0], g_signal_pipe[0], g_signal_pipe[1]});
+    BecomeJob(argv, o.rank, shim, o.forward_signals, p.go[0], p.err[1], p.beat[1], p.metrics[1],
+              {p.go[1], p.err[0], p.beat[0], p.metrics[0], g_signal_pipe[0], g_signal_pipe[1]});
   }
-  close(go[0]);
-  close(err[1]);
-  close(beat[1]);
-  if (metrics[1] >= 0) close(metrics[1]);
+  close(p.go[0]);
+  close(p.err[1]);
+  close(p.beat[1]);
+  if (p.metrics[1] >= 0) close(p.metrics[1]);
   if (child < 0) {
     std::fprintf(stderr, "gpulaunch-shim: rank %d: cannot fork: %s\n", o.rank, std::strerror(errno));
     return 125 << 8;
   }
   if (o.on_started) o.on_started(child);
-  close(go[1]);  // the child execs now
-
-  ControlClient* control = o.control && o.control->connected() ? o.control : nullptr;
-  pollfd fds[5] = {{g_signal_pipe[0], POLLIN, 0}, {err[0], POLLIN, 0}, {beat[0], POLLIN, 0},
-                   {control ? control->fd() : -1, POLLIN, 0}, {metrics[0], POLLIN, 0}};
-  MetricsForwarder forwarder(o.rank, control);
-  TailKeeper tail;
-  bool exited = false, beat_pending = false, told_to_stop = false;
-  int status = 0;
-  Clock::time_point exited_at{}, beat_sent{}, orphan_kill_at{};
-  for (;;) {
-    int timeout = -1;
-    if (beat_pending) {
-      const auto wait = kBeatInterval - (Clock::now() - beat_sent);
-      timeout = static_cast<int>(std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()));
-    }
-    if (orphan_kill_at != Clock::time_point{}) timeout = timeout < 0 ? 200 : std::min(timeout, 200);
-    if (exited) timeout = 50;
-    poll(fds, 5, timeout);
-    if (fds[0].revents & POLLIN) {
-      unsigned char sig;
-      while (read(g_signal_pipe[0], &sig, 1) == 1) {
-        if (sig == SIGCHLD || exited) continue;
-        told_to_stop = told_to_stop || IsStopSignal(sig);
-        if (o.forward_signals) kill(child, sig);
-      }
-    }
-    if (fds[1].fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-      char buf[65536];
-      const ssize_t n = read(fds[1].fd, buf, sizeof buf);
-      if (n > 0) {
-        WriteAll(STDERR_FILENO, buf, static_cast<size_t>(n));
-        tail.Feed(buf, static_cast<size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        close(fds[1].fd);
-        fds[1].fd = -1;
-      }
-    }
-    if (fds[2].revents & POLLIN) {
-      char buf[4096];
-      while (read(fds[2].fd, buf, sizeof buf) > 0) {
-      }
-      beat_pending = true;
-    }
-    if (fds[4].fd >= 0 && (fds[4].revents & (POLLIN | POLLHUP | POLLERR)) && !forwarder.Drain(fds[4].fd)) {
-      close(fds[4].fd);
-      fds[4].fd = -1;
-    }
-    if (beat_pending && control && Clock::now() - beat_sent >= kBeatInterval) {
-      ControlMessage m;
-      m.kind = ControlMessage::Kind::kBeat;
-      m.rank = o.rank;
-      control->Send(m);
-      beat_sent = Clock::now();
-      beat_pending = false;
-    }
-    if (control && (fds[3].revents & (POLLIN | POLLHUP | POLLERR))) {
-      for (const std::string& request : control->ReadRequests()) {
-        if (exited) continue;
-        if (request.rfind("signal ", 0) == 0) {
-          const int sig = std::atoi(request.c_str() + 7);
-          if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGKILL) {
-            told_to_stop = true;
-            kill(child, sig);
-          }
-          continue;
-        }
-        if (request != "stacks") continue;
-        const std::string stacks = DumpStacks(child, kStackToolTimeoutMs);
-        ControlMessage m;
-        m.kind = ControlMessage::Kind::kStacks;
-        m.rank = o.rank;
-        m.payload_bytes = stacks.size();
-        control->Send(m, stacks);
-      }
-    }
-    if (control && !control->connected()) {
-      // gpulaunch went away while the rank runs (killed, or its host lost):
-      // nobody would stop this rank any more, so it is stopped now.
-      control = nullptr;
-      fds[3].fd = -1;
-      if (!exited) {
-        std::fprintf(stderr, "gpulaunch-shim: rank %d lost gpulaunch; stopping the rank (SIGTERM, SIGKILL %d s later)\n",
-                     o.rank, static_cast<int>(kOrphanGrace.count()));
-        told_to_stop = true;
-        kill(child, SIGTERM);
-        orphan_kill_at = Clock::now() + kOrphanGrace;
-      }
-    }
-    if (!exited && orphan_kill_at != Clock::time_point{} && Clock::now() >= orphan_kill_at) {
-      kill(child, SIGKILL);
-      orphan_kill_at = {};
-    }
-    if (!exited && waitpid(child, &status, WNOHANG) == child) {
-      exited = true;
-      exited_at = Clock::now();
-    }
-    if (exited && (fds[1].fd < 0 || Clock::now() - exited_at > kDrainLimit)) break;
-  }
-  if (fds[1].fd >= 0) close(fds[1].fd);
-  close(beat[0]);
-  if (fds[4].fd >= 0) {  // the last steps' records, written just before the exit
-    forwarder.Drain(fds[4].fd);
-    close(fds[4].fd);
-  }
-  if (control) {
-    ControlMessage m;
-    m.rank = o.rank;
-    m.kind = ControlMessage::Kind::kTail;
-    for (const std::string& line : tail.Finish()) {
-      m.text = line;
-      control->Send(m);
-    }
-    m.kind = ControlMessage::Kind::kExit;
-    m.signaled = WIFSIGNALED(status);
-    m.value = m.signaled ? WTERMSIG(status) : WEXITSTATUS(status);
-    m.told_to_stop = told_to_stop;
-    control->Send(m);
-  }
-  return status;
+  close(p.go[1]);  // the child execs now
+  return Supervision(o, child, p).Run();
 }
 
 void ExitLike(int wait_status) {

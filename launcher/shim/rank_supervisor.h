@@ -19,6 +19,10 @@
 // - When the control connection closes while the child runs (gpulaunch was
 //   killed, or its host became unreachable), nobody would stop the rank any
 //   more: the shim sends it SIGTERM, and SIGKILL 10 s later.
+// - The exit report says `stopped` when a stop signal reached the child
+//   through the shim first (SIGINT, SIGTERM, SIGHUP or SIGQUIT caught by the
+//   shim, gpulaunch's `signal` request, or the stop above): gpulaunch then
+//   knows the rank ended because it was told to (control_protocol.h).
 // - GPULAUNCH_HEARTBEAT_FD in the child's environment is a non-blocking pipe:
 //   each byte written there is progress (runtime/heartbeat.h); the shim
 //   passes it on at most once per second.
