@@ -8,9 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <iterator>
 
 extern char** environ;
 
@@ -116,144 +119,185 @@ CapturedRun RunCaptured(const std::vector<std::string>& argv_in, const std::vect
   return r;
 }
 
-JobRunResult RunJob(const JobRunOptions& o) {
-  JobRunResult result;
-  if (g_signal_pipe[0] < 0 && pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-    result.wait_status = 125 << 8;
-    return result;
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+constexpr SteadyClock::time_point kNever{};
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD};
+
+bool IsStop(int sig) { return sig == SIGINT || sig == SIGTERM || sig == SIGHUP; }
+
+// One engine run in the foreground: the poll set over the signal pipe and
+// (with --tag) the engine's output, the stop sequence and its deadlines.
+class EngineSupervision {
+ public:
+  EngineSupervision(const JobRunOptions& o, pid_t pid, int out_fd, int err_fd)
+      : o_(o),
+        pid_(pid),
+        fds_{{g_signal_pipe[0], POLLIN, 0}, {out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}},
+        demux_{TagDemux(Writer(STDOUT_FILENO)), TagDemux(Writer(STDERR_FILENO))},
+        deadline_(SteadyClock::now() + std::chrono::milliseconds(o.timeout_ms)) {}
+
+  JobRunResult Run() {
+    while (!exited_ || fds_[1].fd >= 0 || fds_[2].fd >= 0) {
+      const int ready = poll(fds_, 3, PollTimeoutMs());
+      CheckLimits();
+      if (ready == 0 && exited_) break;
+      if (fds_[0].revents & POLLIN) TakeSignals();
+      for (int i = 1; i <= 2; ++i) RelayOutput(i);
+      if (!exited_) ReapOrEscalate();
+    }
+    for (int i = 1; i <= 2; ++i)
+      if (fds_[i].fd >= 0) close(fds_[i].fd);
+    return result_;
   }
-  const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD};
+
+ private:
+  std::function<void(int, const std::string&)> Writer(int fd) const {
+    return [fd, this](int rank, const std::string& line) {
+      if (rank < 0) return WriteAll(fd, line + "\n");
+      const std::string host = o_.host_of_rank ? o_.host_of_rank(rank) : "?";
+      WriteAll(fd, "[" + std::to_string(rank) + "@" + host + "]: " + line + "\n");
+    };
+  }
+
+  bool Stopping() const { return result_.timed_out || result_.stopped_by_watchdog; }
+
+  int PollTimeoutMs() const {
+    if (exited_) return 2000;  // drain what the engine left in the pipes
+    int timeout = hard_kill_at_ != kNever || grace_ends_at_ != kNever ? 200 : -1;
+    if (o_.timeout_ms > 0 && !Stopping()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - SteadyClock::now());
+      timeout = static_cast<int>(std::clamp<int64_t>(left.count(), 0, timeout < 0 ? INT32_MAX : timeout));
+    }
+    if (o_.watchdog || o_.job_over) timeout = timeout < 0 ? 200 : std::min(timeout, 200);
+    return timeout;
+  }
+
+  // A stop or forwarded signal, from the user or (SIGTERM) from a limit.
+  void Handle(int sig, bool from_terminal) {
+    if (IsStop(sig)) {
+      if (!result_.user_signal) result_.user_signal = sig;
+      if (++stop_requests_ >= 2) {
+        if (o_.force_kill) o_.force_kill();
+        hard_kill_at_ = SteadyClock::now() + std::chrono::seconds(3);
+      }
+    }
+    if (exited_) return;
+    // The engine first, so that it is already stopping the job when the
+    // local ranks die: Open MPI 4.1's mpirun can crash when a stop signal
+    // arrives while it aborts for a failed rank.
+    bool delivered = false;
+    if (IsStop(sig) && stop_requests_ == 1 && o_.signal_all_ranks && o_.signal_all_ranks(sig)) {
+      delivered = true;
+      grace_ends_at_ = SteadyClock::now() + std::chrono::milliseconds(o_.kill_grace_ms);
+    }
+    if (!delivered && (!from_terminal || stop_requests_ >= 2)) kill(pid_, sig);
+    if (IsStop(sig) && !from_terminal && o_.signal_local_ranks) o_.signal_local_ranks(sig);
+  }
+
+  // Stops the job as SIGTERM would; whatever still runs after the engine's
+  // own stop sequence is killed.
+  void StopJob() {
+    Handle(SIGTERM, false);
+    hard_kill_at_ = SteadyClock::now() + std::chrono::milliseconds(o_.kill_grace_ms) * 2 + std::chrono::seconds(3);
+  }
+
+  // --timeout, the watchdog, and an engine that outlives a finished job.
+  void CheckLimits() {
+    if (exited_) return;
+    if (o_.timeout_ms > 0 && !Stopping() && SteadyClock::now() >= deadline_) {
+      result_.timed_out = true;
+      StopJob();
+    } else if (o_.watchdog && !Stopping() && o_.watchdog()) {
+      result_.stopped_by_watchdog = true;
+      StopJob();
+    }
+    if (o_.job_over && linger_until_ == kNever && o_.job_over()) {
+      linger_until_ = SteadyClock::now() + std::chrono::seconds(2);
+    }
+    if (linger_until_ != kNever && SteadyClock::now() >= linger_until_ && !result_.engine_killed_after_job) {
+      result_.engine_killed_after_job = true;
+      kill(pid_, SIGKILL);
+    }
+  }
+
+  void TakeSignals() {
+    unsigned char msg[2];
+    while (read(g_signal_pipe[0], msg, sizeof msg) == sizeof msg) {
+      if (msg[0] != SIGCHLD) Handle(msg[0], msg[1] == 1);
+    }
+  }
+
+  void RelayOutput(int i) {
+    if (fds_[i].fd < 0 || !(fds_[i].revents & (POLLIN | POLLHUP | POLLERR))) return;
+    char buf[65536];
+    const ssize_t n = read(fds_[i].fd, buf, sizeof buf);
+    if (n > 0) {
+      demux_[i - 1].Feed(buf, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      demux_[i - 1].Finish();
+      close(fds_[i].fd);
+      fds_[i].fd = -1;
+    }
+  }
+
+  // The engine's exit, or the next step of the stop sequence when it is due.
+  void ReapOrEscalate() {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      exited_ = true;
+      result_.wait_status = status;
+    } else if (grace_ends_at_ != kNever && SteadyClock::now() > grace_ends_at_) {
+      o_.signal_all_ranks(SIGKILL);
+      grace_ends_at_ = kNever;
+      hard_kill_at_ = SteadyClock::now() + std::chrono::seconds(3);
+    } else if (hard_kill_at_ != kNever && SteadyClock::now() > hard_kill_at_) {
+      kill(pid_, SIGKILL);
+      if (o_.force_kill) o_.force_kill();
+      hard_kill_at_ = kNever;
+    }
+  }
+
+  const JobRunOptions& o_;
+  const pid_t pid_;
+  pollfd fds_[3];
+  TagDemux demux_[2];
+  const SteadyClock::time_point deadline_;
+  JobRunResult result_;
+  bool exited_ = false;
+  int stop_requests_ = 0;
+  SteadyClock::time_point hard_kill_at_{}, grace_ends_at_{};  // grace: after signal_all_ranks
+  SteadyClock::time_point linger_until_{};                    // set by job_over
+};
+
+}  // namespace
+
+JobRunResult RunJob(const JobRunOptions& o) {
+  JobRunResult failed;
+  failed.wait_status = 125 << 8;
+  if (g_signal_pipe[0] < 0 && pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return failed;
   struct sigaction sa {};
   sa.sa_sigaction = OnSignal;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  struct sigaction old[6];
-  for (int i = 0; i < 6; ++i) sigaction(forwarded[i], &sa, &old[i]);
-
+  struct sigaction old[std::size(kForwarded)];
+  for (size_t i = 0; i < std::size(kForwarded); ++i) sigaction(kForwarded[i], &sa, &old[i]);
+  auto restore = [&] {
+    for (size_t i = 0; i < std::size(kForwarded); ++i) sigaction(kForwarded[i], &old[i], nullptr);
+  };
   int out[2] = {-1, -1}, err[2] = {-1, -1};
   if (o.tag && (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)) {
-    for (int i = 0; i < 6; ++i) sigaction(forwarded[i], &old[i], nullptr);
-    result.wait_status = 125 << 8;
-    return result;
+    restore();
+    return failed;
   }
-  const pid_t pid = Spawn(o.argv, o.env, o.tag ? out[1] : -1, o.tag ? err[1] : -1);
+  const pid_t pid = Spawn(o.argv, o.env, out[1], err[1]);
   if (o.tag) {
     close(out[1]);
     close(err[1]);
   }
-  auto writer = [&o](int fd) {
-    return [fd, &o](int rank, const std::string& line) {
-      if (rank < 0) return WriteAll(fd, line + "\n");
-      const std::string host = o.host_of_rank ? o.host_of_rank(rank) : "?";
-      WriteAll(fd, "[" + std::to_string(rank) + "@" + host + "]: " + line + "\n");
-    };
-  };
-  TagDemux demux[2] = {TagDemux(writer(STDOUT_FILENO)), TagDemux(writer(STDERR_FILENO))};
-  pollfd fds[3] = {{g_signal_pipe[0], POLLIN, 0}, {o.tag ? out[0] : -1, POLLIN, 0}, {o.tag ? err[0] : -1, POLLIN, 0}};
-  bool exited = false;
-  int stop_requests = 0;
-  std::chrono::steady_clock::time_point hard_kill_at{};
-  std::chrono::steady_clock::time_point grace_ends_at{};  // after signal_all_ranks
-  // A stop or forwarded signal, from the user or (SIGTERM) from --timeout.
-  auto handle = [&](int sig, bool from_terminal) {
-    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
-      if (!result.user_signal) result.user_signal = sig;
-      ++stop_requests;
-      if (stop_requests >= 2) {
-        if (o.force_kill) o.force_kill();
-        hard_kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-      }
-    }
-    // The engine first, so that it is already stopping the job when the
-    // local ranks die: Open MPI 4.1's mpirun can crash when a stop signal
-    // arrives while it aborts for a failed rank.
-    const bool stop = sig == SIGINT || sig == SIGTERM || sig == SIGHUP;
-    bool delivered = false;
-    if (!exited && stop && stop_requests == 1 && o.signal_all_ranks && o.signal_all_ranks(sig)) {
-      delivered = true;
-      grace_ends_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.kill_grace_ms);
-    }
-    if (!exited && !delivered && (!from_terminal || stop_requests >= 2)) kill(pid, sig);
-    if (!exited && stop && !from_terminal && o.signal_local_ranks) o.signal_local_ranks(sig);
-  };
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.timeout_ms);
-  std::chrono::steady_clock::time_point linger_until{};  // set by job_over
-  while (!exited || (fds[1].fd >= 0 || fds[2].fd >= 0)) {
-    int timeout = -1;
-    if ((hard_kill_at != std::chrono::steady_clock::time_point{} ||
-         grace_ends_at != std::chrono::steady_clock::time_point{}) && !exited) {
-      timeout = 200;
-    }
-    const bool stopping = result.timed_out || result.stopped_by_watchdog;
-    if (o.timeout_ms > 0 && !exited && !stopping) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      timeout = static_cast<int>(std::clamp<int64_t>(left.count(), 0, timeout < 0 ? INT32_MAX : timeout));
-    }
-    if ((o.watchdog || o.job_over) && !exited) timeout = timeout < 0 ? 200 : std::min(timeout, 200);
-    if (exited) timeout = 2000;  // drain what the engine left in the pipes
-    const int ready = poll(fds, 3, timeout);
-    // Stops the job as SIGTERM would; whatever still runs after the engine's
-    // own stop sequence is killed.
-    auto stop_job = [&] {
-      handle(SIGTERM, false);
-      hard_kill_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.kill_grace_ms) * 2 +
-                     std::chrono::seconds(3);
-    };
-    if (o.timeout_ms > 0 && !exited && !stopping && std::chrono::steady_clock::now() >= deadline) {
-      result.timed_out = true;
-      stop_job();
-    } else if (o.watchdog && !exited && !stopping && o.watchdog()) {
-      result.stopped_by_watchdog = true;
-      stop_job();
-    }
-    if (o.job_over && !exited && linger_until == std::chrono::steady_clock::time_point{} && o.job_over()) {
-      linger_until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    }
-    if (!exited && linger_until != std::chrono::steady_clock::time_point{} &&
-        std::chrono::steady_clock::now() >= linger_until && !result.engine_killed_after_job) {
-      result.engine_killed_after_job = true;
-      kill(pid, SIGKILL);
-    }
-    if (ready == 0 && exited) break;
-    if (fds[0].revents & POLLIN) {
-      unsigned char msg[2];
-      while (read(g_signal_pipe[0], msg, sizeof msg) == sizeof msg) {
-        if (msg[0] != SIGCHLD) handle(msg[0], msg[1] == 1);
-      }
-    }
-    for (int i = 1; i <= 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      char buf[65536];
-      const ssize_t n = read(fds[i].fd, buf, sizeof buf);
-      if (n > 0) {
-        demux[i - 1].Feed(buf, static_cast<size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        demux[i - 1].Finish();
-        close(fds[i].fd);
-        fds[i].fd = -1;
-      }
-    }
-    if (!exited) {
-      int status = 0;
-      if (waitpid(pid, &status, WNOHANG) == pid) {
-        exited = true;
-        result.wait_status = status;
-      } else if (grace_ends_at != std::chrono::steady_clock::time_point{} &&
-                 std::chrono::steady_clock::now() > grace_ends_at) {
-        o.signal_all_ranks(SIGKILL);
-        grace_ends_at = {};
-        hard_kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-      } else if (hard_kill_at != std::chrono::steady_clock::time_point{} &&
-                 std::chrono::steady_clock::now() > hard_kill_at) {
-        kill(pid, SIGKILL);
-        if (o.force_kill) o.force_kill();
-        hard_kill_at = {};
-      }
-    }
-  }
-  for (int i = 1; i <= 2; ++i)
-    if (fds[i].fd >= 0) close(fds[i].fd);
-  for (int i = 0; i < 6; ++i) sigaction(forwarded[i], &old[i], nullptr);
+  const JobRunResult result = EngineSupervision(o, pid, out[0], err[0]).Run();
+  restore();
   // The job is over; a late stop signal (a second Ctrl-C racing the end)
   // must not cost the caller its report.
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, SIG_IGN);
