@@ -60,17 +60,91 @@ RunSettings RunSettingsFor(const LaunchOptions& o, int restart) {
   return run;
 }
 
+// What must hold before anything is discovered or started: an engine that
+// runs here, root only when allowed, the program, and the -x names that are
+// set here (the others are dropped with a warning, as mpirun does).
+Status CheckLaunchable(LaunchOptions& o, const Engine& engine, bool root_allowed) {
+  if (!o.dry_run) GL_RETURN_IF_ERROR(engine.IsViable());
+  if (geteuid() == 0 && !root_allowed && !o.dry_run && engine.RefusesRootByDefault()) {
+    return FailedPrecondition("refusing to run as root, as mpirun does; add --allow-run-as-root (or export "
+                              "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1) if you mean it");
+  }
+  if (!o.dry_run) GL_RETURN_IF_ERROR(CheckProgram(o.program[0]));
+  for (auto it = o.env.begin(); it != o.env.end();) {
+    if (!it->value && !HasEnv(it->name.c_str())) {
+      std::cerr << "gpulaunch: warning: -x " << it->name << ": not set here, so not exported\n";
+      it = o.env.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return Status::Ok();
+}
+
+// The plan for one attempt on `cluster`. The placement engine decides, as for
+// `gpulaunch plan`; what it cannot bind (more ranks than GPUs or cores:
+// --oversubscribe, or slots granted beyond the hardware) it fills slot by
+// slot, unbound.
+StatusOr<LaunchPlan> PlanAttempt(const LaunchOptions& o, const ClusterTopology& cluster, bool all_local,
+                                 bool in_allocation) {
+  int slots = 0;
+  for (const ClusterHost& h : cluster.hosts) slots += EffectiveSlots(h);
+  JobRequest request = SlotJob(o.ranks > 0 ? o.ranks : slots, o.oversubscribe);
+  GL_ASSIGN_OR_RETURN(request.layout, ParseLayout(o.layout, request.ranks));
+  request.unbound_when_unbindable = true;
+  // Inside an allocation, the GPUs Slurm gave each task (--gpus-per-task,
+  // or more GPUs than tasks on each node) all go to its rank.
+  std::optional<GpuShare> share;
+  if (in_allocation) share = GpusPerRankInAllocation(GetEnv("SLURM_GPUS_PER_TASK"), cluster.hosts);
+  if (share) request.gpus_per_rank = share->per_rank;
+  auto placement = Place(request, cluster);
+  if (!placement.ok() && in_allocation && placement.status().code() == StatusCode::kInfeasible) {
+    return Infeasible(placement.status().message() + "; inside Slurm allocation " + EnvOr("SLURM_JOB_ID", "") +
+                      " the slots are its tasks: ask sbatch/salloc for more (-n, --ntasks-per-node) or launch "
+                      "fewer ranks");
+  }
+  if (!placement.ok()) return placement.status();
+  if (share) placement->notes.push_back(std::to_string(share->per_rank) + " GPUs per rank, from " + share->source);
+  return MakeLaunchPlan(std::move(placement).value(), request.layout, o, all_local);
+}
+
+// After a failed attempt: leaves the failed hosts out when the others still
+// hold the job (never inside an allocation, whose hosts are Slurm's), and
+// says how the job is launched again.
+void PrepareRestart(const LaunchOptions& o, const ClusterTopology& cluster, int ranks, const LaunchOutcome& outcome,
+                    int restart, bool in_allocation, std::set<std::string>& excluded) {
+  const std::string failed = Join({outcome.failed_hosts.begin(), outcome.failed_hosts.end()}, ", ");
+  int spare = 0;
+  for (const ClusterHost& h : cluster.hosts)
+    if (!outcome.failed_hosts.count(h.name)) spare += EffectiveSlots(h);
+  std::string where;
+  if (!outcome.failed_hosts.empty() && spare >= ranks && !in_allocation) {
+    excluded.insert(outcome.failed_hosts.begin(), outcome.failed_hosts.end());
+    where = " without " + failed;
+  } else if (!outcome.failed_hosts.empty()) {
+    where = " on the same hosts (no spare slots for " + std::to_string(ranks) + " ranks without " + failed + ")";
+  }
+  std::cerr << "gpulaunch: restart " << restart + 1 << " of " << o.max_restarts << ": launching the job again"
+            << where << " (GPULAUNCH_RESTART_COUNT=" << restart + 1 << ")\n";
+}
+
+EngineSettings EngineSettingsFor(const LaunchOptions& o, const fs::path& bin, bool root_allowed, bool all_local) {
+  EngineSettings settings;
+  settings.shim = (bin / "gpulaunch-shim").string();
+  settings.tag = o.tag;
+  settings.allow_run_as_root = root_allowed;
+  settings.loopback_only = all_local;
+  settings.kill_grace_s = o.kill_grace_s;
+  return settings;
+}
+
 }  // namespace
 
 int RunLaunchCommand(const std::vector<std::string>& args) {
   auto cl = ParseCommandLine(args);
   if (!cl.ok()) return Fail(cl.status());
-  if (cl->action == CommandAction::kHelp) {
-    std::cout << HelpText();
-    return kExitOk;
-  }
-  if (cl->action == CommandAction::kVersion) {
-    std::cout << VersionText();
+  if (cl->action != CommandAction::kRun) {
+    std::cout << (cl->action == CommandAction::kHelp ? HelpText() : VersionText());
     return kExitOk;
   }
   LaunchOptions& o = cl->options;
@@ -82,95 +156,36 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
   auto selected = SelectEngine(o.launcher);
   if (!selected.ok()) return Fail(selected.status());
   const Engine& engine = **selected;
-  if (!o.dry_run) {
-    if (Status s = engine.IsViable(); !s.ok()) return Fail(s);
-  }
-  if (geteuid() == 0 && !root_allowed && !o.dry_run && engine.RefusesRootByDefault()) {
-    return Fail(FailedPrecondition("refusing to run as root, as mpirun does; add --allow-run-as-root (or export "
-                                   "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1) if you mean it"));
-  }
-  if (!o.dry_run) {
-    if (Status s = CheckProgram(o.program[0]); !s.ok()) return Fail(s);
-  }
-  for (auto it = o.env.begin(); it != o.env.end();) {
-    if (!it->value && !HasEnv(it->name.c_str())) {
-      std::cerr << "gpulaunch: warning: -x " << it->name << ": not set here, so not exported\n";
-      it = o.env.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  if (Status s = CheckLaunchable(o, engine, root_allowed); !s.ok()) return Fail(s);
+
   const fs::path bin = SelfDir();
   const ResolveSettings resolve{(bin / "gpulaunch-probe").string(), root_allowed, &engine};
   ClusterSource source;
   source.hosts = HostRequest{o.host_args, o.hostfile, o.topology_files, o.dry_run};
   auto built = BuildClusterTopology(source, resolve);
   if (!built.ok()) return Fail(built.status());
-  // Hosts that failed in an earlier launch of this job (--on-failure=restart:N).
-  std::set<std::string> excluded;
+  std::set<std::string> excluded;  // hosts that failed in an earlier attempt (--on-failure=restart:N)
   for (int restart = 0;; ++restart) {
-    // The placement engine decides, as for `gpulaunch plan`; what it cannot
-    // bind (more ranks than GPUs or cores: --oversubscribe, or slots granted
-    // beyond the hardware) it fills slot by slot, unbound.
     const ClusterTopology cluster = WithoutHosts(built->topology, excluded);
-    int slots = 0;
-    for (const ClusterHost& h : cluster.hosts) slots += EffectiveSlots(h);
-    JobRequest request = SlotJob(o.ranks > 0 ? o.ranks : slots, o.oversubscribe);
-    auto layout = ParseLayout(o.layout, request.ranks);
-    if (!layout.ok()) return Fail(layout.status());
-    request.layout = *layout;
-    request.unbound_when_unbindable = true;
-    // Inside an allocation, the GPUs Slurm gave each task (--gpus-per-task,
-    // or more GPUs than tasks on each node) all go to its rank.
-    std::optional<GpuShare> share;
-    if (in_allocation) share = GpusPerRankInAllocation(GetEnv("SLURM_GPUS_PER_TASK"), cluster.hosts);
-    if (share) request.gpus_per_rank = share->per_rank;
-    auto placement = Place(request, cluster);
-    if (placement.ok() && share) {
-      placement->notes.push_back(std::to_string(share->per_rank) + " GPUs per rank, from " + share->source);
-    }
-    if (!placement.ok() && in_allocation && placement.status().code() == StatusCode::kInfeasible) {
-      return Fail(Infeasible(placement.status().message() + "; inside Slurm allocation " +
-                             EnvOr("SLURM_JOB_ID", "") + " the slots are its tasks: ask sbatch/salloc for more "
-                             "(-n, --ntasks-per-node) or launch fewer ranks"));
-    }
-    if (!placement.ok()) return Fail(placement.status());
-    LaunchPlan plan = MakeLaunchPlan(std::move(placement).value(), request.layout, o, built->all_local);
-
-    EngineSettings settings;
-    settings.shim = (bin / "gpulaunch-shim").string();
-    settings.tag = o.tag;
-    settings.allow_run_as_root = root_allowed;
-    settings.loopback_only = plan.all_local;
-    settings.kill_grace_s = o.kill_grace_s;
+    auto plan = PlanAttempt(o, cluster, built->all_local, in_allocation);
+    if (!plan.ok()) return Fail(plan.status());
+    const EngineSettings settings = EngineSettingsFor(o, bin, root_allowed, plan->all_local);
     if (o.dry_run) {
-      WritePlanTable(std::cout, plan);
-      engine.DescribeJob(std::cout, plan, settings);
+      WritePlanTable(std::cout, *plan);
+      engine.DescribeJob(std::cout, *plan, settings);
       return kExitOk;
     }
     // As mpirun's --display-map: the placement, on stdout before any rank's output.
     if (o.display_map) {
-      WritePlanTable(std::cout, plan);
+      WritePlanTable(std::cout, *plan);
       std::cout << std::flush;
     }
     // Outside the plan hash: a relaunch is the same plan, told it is one.
-    plan.env.push_back({"GPULAUNCH_RESTART_COUNT", std::to_string(restart)});
-    const LaunchOutcome outcome = LaunchPlannedJob(plan, engine, settings, RunSettingsFor(o, restart));
+    plan->env.push_back({"GPULAUNCH_RESTART_COUNT", std::to_string(restart)});
+    const LaunchOutcome outcome = LaunchPlannedJob(*plan, engine, settings, RunSettingsFor(o, restart));
     if (outcome.exit_code == 0 || !outcome.restartable || restart >= o.max_restarts) return outcome.exit_code;
-    // Leave the failed hosts out when the others still hold the job.
-    int spare = 0;
-    for (const ClusterHost& h : cluster.hosts)
-      if (!outcome.failed_hosts.count(h.name)) spare += EffectiveSlots(h);
-    std::string without;
-    if (!outcome.failed_hosts.empty() && spare >= request.ranks && !in_allocation) {
-      excluded.insert(outcome.failed_hosts.begin(), outcome.failed_hosts.end());
-      without = " without " + Join({outcome.failed_hosts.begin(), outcome.failed_hosts.end()}, ", ");
-    } else if (!outcome.failed_hosts.empty()) {
-      without = " on the same hosts (no spare slots for " + std::to_string(request.ranks) + " ranks without " +
-                Join({outcome.failed_hosts.begin(), outcome.failed_hosts.end()}, ", ") + ")";
-    }
-    std::cerr << "gpulaunch: restart " << restart + 1 << " of " << o.max_restarts << ": launching the job again"
-              << without << " (GPULAUNCH_RESTART_COUNT=" << restart + 1 << ")\n";
+    PrepareRestart(o, cluster, static_cast<int>(plan->placement.ranks.size()), outcome, restart, in_allocation,
+                   excluded);
   }
 }
 
