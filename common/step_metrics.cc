@@ -2,21 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+
+#include <nlohmann/json.hpp>
 
 #include "common/json.h"
 
 namespace gpulaunch {
 namespace {
 
-// Json::Write breaks lines between objects of an array; a metrics record must
-// stay one line, so it is written here.
-std::string Number(double v) {
-  if (!std::isfinite(v)) v = 0;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
+// A record's number: non-finite values (a broken clock) are written as 0,
+// since JSON has neither NaN nor infinity.
+double Finite(double v) { return std::isfinite(v) ? v : 0; }
 
 StatusOr<double> NumberField(const Json& object, const std::string& key, const std::string& where, bool required) {
   const Json* v = object.Find(key);
@@ -38,17 +34,27 @@ double StepMetrics::comm_s() const {
   return total;
 }
 
+// One line through nlohmann-json (Json::Write breaks lines between objects
+// of an array, and a record must stay one line); doubles keep every digit.
 std::string StepMetricsJson(const StepMetrics& m) {
-  std::string out = "{\"rank\":" + std::to_string(m.rank) + ",\"step\":" + std::to_string(m.step) +
-                    ",\"step_s\":" + Number(m.step_s) + ",\"compute_s\":" + Number(m.compute_s) +
-                    ",\"bubble_s\":" + Number(m.bubble_s) + ",\"bubble_theory\":" + Number(m.bubble_theory) +
-                    ",\"groups\":[";
-  for (size_t i = 0; i < m.groups.size(); ++i) {
-    const GroupTraffic& g = m.groups[i];
-    out += (i ? ",{" : "{") + std::string("\"group\":") + JsonQuote(g.group) + ",\"comm_s\":" + Number(g.comm_s) +
-           ",\"bytes\":" + std::to_string(g.bytes) + ",\"calls\":" + std::to_string(g.calls) + "}";
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  j["rank"] = m.rank;
+  j["step"] = m.step;
+  j["step_s"] = Finite(m.step_s);
+  j["compute_s"] = Finite(m.compute_s);
+  j["bubble_s"] = Finite(m.bubble_s);
+  j["bubble_theory"] = Finite(m.bubble_theory);
+  nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+  for (const GroupTraffic& g : m.groups) {
+    nlohmann::ordered_json e = nlohmann::ordered_json::object();
+    e["group"] = g.group;
+    e["comm_s"] = Finite(g.comm_s);
+    e["bytes"] = g.bytes;
+    e["calls"] = g.calls;
+    groups.push_back(std::move(e));
   }
-  return out + "]}";
+  j["groups"] = std::move(groups);
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 StatusOr<StepMetrics> ParseStepMetricsJson(std::string_view line, const std::string& origin) {

@@ -2,18 +2,14 @@
 
 #include <sys/stat.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
-#include <sstream>
-#include <unordered_map>
 
 #include "common/env.h"
 #include "common/hostlist.h"
-#include "common/json.h"
 #include "common/strings.h"
 #include "launcher/engine/engine.h"
 #include "launcher/base/exit_codes.h"
@@ -22,6 +18,7 @@
 #include "launcher/core/layout_auto.h"
 #include "launcher/core/options.h"
 #include "launcher/core/plan.h"
+#include "launcher/plan_output.h"
 #include "policies/placement_engine.h"
 #include "slurm/slurm_config.h"
 #include "slurm/slurm_policy.h"
@@ -43,46 +40,24 @@ StatusOr<ClusterTopology> BuildCluster(const PlanOptions& o) {
   return std::move(built.topology);
 }
 
-// A rank's GPUs as "index=UUID" (or PCI bus id when the UUID is unknown);
-// hosts are looked up by name once, so a plan of N ranks costs O(N).
-class GpuIdFormatter {
- public:
-  explicit GpuIdFormatter(const ClusterTopology& c) {
-    for (const ClusterHost& h : c.hosts) by_name_.emplace(h.name, &h);
+// The job `plan` was asked for, its layout chosen or parsed.
+StatusOr<JobRequest> PlanRequest(const PlanOptions& o, const ClusterTopology& cluster) {
+  JobRequest r;
+  r.ranks = o.ranks;
+  r.gpus_per_rank = o.gpus_per_rank;
+  r.cores_per_rank = o.cores_per_rank;
+  r.policy = o.policy;
+  r.comm = o.comm;
+  for (const std::string& e : o.exclude) {
+    GL_ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandHostlist(e));
+    r.exclude_hosts.insert(r.exclude_hosts.end(), names.begin(), names.end());
   }
-  std::string operator()(const RankSlot& s) const {
-    if (s.gpus.empty()) return "-";
-    const ClusterHost& host = *by_name_.at(s.host);
-    std::vector<std::string> ids;
-    for (int g : s.gpus) {
-      const Gpu& gpu = host.topology->gpus[g];
-      ids.push_back(std::to_string(g) + "=" + (gpu.uuid.empty() ? gpu.pci_bus_id : gpu.uuid));
-    }
-    return Join(ids, ",");
+  if (o.layout == "auto") {
+    GL_ASSIGN_OR_RETURN(r.layout, ChooseLayout(o, cluster, r, o.format == "json" ? std::cerr : std::cout));
+  } else {
+    GL_ASSIGN_OR_RETURN(r.layout, ParseLayout(o.layout, o.ranks));
   }
-
- private:
-  std::unordered_map<std::string, const ClusterHost*> by_name_;
-};
-
-std::string Ms(double seconds) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f ms", seconds * 1e3);
-  return buf;
-}
-
-std::string JsonIds(const std::vector<int>& v) {
-  std::vector<std::string> parts;
-  for (int x : v) parts.push_back(std::to_string(x));
-  return "[" + Join(parts, ",") + "]";
-}
-
-std::string ModelJson(const StepModel& m) {
-  std::ostringstream s;
-  s << "{\"hosts\":" << m.hosts << ",\"switches\":" << m.switches << ",\"tp_seconds\":" << m.tp_seconds
-    << ",\"pp_seconds\":" << m.pp_seconds << ",\"dp_seconds\":" << m.dp_seconds
-    << ",\"total_seconds\":" << m.total_seconds() << "}";
-  return s.str();
+  return r;
 }
 
 }  // namespace
@@ -97,98 +72,20 @@ int RunPlanCommand(const std::vector<std::string>& args) {
   }
   auto cluster = BuildCluster(o);
   if (!cluster.ok()) return Fail(cluster.status());
-  JobRequest r;
-  r.ranks = o.ranks;
-  r.gpus_per_rank = o.gpus_per_rank;
-  r.cores_per_rank = o.cores_per_rank;
-  r.policy = o.policy;
-  r.comm = o.comm;
-  for (const std::string& e : o.exclude) {
-    auto names = ExpandHostlist(e);
-    if (!names.ok()) return Fail(names.status());
-    r.exclude_hosts.insert(r.exclude_hosts.end(), names->begin(), names->end());
-  }
-  if (o.layout == "auto") {
-    auto chosen = ChooseLayout(o, *cluster, r, o.format == "json" ? std::cerr : std::cout);
-    if (!chosen.ok()) return Fail(chosen.status());
-    r.layout = *chosen;
-  } else {
-    auto layout = ParseLayout(o.layout, o.ranks);
-    if (!layout.ok()) return Fail(layout.status());
-    r.layout = *layout;
-  }
-  auto placement = Place(r, *cluster);
+  auto request = PlanRequest(o, *cluster);
+  if (!request.ok()) return Fail(request.status());
+  auto placement = Place(*request, *cluster);
   if (!placement.ok()) return Fail(placement.status());
-  const StepModel ours = ModelStep(*placement, *cluster, r);
-  auto baseline = PlaceLikeOpenMpiBySlot(r, *cluster);
-  const StepModel theirs = baseline.ok() ? ModelStep(*baseline, *cluster, r) : StepModel{};
-  const std::string hash = PlanHash(*placement, r.layout.ToString());
-  const GpuIdFormatter gpu_ids(*cluster);
-
+  PlanReport report{&*placement, &*cluster, request->layout.ToString(), o.policy,
+                    PlanHash(*placement, request->layout.ToString()), ModelStep(*placement, *cluster, *request),
+                    std::nullopt};
+  if (auto baseline = PlaceLikeOpenMpiBySlot(*request, *cluster); baseline.ok()) {
+    report.openmpi_by_slot = ModelStep(*baseline, *cluster, *request);
+  }
   if (o.format == "json") {
-    // Written as it goes: a 65,536-rank plan is never held as text.
-    std::ostream& j = std::cout;
-    j << "{\"schema\":\"gpulaunch-plan/v1\",\"plan_hash\":" << JsonQuote(hash) << ",\"layout\":"
-      << JsonQuote(r.layout.ToString()) << ",\"policy\":" << JsonQuote(o.policy) << ",\"ranks\":[";
-    for (size_t i = 0; i < placement->ranks.size(); ++i) {
-      const RankSlot& s = placement->ranks[i];
-      j << (i ? "," : "") << "{\"rank\":" << s.rank << ",\"host\":" << JsonQuote(s.host)
-        << ",\"local_rank\":" << s.local_rank << ",\"cpus\":" << JsonIds(s.cpus) << ",\"numa\":" << s.mem_node
-        << ",\"gpus\":" << JsonIds(s.gpus) << ",\"gpu_ids\":" << JsonQuote(gpu_ids(s))
-        << ",\"nic\":" << JsonQuote(s.nic) << ",\"coords\":{\"tp\":" << s.coords[kTp] << ",\"pp\":"
-        << s.coords[kPp] << ",\"dp\":" << s.coords[kDp] << "}}";
-    }
-    j << "],\"summary\":" << ModelJson(ours) << ",\"openmpi_by_slot\":"
-      << (baseline.ok() ? ModelJson(theirs) : "null") << ",\"explain\":[";
-    for (size_t i = 0; i < placement->explain.size(); ++i) j << (i ? "," : "") << JsonQuote(placement->explain[i]);
-    j << "]}\n";
-    return kExitOk;
-  }
-  std::cout << "plan: " << r.ranks << " ranks, layout " << r.layout.ToString() << ", policy " << o.policy << ", "
-            << placement->hosts.size() << " host" << (placement->hosts.size() == 1 ? "" : "s") << "\n";
-  std::cout << "plan hash: " << hash << "\n";
-  for (const std::string& n : placement->notes) std::cout << "note: " << n << "\n";
-  // Columns as wide as their widest cell: one pass measures, one writes, so
-  // the table is never held whole.
-  const auto cells = [&](const RankSlot& s) -> std::vector<std::string> {
-    return {std::to_string(s.rank), s.host, std::to_string(s.local_rank), FormatIdList(s.cpus),
-            s.mem_node < 0 ? "-" : std::to_string(s.mem_node), gpu_ids(s), s.nic.empty() ? "-" : s.nic,
-            std::to_string(s.coords[kTp]), std::to_string(s.coords[kPp]), std::to_string(s.coords[kDp])};
-  };
-  const std::vector<std::string> header = {"rank", "host", "local", "cpus", "numa", "gpus", "nic", "tp", "pp", "dp"};
-  std::vector<size_t> width(header.size(), 0);
-  const auto measure = [&](const std::vector<std::string>& row) {
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  };
-  const auto write = [&](const std::vector<std::string>& row) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
-    }
-    std::cout << line << "\n";
-  };
-  measure(header);
-  for (const RankSlot& s : placement->ranks) measure(cells(s));
-  write(header);
-  for (const RankSlot& s : placement->ranks) write(cells(s));
-  auto count = [](int n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "es"); };
-  std::cout << "summary: " << ours.hosts << " host" << (ours.hosts == 1 ? "" : "s") << ", "
-            << count(ours.switches, "switch") << "; modelled step communication "
-            << Ms(ours.total_seconds()) << " (tp " << Ms(ours.tp_seconds) << ", pp " << Ms(ours.pp_seconds) << ", dp "
-            << Ms(ours.dp_seconds) << ")\n";
-  if (baseline.ok()) {
-    std::cout << "open mpi by-slot: " << theirs.hosts << " host" << (theirs.hosts == 1 ? "" : "s") << ", "
-              << count(theirs.switches, "switch") << "; "
-              << Ms(theirs.total_seconds()) << " (tp " << Ms(theirs.tp_seconds) << ", pp " << Ms(theirs.pp_seconds)
-              << ", dp " << Ms(theirs.dp_seconds) << "); ";
-    char ratio[64];
-    std::snprintf(ratio, sizeof ratio, "by-slot / gpulaunch = %.2f", theirs.total_seconds() / std::max(ours.total_seconds(), 1e-12));
-    std::cout << ratio << "\n";
-  }
-  if (o.explain) {
-    std::cout << "explain:\n";
-    for (const std::string& e : placement->explain) std::cout << "  " << e << "\n";
+    WritePlanJson(std::cout, report);
+  } else {
+    WritePlanText(std::cout, report, o.explain);
   }
   return kExitOk;
 }

@@ -1,7 +1,7 @@
 // `gpulaunch plan`: builds the cluster from hosts (discovered or recorded) or
 // a synthetic description, places the job with the placement engine, and
 // prints the plan, its modelled communication time and the same for Open
-// MPI's default by-slot mapping. Formats: table, or JSON (docs/plan-json.md).
+// MPI's default by-slot mapping. Formats: table, or JSON (docs/placement.md, plan_output.h).
 #pragma once
 
 #include <string>
