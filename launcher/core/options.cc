@@ -1,6 +1,7 @@
 #include "launcher/core/options.h"
 
 #include <boost/program_options.hpp>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -98,12 +99,10 @@ StatusOr<EnvAssignment> ParseEnvAssignment(const std::string& text) {
   return a;
 }
 
-}  // namespace
-
-StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
-  const po::options_description desc = Describe();
-  CommandLine cl;
-  std::vector<std::string> own;
+// The words before the program (mpirun's single-dash long forms made
+// double-dash) go to `own`, the program and its arguments to `program`.
+Status SplitAtProgram(const std::vector<std::string>& args, const po::options_description& desc,
+                      std::vector<std::string>& own, std::vector<std::string>& program) {
   size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string& tok = args[i];
@@ -118,24 +117,12 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
     own.push_back(NormaliseToken(tok));
     if (TakesValue(desc, own.back()) && i + 1 < args.size()) own.push_back(args[++i]);
   }
-  cl.options.program.assign(args.begin() + static_cast<long>(i), args.end());
+  program.assign(args.begin() + static_cast<long>(i), args.end());
+  return Status::Ok();
+}
 
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(own).options(desc).style(po::command_line_style::unix_style).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    return InvalidArgument(ParseErrorText(e, own) + "; see 'gpulaunch --help'");
-  }
-  if (vm.count("help")) {
-    cl.action = CommandAction::kHelp;
-    return cl;
-  }
-  if (vm.count("version")) {
-    cl.action = CommandAction::kVersion;
-    return cl;
-  }
-  LaunchOptions& o = cl.options;
+// -n, the hosts and -x.
+Status ReadJobOptions(const po::variables_map& vm, LaunchOptions& o) {
   if (vm.count("np")) {
     o.ranks = vm["np"].as<int>();
     if (o.ranks < 1) {
@@ -159,13 +146,23 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
   o.dry_run = vm.count("dry-run") > 0;
   o.display_map = vm.count("display-map") > 0;
   o.allow_run_as_root = vm.count("allow-run-as-root") > 0;
-  if (vm.count("timeout")) {
-    const int limit = vm["timeout"].as<int>();
-    if (limit < 1 || limit > 30 * 86400) {
-      return InvalidArgument("--timeout " + std::to_string(limit) + ": give seconds from 1 to 2592000 (30 days)");
-    }
-    o.timeout_s = limit;
+  return Status::Ok();
+}
+
+// A limit in seconds from 1 s to 30 days, when given.
+StatusOr<std::optional<int>> Limit(const po::variables_map& vm, const std::string& name) {
+  if (!vm.count(name)) return std::optional<int>();
+  const int limit = vm[name].as<int>();
+  if (limit < 1 || limit > 30 * 86400) {
+    return InvalidArgument("--" + name + " " + std::to_string(limit) + ": give seconds from 1 to 2592000 (30 days)");
   }
+  return std::optional<int>(limit);
+}
+
+// --timeout, --kill-grace, --startup-timeout, --stall-timeout, --on-failure.
+Status ReadFailureOptions(const po::variables_map& vm, LaunchOptions& o) {
+  GL_ASSIGN_OR_RETURN(std::optional<int> timeout, Limit(vm, "timeout"));
+  if (timeout) o.timeout_s = *timeout;
   if (vm.count("kill-grace")) {
     const int grace = vm["kill-grace"].as<int>();
     if (grace < 0 || grace > 3600) {
@@ -173,15 +170,10 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
     }
     o.kill_grace_s = grace;
   }
-  for (const char* name : {"startup-timeout", "stall-timeout"}) {
-    if (!vm.count(name)) continue;
-    const int limit = vm[name].as<int>();
-    if (limit < 1 || limit > 30 * 86400) {
-      return InvalidArgument("--" + std::string(name) + " " + std::to_string(limit) +
-                             ": give seconds from 1 to 2592000 (30 days)");
-    }
-    (std::string(name) == "startup-timeout" ? o.startup_timeout_s : o.stall_timeout_s) = limit;
-  }
+  GL_ASSIGN_OR_RETURN(std::optional<int> startup, Limit(vm, "startup-timeout"));
+  if (startup) o.startup_timeout_s = *startup;
+  GL_ASSIGN_OR_RETURN(std::optional<int> stall, Limit(vm, "stall-timeout"));
+  if (stall) o.stall_timeout_s = *stall;
   if (vm.count("on-failure")) {
     const std::string v = vm["on-failure"].as<std::string>();
     int n = -1;
@@ -196,6 +188,11 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
     }
     o.max_restarts = n;
   }
+  return Status::Ok();
+}
+
+// --summary, --no-summary, --profile, --profile-dir.
+Status ReadReportOptions(const po::variables_map& vm, LaunchOptions& o) {
   if (vm.count("summary") && vm.count("no-summary")) {
     return InvalidArgument("--summary and --no-summary contradict each other; give one");
   }
@@ -207,6 +204,11 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
     if (o.profile_dir.empty()) return InvalidArgument("--profile-dir is empty: give a directory");
   }
   if (vm.count("no-summary") || o.summary_path.empty()) o.summary_path.clear();
+  return Status::Ok();
+}
+
+// --topology-file, --layout, --launcher.
+Status ReadPlanOptions(const po::variables_map& vm, LaunchOptions& o) {
   if (vm.count("topology-file")) o.topology_files = vm["topology-file"].as<std::vector<std::string>>();
   if (vm.count("layout")) {
     // Checked here, not only at placement, so that `submit` refuses a bad
@@ -221,6 +223,32 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
       return InvalidArgument("--launcher " + o.launcher + ": choose auto, mpirun or srun");
     }
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
+  const po::options_description desc = Describe();
+  CommandLine cl;
+  std::vector<std::string> own;
+  GL_RETURN_IF_ERROR(SplitAtProgram(args, desc, own, cl.options.program));
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(own).options(desc).style(po::command_line_style::unix_style).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return InvalidArgument(ParseErrorText(e, own) + "; see 'gpulaunch --help'");
+  }
+  if (vm.count("help") || vm.count("version")) {
+    cl.action = vm.count("help") ? CommandAction::kHelp : CommandAction::kVersion;
+    return cl;
+  }
+  LaunchOptions& o = cl.options;
+  GL_RETURN_IF_ERROR(ReadJobOptions(vm, o));
+  GL_RETURN_IF_ERROR(ReadFailureOptions(vm, o));
+  GL_RETURN_IF_ERROR(ReadReportOptions(vm, o));
+  GL_RETURN_IF_ERROR(ReadPlanOptions(vm, o));
   if (o.program.empty()) {
     return InvalidArgument("no program to run; usage: gpulaunch [options] [--] PROGRAM [ARGS...], "
                            "e.g. gpulaunch -n 4 ./job");
