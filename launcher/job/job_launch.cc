@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <iostream>
 #include <random>
+#include <set>
 
 #include "common/file_write.h"
 #include "common/sha256.h"
@@ -15,6 +16,7 @@
 #include "launcher/base/exit_codes.h"
 #include "launcher/base/host_identity.h"
 #include "launcher/job/job_monitor.h"
+#include "launcher/job/job_watch.h"
 #include "launcher/base/process.h"
 #include "launcher/job/run_report.h"
 #include "launcher/base/slot_table.h"
@@ -24,10 +26,6 @@ namespace fs = std::filesystem;
 namespace gpulaunch {
 namespace {
 
-// How long the shims of stalled ranks get to send their stacks.
-constexpr int kStackWaitMs = 20000;
-// With --profile, how often the metrics files are refreshed while the job runs.
-constexpr auto kProfileRefresh = std::chrono::seconds(10);
 
 std::string NewJobId() {
   std::random_device rd;
@@ -131,83 +129,6 @@ StatusOr<JobRunOptions> EngineRun(const LaunchPlan& plan, const Engine& engine, 
   run.timeout_ms = o.timeout_s.value_or(0) * 1000;
   return run;
 }
-
-// What gpulaunch watches while the job runs (RunJob's watchdog, about every
-// 200 ms): the monitor's verdict (start-up, stalls, a failed rank), the
-// teardown after the first failure (SIGTERM to every rank at once through
-// the shims, SIGKILL a kill grace later, whatever the engine does
-// meanwhile), and the --profile files.
-class JobWatch {
- public:
-  JobWatch(const LaunchPlan& plan, const RunSettings& o, ControlServer& control, const JobOutcome& job, int kill_grace_ms)
-      : o_(o), control_(control), job_(job), kill_grace_(std::chrono::milliseconds(kill_grace_ms)),
-        monitor_{static_cast<int>(plan.placement.ranks.size()), o.startup_timeout_s, o.stall_timeout_s},
-        ranks_(plan.placement.ranks.size()) {
-    profile_.job_id = job.job_id;
-    profile_.layout = plan.layout;
-    profile_.host_of_rank = job.planned_hosts;
-  }
-
-  // True to stop the job (the watchdog's contract).
-  bool Poll() {
-    const auto now = ControlClock::now();
-    if (o_.profile && now - profile_written_ >= kProfileRefresh) {
-      WriteProfile(false);
-      profile_written_ = now;
-    }
-    verdict_ = WatchJob(monitor_, control_.Records(), job_.started, now);
-    if (verdict_.failed_rank >= 0 && !teardown_since_) {
-      teardown_since_ = now;
-      control_.SignalAllRanks(SIGTERM, monitor_.world);
-    } else if (teardown_since_ && !teardown_killed_ && now - *teardown_since_ >= kill_grace_) {
-      teardown_killed_ = true;
-      control_.SignalAllRanks(SIGKILL, monitor_.world);
-    }
-    if (verdict_.stop == StopReason::kStall) control_.CollectStacks(verdict_.stalled, kStackWaitMs);
-    return verdict_.stop != StopReason::kNone;
-  }
-
-  // True once every rank has ended (or refused, or was lost) after a failure.
-  bool Over() const {
-    if (!teardown_since_) return false;
-    const auto records = control_.Records();
-    if (records.size() < ranks_) return false;
-    for (const auto& [rank, r] : records)
-      if (!r.ended && !r.lost && r.refusal.empty()) return false;
-    return true;
-  }
-
-  // The metrics files; `final` also prints the run report.
-  void WriteProfile(bool final) {
-    profile_.steps = control_.Metrics();
-    const RunReport report = AnalyzeRun(profile_);
-    if (Status s = WriteProfileFiles(o_.profile_dir, profile_, report); !s.ok()) {
-      if (final) std::cerr << "gpulaunch: warning: " << s.message() << "\n";
-    }
-    if (!final) return;
-    std::cerr << RenderRunReport(report);
-    std::cerr << "gpulaunch: metrics in " << fs::absolute(o_.profile_dir).string()
-              << " (rank-<R>.jsonl, metrics.prom, run-report.json)\n";
-    if (const int bad = control_.MalformedMetrics(); bad > 0) {
-      std::cerr << "gpulaunch: warning: " << bad << " metrics record(s) from ranks did not parse and were left out\n";
-    }
-  }
-
-  const MonitorVerdict& verdict() const { return verdict_; }
-
- private:
-  const RunSettings& o_;
-  ControlServer& control_;
-  const JobOutcome& job_;
-  const std::chrono::milliseconds kill_grace_;
-  const MonitorSettings monitor_;
-  const size_t ranks_;
-  MonitorVerdict verdict_;
-  std::optional<ControlClock::time_point> teardown_since_;
-  bool teardown_killed_ = false;
-  RunProfile profile_;
-  ControlClock::time_point profile_written_ = ControlClock::now();
-};
 
 // No rank outlives gpulaunch, even when the engine died before its ranks
 // (e.g. a crashed mpirun): give them a moment, then SIGKILL.

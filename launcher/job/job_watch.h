@@ -1,0 +1,56 @@
+// What gpulaunch watches while a job runs (RunJob's watchdog, about every
+// 200 ms): the monitor's verdict (start-up, stalls, a failed rank), the
+// teardown after the first failure (SIGTERM to every rank at once through
+// the shims, SIGKILL a kill grace later, whatever the engine does
+// meanwhile), when the job is over for certain, and the --profile files.
+#pragma once
+
+#include <chrono>
+#include <optional>
+
+#include "launcher/base/control_server.h"
+#include "launcher/core/plan.h"
+#include "launcher/job/job_launch.h"
+#include "launcher/job/job_monitor.h"
+#include "launcher/job/job_summary.h"
+#include "launcher/job/run_report.h"
+
+namespace gpulaunch {
+
+class JobWatch {
+ public:
+  JobWatch(const LaunchPlan& plan, const RunSettings& o, ControlServer& control, const JobOutcome& job,
+           int kill_grace_ms);
+
+  // True to stop the job (the watchdog's contract).
+  bool Poll();
+
+  // True once every rank has ended (or refused, or was lost) after a failure.
+  // A rank on a host that lost a connection, still silent after the whole
+  // stop sequence (SIGTERM, SIGKILL, then a second for its report), vanished
+  // with its host: its own connection would be seen lost only
+  // kVanishedPeerSeconds after the stop signal gpulaunch wrote to it
+  // (unacknowledged data restarts TCP's clock), and waiting for that only
+  // delays the end.
+  bool Over() const;
+
+  // The metrics files; `final` also prints the run report.
+  void WriteProfile(bool final);
+
+  const MonitorVerdict& verdict() const { return verdict_; }
+
+ private:
+  const RunSettings& o_;
+  ControlServer& control_;
+  const JobOutcome& job_;
+  const std::chrono::milliseconds kill_grace_;
+  const MonitorSettings monitor_;
+  const size_t ranks_;
+  MonitorVerdict verdict_;
+  std::optional<ControlClock::time_point> teardown_since_;
+  bool teardown_killed_ = false;
+  RunProfile profile_;
+  ControlClock::time_point profile_written_ = ControlClock::now();
+};
+
+}  // namespace gpulaunch
