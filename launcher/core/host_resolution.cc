@@ -75,9 +75,9 @@ StatusOr<std::map<std::string, HostTopology>> ProbeRemote(const std::vector<std:
   return out;
 }
 
-}  // namespace
-
-StatusOr<ResolvedHosts> ResolveHosts(const HostRequest& o, const ResolveSettings& s) {
+// The hosts as the user named them: --host, --hostfile, else the Slurm
+// allocation, else this machine.
+StatusOr<std::vector<HostSpec>> RequestedHosts(const HostRequest& o) {
   if (!o.host_args.empty() && o.hostfile) {
     return InvalidArgument("give either --host or --hostfile, not both");
   }
@@ -93,44 +93,52 @@ StatusOr<ResolvedHosts> ResolveHosts(const HostRequest& o, const ResolveSettings
     GL_ASSIGN_OR_RETURN(specs, HostsFromSlurmAllocation(ProcessEnv()));
   }
   if (specs.empty()) specs.push_back(HostSpec{LocalHostname(), std::nullopt, std::nullopt});
+  return specs;
+}
 
-  ResolvedHosts out;
-  if (!o.topology_files.empty()) {
-    if (!o.planning_only) {
-      return InvalidArgument("--topology-file describes recorded machines, not these ones; use it with --dry-run");
-    }
-    // "FILE" describes every host not named otherwise; "HOST=FILE" one host.
-    // Shared, not copied, by the hosts they describe (cluster_topology.h).
-    std::optional<SharedTopology> for_all;
-    std::map<std::string, SharedTopology> per_host;
-    for (const std::string& item : o.topology_files) {
-      const auto eq = item.find('=');
-      if (eq == std::string::npos) {
-        GL_ASSIGN_OR_RETURN(HostTopology t, LoadTopologyFile(item));
-        for_all = std::move(t);
-      } else {
-        GL_ASSIGN_OR_RETURN(HostTopology t, LoadTopologyFile(item.substr(eq + 1)));
-        per_host[item.substr(0, eq)] = std::move(t);
-      }
-    }
-    for (const auto& entry : per_host) {
-      const std::string& name = entry.first;  // a plain name: clang 14 cannot capture structured bindings
-      if (std::none_of(specs.begin(), specs.end(), [&](const HostSpec& h) { return h.name == name; })) {
-        return InvalidArgument("--topology-file " + name + "=...: host '" + name + "' is not among the hosts");
-      }
-    }
-    for (const HostSpec& h : specs) {
-      const auto it = per_host.find(h.name);
-      if (it == per_host.end() && !for_all) {
-        return InvalidArgument("no topology for host '" + h.name + "': add --topology-file " + h.name +
-                               "=FILE or a --topology-file FILE for all hosts");
-      }
-      out.hosts.push_back(ClusterHost{.name = h.name, .topology = it != per_host.end() ? it->second : *for_all,
-                                      .slots = h.slots, .max_slots = h.max_slots});
-    }
-    out.all_local = false;
-    return out;
+// Recorded machines: "FILE" describes every host not named otherwise,
+// "HOST=FILE" one host. Shared, not copied, by the hosts they describe
+// (cluster_topology.h).
+StatusOr<ResolvedHosts> HostsFromTopologyFiles(const std::vector<HostSpec>& specs, const HostRequest& o) {
+  if (!o.planning_only) {
+    return InvalidArgument("--topology-file describes recorded machines, not these ones; use it with --dry-run");
   }
+  std::optional<SharedTopology> for_all;
+  std::map<std::string, SharedTopology> per_host;
+  for (const std::string& item : o.topology_files) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) {
+      GL_ASSIGN_OR_RETURN(HostTopology t, LoadTopologyFile(item));
+      for_all = std::move(t);
+    } else {
+      GL_ASSIGN_OR_RETURN(HostTopology t, LoadTopologyFile(item.substr(eq + 1)));
+      per_host[item.substr(0, eq)] = std::move(t);
+    }
+  }
+  for (const auto& entry : per_host) {
+    const std::string& name = entry.first;  // a plain name: clang 14 cannot capture structured bindings
+    if (std::none_of(specs.begin(), specs.end(), [&](const HostSpec& h) { return h.name == name; })) {
+      return InvalidArgument("--topology-file " + name + "=...: host '" + name + "' is not among the hosts");
+    }
+  }
+  ResolvedHosts out;
+  out.all_local = false;
+  for (const HostSpec& h : specs) {
+    const auto it = per_host.find(h.name);
+    if (it == per_host.end() && !for_all) {
+      return InvalidArgument("no topology for host '" + h.name + "': add --topology-file " + h.name +
+                             "=FILE or a --topology-file FILE for all hosts");
+    }
+    out.hosts.push_back(ClusterHost{.name = h.name, .topology = it != per_host.end() ? it->second : *for_all,
+                                    .slots = h.slots, .max_slots = h.max_slots});
+  }
+  return out;
+}
+
+// Live machines: this one through hwloc (once, however often it is named),
+// the others through the engine's probe.
+StatusOr<ResolvedHosts> DiscoveredHosts(const std::vector<HostSpec>& specs, const ResolveSettings& s) {
+  ResolvedHosts out;
   std::vector<std::string> remote;
   std::optional<SharedTopology> local;
   for (const HostSpec& h : specs) {
@@ -158,6 +166,14 @@ StatusOr<ResolvedHosts> ResolveHosts(const HostRequest& o, const ResolveSettings
   }
   GL_RETURN_IF_ERROR(NarrowToSlurmJob(out.hosts));
   return out;
+}
+
+}  // namespace
+
+StatusOr<ResolvedHosts> ResolveHosts(const HostRequest& o, const ResolveSettings& s) {
+  GL_ASSIGN_OR_RETURN(std::vector<HostSpec> specs, RequestedHosts(o));
+  if (!o.topology_files.empty()) return HostsFromTopologyFiles(specs, o);
+  return DiscoveredHosts(specs, s);
 }
 
 }  // namespace gpulaunch

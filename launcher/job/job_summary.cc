@@ -128,46 +128,50 @@ std::string SignalName(int sig) {
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
-std::optional<RootCause> FindRootCause(const JobOutcome& job, const std::map<int, RankRecord>& ranks) {
-  if (job.exit_code == 0 && job.stop == StopReason::kNone) return std::nullopt;
-  const int world = static_cast<int>(job.planned_hosts.size());
+namespace {
+
+// The headline and notes that name one rank, with its stderr tail or stacks.
+RootCause Blamed(const JobOutcome& job, const std::map<int, RankRecord>& ranks, int rank, const std::string& what) {
   RootCause cause;
-  auto blame = [&](int rank, const std::string& what) {
-    cause.rank = rank;
-    auto it = ranks.find(rank);
-    cause.headline = "rank " + std::to_string(rank) + " on " + HostOf(job, ranks, rank) +
-                     (it != ranks.end() && it->second.pid > 0 ? " (pid " + std::to_string(it->second.pid) + ")" : "") +
-                     " " + what;
-    if (it != ranks.end()) AddTail(cause, it->second);
-    if (std::string others = Others(ranks, rank, world); !others.empty()) cause.notes.push_back(others);
-  };
-  // Refusals come first: the engine did not start the job that was planned.
-  for (const auto& [rank, r] : ranks) {
-    if (r.refusal.empty()) continue;
-    blame(rank, "refused to start: " + r.refusal);
-    cause.notes.push_back("the engine did not start the planned job; fix the cause above and launch again");
-    return cause;
+  cause.rank = rank;
+  auto it = ranks.find(rank);
+  cause.headline = "rank " + std::to_string(rank) + " on " + HostOf(job, ranks, rank) +
+                   (it != ranks.end() && it->second.pid > 0 ? " (pid " + std::to_string(it->second.pid) + ")" : "") +
+                   " " + what;
+  if (it != ranks.end()) AddTail(cause, it->second);
+  const int world = static_cast<int>(job.planned_hosts.size());
+  if (std::string others = Others(ranks, rank, world); !others.empty()) cause.notes.push_back(others);
+  return cause;
+}
+
+RootCause StartupTimeoutCause(const JobOutcome& job, const std::map<int, RankRecord>& ranks) {
+  const int world = static_cast<int>(job.planned_hosts.size());
+  std::vector<int> missing;
+  for (int rank = 0; rank < world; ++rank)
+    if (!ranks.count(rank) || ranks.at(rank).pid <= 0) missing.push_back(rank);
+  RootCause cause;
+  cause.headline = std::to_string(missing.size()) + " of " + std::to_string(world) +
+                   " ranks did not check in within --startup-timeout " + std::to_string(job.limit_s) +
+                   " s: " + RankList(job, ranks, missing);
+  if (static_cast<int>(missing.size()) == world) {
+    cause.notes.push_back("no rank started on any host: the engine had not started the job yet (mpirun starts "
+                          "ranks only once every host's daemon is up): check that every host answers "
+                          "`ssh HOST true` quickly, or raise --startup-timeout");
+  } else {
+    cause.notes.push_back("check that those hosts are reachable and not overloaded, or raise --startup-timeout");
   }
+  return cause;
+}
+
+// The cause when gpulaunch itself stopped the job; nullopt when it did not.
+std::optional<RootCause> StopCause(const JobOutcome& job, const std::map<int, RankRecord>& ranks) {
+  RootCause cause;
   switch (job.stop) {
-    case StopReason::kStartupTimeout: {
-      std::vector<int> missing;
-      for (int rank = 0; rank < world; ++rank)
-        if (!ranks.count(rank) || ranks.at(rank).pid <= 0) missing.push_back(rank);
-      cause.headline = std::to_string(missing.size()) + " of " + std::to_string(world) +
-                       " ranks did not check in within --startup-timeout " + std::to_string(job.limit_s) +
-                       " s: " + RankList(job, ranks, missing);
-      if (static_cast<int>(missing.size()) == world) {
-        cause.notes.push_back("no rank started on any host: the engine had not started the job yet (mpirun starts "
-                              "ranks only once every host's daemon is up): check that every host answers "
-                              "`ssh HOST true` quickly, or raise --startup-timeout");
-      } else {
-        cause.notes.push_back("check that those hosts are reachable and not overloaded, or raise --startup-timeout");
-      }
-      return cause;
-    }
+    case StopReason::kStartupTimeout:
+      return StartupTimeoutCause(job, ranks);
     case StopReason::kStall: {
       const int first = job.stalled.empty() ? -1 : *job.stalled.begin();
-      blame(first, "made no progress for " + std::to_string(job.limit_s) + " s (--stall-timeout)");
+      cause = Blamed(job, ranks, first, "made no progress for " + std::to_string(job.limit_s) + " s (--stall-timeout)");
       if (job.stalled.size() > 1) {
         cause.notes.push_back("stalled: " + RankList(job, ranks, {job.stalled.begin(), job.stalled.end()}) +
                               "; their stacks are in the summary");
@@ -184,13 +188,17 @@ std::optional<RootCause> FindRootCause(const JobOutcome& job, const std::map<int
     case StopReason::kNone:
       break;
   }
-  // The first rank to fail on its own, by when gpulaunch heard of it (ranks
-  // that vanished count from when their connection closed). Arrival order
-  // alone cannot tell cause from effect: when gpulaunch's reading lags (a
-  // loaded host), the teardown's victims and the failure that started it
-  // arrive together, in socket order. A rank that its shim had passed a stop
-  // signal ended because it was told to, so it is blamed only when no rank
-  // failed on its own.
+  return std::nullopt;
+}
+
+// The first rank to fail on its own, by when gpulaunch heard of it (ranks
+// that vanished count from when their connection closed). Arrival order alone
+// cannot tell cause from effect: when gpulaunch's reading lags (a loaded
+// host), the teardown's victims and the failure that started it arrive
+// together, in socket order. A rank that its shim had passed a stop signal
+// ended because it was told to, so it is blamed only when no rank failed on
+// its own.
+const RankRecord* RankToBlame(const std::map<int, RankRecord>& ranks) {
   const RankRecord* first = nullptr;
   for (const auto& [rank, r] : ranks) {
     if (!Failed(r) && !r.lost) continue;
@@ -199,14 +207,29 @@ std::optional<RootCause> FindRootCause(const JobOutcome& job, const std::map<int
       first = &r;
     }
   }
-  if (first) {
+  return first;
+}
+
+}  // namespace
+
+std::optional<RootCause> FindRootCause(const JobOutcome& job, const std::map<int, RankRecord>& ranks) {
+  if (job.exit_code == 0 && job.stop == StopReason::kNone) return std::nullopt;
+  // Refusals come first: the engine did not start the job that was planned.
+  for (const auto& [rank, r] : ranks) {
+    if (r.refusal.empty()) continue;
+    RootCause cause = Blamed(job, ranks, rank, "refused to start: " + r.refusal);
+    cause.notes.push_back("the engine did not start the planned job; fix the cause above and launch again");
+    return cause;
+  }
+  if (auto cause = StopCause(job, ranks)) return cause;
+  if (const RankRecord* first = RankToBlame(ranks)) {
     std::string what = HowItEnded(*first);
     if (first->ended || first->lost) {
       what += ", " + Fixed(Seconds(first->ended_at - first->checked_in), 2) + " s after it started";
     }
-    blame(first->rank, what);
-    return cause;
+    return Blamed(job, ranks, first->rank, what);
   }
+  RootCause cause;
   cause.headline = "the engine failed (gpulaunch exits " + std::to_string(job.exit_code) +
                    ") while no rank reported a failure; see the engine's messages above";
   return cause;

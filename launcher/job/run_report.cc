@@ -76,10 +76,8 @@ std::string LabelValue(const std::string& v) {
   return out;
 }
 
-}  // namespace
-
-RunReport AnalyzeRun(const RunProfile& p) {
-  RunReport r;
+// The figures: steps, per-group traffic, the bubble and the slowest rank.
+void AddFigures(const RunProfile& p, RunReport& r) {
   std::map<int64_t, double> step_time;  // slowest rank's time of each step
   std::map<std::string, GroupSummary> groups;
   double total_step = 0, bubble = 0, pipeline_step = 0;
@@ -107,7 +105,7 @@ RunReport AnalyzeRun(const RunProfile& p) {
     }
     compute_by_rank.emplace_back(compute / static_cast<double>(steps.size()), rank);
   }
-  if (r.ranks == 0) return r;
+  if (r.ranks == 0) return;
   r.steps = static_cast<int>(step_time.size());
   std::vector<double> times;
   for (const auto& [step, t] : step_time) {
@@ -133,8 +131,11 @@ RunReport AnalyzeRun(const RunProfile& p) {
   r.slowest_rank = slowest->second;
   r.slowest_compute_s = slowest->first;
   if (r.slowest_rank < static_cast<int>(p.host_of_rank.size())) r.slowest_host = p.host_of_rank[r.slowest_rank];
+}
 
-  if (r.comm_share < kHighCommShare) return r;
+// When communication takes a large share of the step: the likely causes.
+void AddWarnings(const RunProfile& p, RunReport& r) {
+  if (r.comm_share < kHighCommShare) return;
   const std::string share = "communication takes " + Percent(r.comm_share) + " of the step";
   bool explained = false;
   if (r.ranks > 1 && r.slowest_compute_s > kStragglerFactor * r.median_compute_s) {
@@ -175,6 +176,14 @@ RunReport AnalyzeRun(const RunProfile& p) {
                          " Gbps: check the links between the hosts it crosses (NIC speed, the MTU on every hop, a "
                          "NIC not local to its GPU) or do more work per step");
   }
+}
+
+}  // namespace
+
+RunReport AnalyzeRun(const RunProfile& p) {
+  RunReport r;
+  AddFigures(p, r);
+  if (r.ranks > 0) AddWarnings(p, r);
   return r;
 }
 
