@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "common/env.h"
@@ -50,6 +52,48 @@ bool ConnectWithRetries(ControlClient& control, const std::string& address) {
 // this only bounds a launching host that stopped.
 constexpr int kSlotFetchTimeoutMs = 60000;
 
+// The rank's row: asked from gpulaunch (the usual case: the environment holds
+// only the header), or from the inline table.
+StatusOr<RankSlot> RowOf(ControlClient& control, const SlotTable& table, int rank) {
+  if (!table.ranks.empty()) {
+    RankSlot slot = table.ranks[rank];
+    slot.rank = rank;
+    return slot;
+  }
+  GL_ASSIGN_OR_RETURN(std::string row, control.FetchSlotRow(rank, table.plan_hash, kSlotFetchTimeoutMs));
+  return DecodeSlotRow(row, rank);
+}
+
+// Applies the slot: binding, the environment contract, the rank's GPUs.
+Status Apply(const SlotTable& table, const RankSlot& slot) {
+  GL_RETURN_IF_ERROR(ApplyBinding(slot));
+  GL_ASSIGN_OR_RETURN(std::string cuda_devices, CudaVisibleDevices(slot.gpus, ProcessEnv()));
+  for (const auto& [k, v] : RankEnvironment(table, slot)) setenv(k.c_str(), v.c_str(), 1);
+  if (!slot.gpus.empty()) setenv("CUDA_VISIBLE_DEVICES", cuda_devices.c_str(), 1);
+  return Status::Ok();
+}
+
+// The check-in, sent once the job process exists and before it execs.
+std::function<void(int)> CheckIn(ControlClient& control, const SlotTable& table, const EngineIdentity& id,
+                                 const std::string& hostname) {
+  ControlMessage m;
+  m.kind = ControlMessage::Kind::kCheckin;
+  m.rank = id.rank;
+  m.world = id.world_size.value_or(table.world);
+  m.host = hostname;
+  m.plan_hash = table.plan_hash;
+  const std::optional<std::string> slurm_job = GetEnv("SLURM_JOB_ID");
+  const std::optional<std::string> slurm_step = GetEnv("SLURM_STEP_ID");
+  if (slurm_job && slurm_step) m.slurm_step = *slurm_job + "." + *slurm_step;
+  const std::string address = table.control;
+  return [&control, m, address](int pid) mutable {
+    m.pid = pid;
+    if (control.connected() && !control.Send(m)) {
+      std::fprintf(stderr, "gpulaunch-shim: rank %d could not check in at %s\n", m.rank, address.c_str());
+    }
+  };
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -65,9 +109,8 @@ int main(int argc, char** argv) {
   if (!table_text) return Refuse(control, -1, hostname, std::string(kSlotTableEnv) + " is not set; start jobs with gpulaunch");
   auto table = DecodeSlotTable(*table_text);
   if (!table.ok()) return Refuse(control, -1, hostname, table.status().message());
-  const bool fetch_row = table->ranks.empty();  // the usual case: only the header is in the environment
   if (!ConnectWithRetries(control, table->control) && !table->control.empty()) {
-    if (fetch_row) {
+    if (table->ranks.empty()) {
       return Refuse(control, -1, hostname, "could not reach gpulaunch at " + table->control +
                                                " to get this rank's slot; check that this host can open TCP "
                                                "connections to the launching host");
@@ -78,30 +121,13 @@ int main(int argc, char** argv) {
   auto id = ReadEngineIdentity(ProcessEnv());
   if (!id.ok()) return Refuse(control, -1, hostname, id.status().message());
   if (Status s = CheckWorld(*table, *id); !s.ok()) return Refuse(control, id->rank, hostname, s.message());
-  RankSlot slot;
-  if (fetch_row) {
-    auto row = control.FetchSlotRow(id->rank, table->plan_hash, kSlotFetchTimeoutMs);
-    if (!row.ok()) return Refuse(control, id->rank, hostname, row.status().message());
-    auto decoded = DecodeSlotRow(*row, id->rank);
-    if (!decoded.ok()) return Refuse(control, id->rank, hostname, decoded.status().message());
-    slot = std::move(decoded).value();
-  } else {
-    slot = table->ranks[id->rank];
-    slot.rank = id->rank;
-  }
-  if (Status s = CheckSlot(slot, *id, IsLocalHost, hostname); !s.ok()) {
+  auto slot = RowOf(control, *table, id->rank);
+  if (!slot.ok()) return Refuse(control, id->rank, hostname, slot.status().message());
+  if (Status s = CheckSlot(*slot, *id, IsLocalHost, hostname); !s.ok()) {
     return Refuse(control, id->rank, hostname, s.message());
   }
-  if (Status s = ApplyBinding(slot); !s.ok()) return Refuse(control, id->rank, hostname, s.message());
-  auto cuda_devices = CudaVisibleDevices(slot.gpus, ProcessEnv());
-  if (!cuda_devices.ok()) return Refuse(control, id->rank, hostname, cuda_devices.status().message());
-  for (const auto& [k, v] : RankEnvironment(*table, slot)) setenv(k.c_str(), v.c_str(), 1);
-  if (!slot.gpus.empty()) setenv("CUDA_VISIBLE_DEVICES", cuda_devices->c_str(), 1);
-  const std::string hash = table->plan_hash;
-  const int world = table->world;
+  if (Status s = Apply(*table, *slot); !s.ok()) return Refuse(control, id->rank, hostname, s.message());
   unsetenv(kSlotTableEnv);  // the job has no use for it
-  const std::optional<std::string> slurm_job = GetEnv("SLURM_JOB_ID");
-  const std::optional<std::string> slurm_step = GetEnv("SLURM_STEP_ID");
 
   SuperviseOptions options;
   options.rank = id->rank;
@@ -109,19 +135,7 @@ int main(int argc, char** argv) {
   // Under srun (no Open MPI daemon above us) slurmstepd signals every
   // process of the step, the job included; Open MPI signals only the shim's
   // process group (rank_supervisor.h).
-  options.forward_signals = !(slurm_step && !HasEnv("OMPI_COMM_WORLD_SIZE"));
-  options.on_started = [&](int pid) {
-    ControlMessage m;
-    m.kind = ControlMessage::Kind::kCheckin;
-    m.rank = id->rank;
-    m.pid = pid;
-    m.world = id->world_size.value_or(world);
-    m.host = hostname;
-    m.plan_hash = hash;
-    if (slurm_job && slurm_step) m.slurm_step = *slurm_job + "." + *slurm_step;
-    if (control.connected() && !control.Send(m)) {
-      std::fprintf(stderr, "gpulaunch-shim: rank %d could not check in at %s\n", id->rank, table->control.c_str());
-    }
-  };
+  options.forward_signals = !(HasEnv("SLURM_STEP_ID") && !HasEnv("OMPI_COMM_WORLD_SIZE"));
+  options.on_started = CheckIn(control, *table, *id, hostname);
   ExitLike(SuperviseRank(argv + first, options));
 }
