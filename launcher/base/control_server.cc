@@ -190,19 +190,7 @@ void ControlServer::HandleLine(Peer& peer, const std::string& line) {
   const auto now = ControlClock::now();
   switch (m->kind) {
     case ControlMessage::Kind::kCheckin:
-      peer.rank = m->rank;
-      rank_fd_[m->rank] = peer.fd;
-      r.pid = m->pid;
-      r.world = m->world;
-      r.host = m->host;
-      r.plan_hash = m->plan_hash;
-      r.checked_in = now;
-      if (!m->slurm_step.empty()) slurm_steps_.insert(m->slurm_step);
-      if (stop_signal_ != 0) {
-        // The job is being stopped: this rank checked in too late to be asked.
-        const std::string request = "signal " + std::to_string(stop_signal_) + "\n";
-        [[maybe_unused]] ssize_t sent = send(peer.fd, request.data(), request.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      }
+      RecordCheckIn(peer, *m, r, now);
       break;
     case ControlMessage::Kind::kRefuse:
       peer.rank = m->rank;
@@ -224,18 +212,9 @@ void ControlServer::HandleLine(Peer& peer, const std::string& line) {
       r.exit_value = m->value;
       r.told_to_stop = m->told_to_stop;
       break;
-    case ControlMessage::Kind::kMetric: {
-      r.last_beat = now;  // a finished step is progress
-      auto parsed = ParseStepMetricsJson(m->text, "rank " + std::to_string(m->rank) + " metrics");
-      // The connection speaks for its rank, whatever the record says.
-      if (!parsed.ok()) {
-        ++malformed_metrics_;
-      } else if (auto& steps = metrics_[m->rank]; steps.size() < kMaxStepsPerRank) {
-        parsed->rank = m->rank;
-        steps.push_back(std::move(parsed).value());
-      }
+    case ControlMessage::Kind::kMetric:
+      RecordMetric(*m, r, now);
       break;
-    }
     case ControlMessage::Kind::kSlot:
       break;  // answered above
     case ControlMessage::Kind::kStacks:
@@ -245,6 +224,34 @@ void ControlServer::HandleLine(Peer& peer, const std::string& line) {
       break;
   }
   changed_.notify_all();
+}
+
+void ControlServer::RecordCheckIn(Peer& peer, const ControlMessage& m, RankRecord& r, ControlClock::time_point now) {
+  peer.rank = m.rank;
+  rank_fd_[m.rank] = peer.fd;
+  r.pid = m.pid;
+  r.world = m.world;
+  r.host = m.host;
+  r.plan_hash = m.plan_hash;
+  r.checked_in = now;
+  if (!m.slurm_step.empty()) slurm_steps_.insert(m.slurm_step);
+  if (stop_signal_ != 0) {
+    // The job is being stopped: this rank checked in too late to be asked.
+    const std::string request = "signal " + std::to_string(stop_signal_) + "\n";
+    [[maybe_unused]] ssize_t sent = send(peer.fd, request.data(), request.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+}
+
+void ControlServer::RecordMetric(const ControlMessage& m, RankRecord& r, ControlClock::time_point now) {
+  r.last_beat = now;  // a finished step is progress
+  auto parsed = ParseStepMetricsJson(m.text, "rank " + std::to_string(m.rank) + " metrics");
+  // The connection speaks for its rank, whatever the record says.
+  if (!parsed.ok()) {
+    ++malformed_metrics_;
+  } else if (auto& steps = metrics_[m.rank]; steps.size() < kMaxStepsPerRank) {
+    parsed->rank = m.rank;
+    steps.push_back(std::move(parsed).value());
+  }
 }
 
 void ControlServer::AnswerSlot(const Peer& peer, int rank) const {

@@ -19,6 +19,7 @@
 
 #include "common/status.h"
 #include "common/step_metrics.h"
+#include "launcher/base/control_protocol.h"
 
 namespace gpulaunch {
 
@@ -111,6 +112,9 @@ class ControlServer {
   void PollOnce(int timeout_ms);  // accept and read what is ready; serving thread only
   bool ReadPeer(Peer& peer);      // false: the peer is gone
   void HandleLine(Peer& peer, const std::string& line);
+  // Under mu_: what a check-in and a metrics record change in `r`.
+  void RecordCheckIn(Peer& peer, const ControlMessage& m, RankRecord& r, ControlClock::time_point now);
+  void RecordMetric(const ControlMessage& m, RankRecord& r, ControlClock::time_point now);
   void AnswerSlot(const Peer& peer, int rank) const;
   void Sync();
 
