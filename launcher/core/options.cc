@@ -7,6 +7,7 @@
 
 #include "common/parallel_layout.h"
 #include "common/strings.h"
+#include "launcher/core/subcommand_parser.h"
 
 namespace po = boost::program_options;
 
@@ -45,18 +46,6 @@ po::options_description Describe() {
     ("version,V", "show the version");
   // clang-format on
   return d;
-}
-
-// Boost.ProgramOptions fills %placeholders% into its messages and never
-// stops when the user's own text holds one (`--np %value%` hangs in what()):
-// with a '%' anywhere, the message is ours.
-std::string ParseErrorText(const po::error& e, const std::vector<std::string>& tokens) {
-  for (const std::string& t : tokens) {
-    if (t.find('%') != std::string::npos) {
-      return "cannot parse the options near '" + t.substr(0, 80) + "' (check that option's value)";
-    }
-  }
-  return e.what();
 }
 
 // mpirun's single-dash long options.
@@ -112,7 +101,7 @@ Status SplitAtProgram(const std::vector<std::string>& args, const po::options_de
     }
     if (tok.size() < 2 || tok[0] != '-') break;  // the program
     if (tok.rfind("--=", 0) == 0) {  // Boost would take it silently
-      return InvalidArgument("unrecognised option '" + tok.substr(0, 80) + "' (no option name); see 'gpulaunch --help'");
+      return InvalidArgument("unknown option '" + tok.substr(0, 80) + "' (no option name); see 'gpulaunch --help'");
     }
     own.push_back(NormaliseToken(tok));
     if (TakesValue(desc, own.back()) && i + 1 < args.size()) own.push_back(args[++i]);
@@ -238,7 +227,7 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
     po::store(po::command_line_parser(own).options(desc).style(po::command_line_style::unix_style).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    return InvalidArgument(ParseErrorText(e, own) + "; see 'gpulaunch --help'");
+    return InvalidArgument(OptionErrorText(e, own) + "; see 'gpulaunch --help'");
   }
   if (vm.count("help") || vm.count("version")) {
     cl.action = vm.count("help") ? CommandAction::kHelp : CommandAction::kVersion;

@@ -36,22 +36,8 @@ StatusOr<po::variables_map> SubcommandParser::Parse(const std::vector<std::strin
       return Error("unexpected argument '" + vm[kPositional].as<std::vector<std::string>>().front() +
                    "': it takes options only" + see);
     }
-  } catch (const po::unknown_option& e) {
-    return Error("unknown option '" + e.get_option_name() + "'" + see);
-  } catch (const po::invalid_command_line_syntax& e) {
-    // Name the option as given: "--budget" last, or "--once=1".
-    if (e.kind() == po::invalid_syntax::missing_parameter) return Error(e.get_option_name() + " needs a value" + see);
-    if (e.kind() == po::invalid_syntax::extra_parameter) return Error(e.get_option_name() + " takes no value" + see);
-    return Error("malformed option '" + e.get_option_name() + "'" + see);
   } catch (const po::error& e) {
-    // Boost fills %placeholders% into its messages and never stops when the
-    // user's own text holds one: with a '%' anywhere, the message is ours.
-    for (const std::string& a : args) {
-      if (a.find('%') != std::string::npos) {
-        return Error("cannot parse the options near '" + a.substr(0, 80) + "' (check that option's value)" + see);
-      }
-    }
-    return Error(e.what() + see);
+    return Error(OptionErrorText(e, args) + see);
   }
   return vm;
 }
@@ -107,6 +93,24 @@ StatusOr<std::string> FormatOption(const SubcommandParser& parser, const po::var
   const std::string f = vm["format"].as<std::string>();
   if (f != "table" && f != "json") return parser.Error("--format " + f + ": choose table or json");
   return f;
+}
+
+std::string OptionErrorText(const po::error& e, const std::vector<std::string>& args) {
+  if (const auto* unknown = dynamic_cast<const po::unknown_option*>(&e)) {
+    return "unknown option '" + unknown->get_option_name() + "'";
+  }
+  if (const auto* syntax = dynamic_cast<const po::invalid_command_line_syntax*>(&e)) {
+    // Name the option as given: "--budget" last, or "--once=1".
+    if (syntax->kind() == po::invalid_syntax::missing_parameter) return syntax->get_option_name() + " needs a value";
+    if (syntax->kind() == po::invalid_syntax::extra_parameter) return syntax->get_option_name() + " takes no value";
+    return "malformed option '" + syntax->get_option_name() + "'";
+  }
+  for (const std::string& a : args) {
+    if (a.find('%') != std::string::npos) {
+      return "cannot parse the options near '" + a.substr(0, 80) + "' (check that option's value)";
+    }
+  }
+  return e.what();
 }
 
 }  // namespace gpulaunch

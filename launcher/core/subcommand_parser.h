@@ -59,4 +59,12 @@ StatusOr<int> IntOption(const SubcommandParser& parser, const boost::program_opt
 StatusOr<std::string> FormatOption(const SubcommandParser& parser, const boost::program_options::variables_map& vm,
                                    const std::string& fallback = "table");
 
+// What was wrong with a command line that Boost refused, in the words every
+// gpulaunch command uses ("unknown option '--x'", "--budget needs a value",
+// ...), without the "; see 'gpulaunch X --help'" that the caller adds.
+// Boost fills %placeholders% into its own messages and never stops when the
+// user's text holds one (`--np %value%` hangs in what()), so with a '%' in
+// `args` the message is ours.
+std::string OptionErrorText(const boost::program_options::error& e, const std::vector<std::string>& args);
+
 }  // namespace gpulaunch

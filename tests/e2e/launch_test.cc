@@ -277,7 +277,7 @@ TEST(Launch, BadInputExitsTwoWithTheFixAndStartsNothing) {
     std::string want;
   };
   const Case cases[] = {
-      {{"--frobnicate"}, "unrecognised option"},
+      {{"--frobnicate"}, "unknown option '--frobnicate'; see 'gpulaunch --help'"},
       {{"-n", "0"}, "at least 1"},
       {{"-n", "64"}, "--oversubscribe"},
       {{"--hostfile", (dir / "hosts").string()}, (dir / "hosts").string() + ":2:"},

@@ -59,7 +59,7 @@ TEST(Options, BadInputIsAUsageErrorThatSaysWhat) {
       {{"-n", "0", "job"}, "at least 1"},
       {{"-n", "-3", "job"}, "at least 1"},
       {{"-n", "many", "job"}, "invalid"},
-      {{"--frobnicate", "job"}, "unrecognised option '--frobnicate'"},
+      {{"--frobnicate", "job"}, "unknown option '--frobnicate'"},
       {{"-n", "2"}, "no program to run"},
       {{"-x", "1BAD=2", "job"}, "is not a variable name"},
       {{"-x", "A B", "job"}, "is not a variable name"},
@@ -67,7 +67,7 @@ TEST(Options, BadInputIsAUsageErrorThatSaysWhat) {
       {{"-n"}, "-n"},
       {{"--kill-grace", "-1", "job"}, "from 0 to 3600"},
       {{"--layout", "", "job"}, "--layout is empty"},
-      {{"--=x", "job"}, "unrecognised option '--=x' (no option name)"},
+      {{"--=x", "job"}, "unknown option '--=x' (no option name)"},
       {{"--layout", "tp=0", "job"}, "must be a positive whole number"},
       {{"-n", "4", "--layout", "tp=3", "job"}, "tp=3"},
   };

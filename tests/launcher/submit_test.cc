@@ -97,7 +97,7 @@ TEST(Submit, SbatchOptionsGoToTheirOwnQuotedLines) {
 TEST(Submit, TheJobsCommandLineIsCheckedAtSubmitTime) {
   const Status sbatch_option = ParseSubmitCommandLine({"-N", "2", "--account=proj", "./job"}).status();
   EXPECT_EQ(sbatch_option.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(sbatch_option.message().find("unrecognised option '--account=proj'"), std::string::npos)
+  EXPECT_NE(sbatch_option.message().find("unknown option '--account=proj'"), std::string::npos)
       << sbatch_option.message();
   EXPECT_NE(sbatch_option.message().find("give it as --sbatch-arg=--account=proj"), std::string::npos);
   EXPECT_NE(sbatch_option.message().find("nothing was submitted"), std::string::npos);
