@@ -33,6 +33,65 @@ std::string Spread(const char* what, const std::vector<double>& v, const char* u
   return buf;
 }
 
+// The largest set of hosts that read each other's files back correctly (they
+// share a view of the storage); ties go to the set with the first host.
+std::vector<int> SharedView(const std::vector<std::string>& hosts, const std::vector<int>& wrote,
+                            const std::map<std::string, StorageReadResult>& reads) {
+  Groups groups(hosts.size());
+  for (int a : wrote) {
+    for (int b : wrote) {
+      if (a < b && Verdict(reads, hosts[a], hosts[b]) == "ok" && Verdict(reads, hosts[b], hosts[a]) == "ok") {
+        groups.Join(a, b);
+      }
+    }
+  }
+  std::map<int, std::vector<int>> members;
+  for (int i : wrote) members[groups.Find(i)].push_back(i);
+  std::vector<int> shared;
+  for (const auto& [root, m] : members) {
+    if (m.size() > shared.size() || (m.size() == shared.size() && !shared.empty() && m.front() < shared.front())) {
+      shared = m;
+    }
+  }
+  return shared;
+}
+
+// Host i's verdict from the read phase: what it saw of the others' files and
+// whether the shared view sees its own.
+void JudgeReads(const std::string& path, const std::vector<std::string>& hosts, const std::vector<int>& wrote,
+                const std::vector<int>& shared, const std::map<std::string, StorageReadResult>& reads, int i,
+                StorageHostVerdict& v) {
+  auto r = reads.find(hosts[i]);
+  if (r == reads.end() || !r->second.error.empty()) {
+    v.reason = r == reads.end() ? "did not answer the read phase" : r->second.error;
+    return;
+  }
+  v.of = static_cast<int>(wrote.size());
+  std::vector<std::string> missing, different, unseen_by;
+  for (int w : wrote) {
+    const std::string verdict = Verdict(reads, hosts[i], hosts[w]);
+    if (verdict == "ok") {
+      ++v.sees;
+    } else if (std::find(shared.begin(), shared.end(), w) != shared.end() || w == i) {
+      (verdict == "missing" ? missing : different).push_back(hosts[w]);
+    }
+  }
+  const bool in_shared = std::find(shared.begin(), shared.end(), i) != shared.end();
+  if (!in_shared) {
+    for (int s : shared)
+      if (Verdict(reads, hosts[s], hosts[i]) != "ok") unseen_by.push_back(hosts[s]);
+  }
+  if (in_shared && missing.empty() && different.empty()) {
+    v.ok = true;
+    return;
+  }
+  std::vector<std::string> why;
+  if (!missing.empty()) why.push_back("does not see the files of " + Join(missing, ", "));
+  if (!different.empty()) why.push_back("reads different data in the files of " + Join(different, ", "));
+  if (!unseen_by.empty()) why.push_back(Join(unseen_by, ", ") + " do not see its file");
+  v.reason = Join(why, "; ") + (in_shared ? "" : ": " + path + " is not the same storage there");
+}
+
 }  // namespace
 
 StorageCheckReport AnalyzeStorage(const std::string& path, uint64_t bytes, const std::vector<std::string>& hosts,
@@ -56,55 +115,8 @@ StorageCheckReport AnalyzeStorage(const std::string& path, uint64_t bytes, const
     }
     report.hosts.push_back(v);
   }
-  // Hosts that read each other's files back correctly share a view.
-  Groups groups(hosts.size());
-  for (int a : wrote) {
-    for (int b : wrote) {
-      if (a < b && Verdict(reads, hosts[a], hosts[b]) == "ok" && Verdict(reads, hosts[b], hosts[a]) == "ok") {
-        groups.Join(a, b);
-      }
-    }
-  }
-  std::map<int, std::vector<int>> members;
-  for (int i : wrote) members[groups.Find(i)].push_back(i);
-  std::vector<int> shared;  // the largest group; ties go to the one with the first host
-  for (const auto& [root, m] : members) {
-    if (m.size() > shared.size() || (m.size() == shared.size() && !shared.empty() && m.front() < shared.front())) {
-      shared = m;
-    }
-  }
-  for (int i : wrote) {
-    StorageHostVerdict& v = report.hosts[i];
-    auto r = reads.find(hosts[i]);
-    if (r == reads.end() || !r->second.error.empty()) {
-      v.reason = r == reads.end() ? "did not answer the read phase" : r->second.error;
-      continue;
-    }
-    v.of = static_cast<int>(wrote.size());
-    std::vector<std::string> missing, different, unseen_by;
-    for (int w : wrote) {
-      const std::string verdict = Verdict(reads, hosts[i], hosts[w]);
-      if (verdict == "ok") {
-        ++v.sees;
-      } else if (std::find(shared.begin(), shared.end(), w) != shared.end() || w == i) {
-        (verdict == "missing" ? missing : different).push_back(hosts[w]);
-      }
-    }
-    const bool in_shared = std::find(shared.begin(), shared.end(), i) != shared.end();
-    if (!in_shared) {
-      for (int s : shared)
-        if (Verdict(reads, hosts[s], hosts[i]) != "ok") unseen_by.push_back(hosts[s]);
-    }
-    if (in_shared && missing.empty() && different.empty()) {
-      v.ok = true;
-      continue;
-    }
-    std::vector<std::string> why;
-    if (!missing.empty()) why.push_back("does not see the files of " + Join(missing, ", "));
-    if (!different.empty()) why.push_back("reads different data in the files of " + Join(different, ", "));
-    if (!unseen_by.empty()) why.push_back(Join(unseen_by, ", ") + " do not see its file");
-    v.reason = Join(why, "; ") + (in_shared ? "" : ": " + path + " is not the same storage there");
-  }
+  const std::vector<int> shared = SharedView(hosts, wrote, reads);
+  for (int i : wrote) JudgeReads(path, hosts, wrote, shared, reads, i, report.hosts[i]);
   report.ok = !hosts.empty() && std::all_of(report.hosts.begin(), report.hosts.end(),
                                             [](const StorageHostVerdict& v) { return v.ok; });
   return report;

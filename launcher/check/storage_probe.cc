@@ -116,6 +116,80 @@ std::string OneLine(std::string s) {
   return s;
 }
 
+// Writes `host`'s file (fsynced), then reads it back from the storage, not
+// from the page cache: the MiB/s of each into `r`, or its error.
+void TimeWriteAndReadBack(const std::string& path, const std::string& token, const std::string& host, uint64_t bytes,
+                          StorageWriteResult& r) {
+  const std::string file = FileOf(path, token, host);
+  std::vector<char> chunk(kChunk);
+  auto start = Clock::now();
+  int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    r.error = Errno("cannot create " + file);
+    return;
+  }
+  for (uint64_t at = 0, index = 0; at < bytes; at += kChunk, ++index) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, bytes - at));
+    FillChunk(token, host, index, chunk.data(), n);
+    if (!WriteAll(fd, chunk.data(), n)) {
+      r.error = Errno("cannot write " + file);
+      close(fd);
+      return;
+    }
+  }
+  if (fsync(fd) != 0) {
+    r.error = Errno("fsync of " + file + " failed");
+    close(fd);
+    return;
+  }
+  const double write_s = Since(start);
+  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  close(fd);
+  start = Clock::now();
+  const std::string back = Verify(file, token, host, bytes);
+  const double read_s = Since(start);
+  if (back != "ok") {
+    r.error = "reading back " + file + " right after writing it: " + back;
+    return;
+  }
+  const double mib = static_cast<double>(bytes) / (1 << 20);
+  r.write_mibs = mib / std::max(write_s, 1e-9);
+  r.read_mibs = mib / std::max(read_s, 1e-9);
+}
+
+// The median time of a create, a stat and an unlink of `files` empty files
+// in `dir`, into `r`, or its error.
+void TimeMetadata(const std::string& dir, const std::string& host, int files, StorageWriteResult& r) {
+  std::vector<double> create_us, stat_us, unlink_us;
+  for (int i = 0; i < files; ++i) {
+    const std::string name = dir + "/meta-" + host + "-" + std::to_string(i);
+    auto t = Clock::now();
+    const int m = open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (m < 0) {
+      r.error = Errno("cannot create " + name);
+      return;
+    }
+    close(m);
+    create_us.push_back(Since(t) * 1e6);
+    struct stat st {};
+    t = Clock::now();
+    if (stat(name.c_str(), &st) != 0) {
+      r.error = Errno("cannot stat " + name);
+      return;
+    }
+    stat_us.push_back(Since(t) * 1e6);
+    t = Clock::now();
+    if (unlink(name.c_str()) != 0) {
+      r.error = Errno("cannot unlink " + name);
+      return;
+    }
+    unlink_us.push_back(Since(t) * 1e6);
+  }
+  r.create_us = Median(create_us);
+  r.stat_us = Median(stat_us);
+  r.unlink_us = Median(unlink_us);
+}
+
 }  // namespace
 
 std::string StorageScratchDir(const std::string& path, const std::string& token) {
@@ -131,70 +205,8 @@ StorageWriteResult StorageWrite(const std::string& path, const std::string& toke
     r.error = Errno("cannot create " + dir);
     return r;
   }
-  const std::string file = FileOf(path, token, host);
-  std::vector<char> chunk(kChunk);
-  auto start = Clock::now();
-  int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    r.error = Errno("cannot create " + file);
-    return r;
-  }
-  for (uint64_t at = 0, index = 0; at < bytes; at += kChunk, ++index) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, bytes - at));
-    FillChunk(token, host, index, chunk.data(), n);
-    if (!WriteAll(fd, chunk.data(), n)) {
-      r.error = Errno("cannot write " + file);
-      close(fd);
-      return r;
-    }
-  }
-  if (fsync(fd) != 0) {
-    r.error = Errno("fsync of " + file + " failed");
-    close(fd);
-    return r;
-  }
-  const double write_s = Since(start);
-  // Read back from the storage, not from this host's page cache.
-  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  close(fd);
-  start = Clock::now();
-  const std::string back = Verify(file, token, host, bytes);
-  const double read_s = Since(start);
-  if (back != "ok") {
-    r.error = "reading back " + file + " right after writing it: " + back;
-    return r;
-  }
-  const double mib = static_cast<double>(bytes) / (1 << 20);
-  r.write_mibs = mib / std::max(write_s, 1e-9);
-  r.read_mibs = mib / std::max(read_s, 1e-9);
-  std::vector<double> create_us, stat_us, unlink_us;
-  for (int i = 0; i < metadata_files; ++i) {
-    const std::string name = dir + "/meta-" + host + "-" + std::to_string(i);
-    auto t = Clock::now();
-    const int m = open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (m < 0) {
-      r.error = Errno("cannot create " + name);
-      return r;
-    }
-    close(m);
-    create_us.push_back(Since(t) * 1e6);
-    struct stat st {};
-    t = Clock::now();
-    if (stat(name.c_str(), &st) != 0) {
-      r.error = Errno("cannot stat " + name);
-      return r;
-    }
-    stat_us.push_back(Since(t) * 1e6);
-    t = Clock::now();
-    if (unlink(name.c_str()) != 0) {
-      r.error = Errno("cannot unlink " + name);
-      return r;
-    }
-    unlink_us.push_back(Since(t) * 1e6);
-  }
-  r.create_us = Median(create_us);
-  r.stat_us = Median(stat_us);
-  r.unlink_us = Median(unlink_us);
+  TimeWriteAndReadBack(path, token, host, bytes, r);
+  if (r.error.empty()) TimeMetadata(dir, host, metadata_files, r);
   return r;
 }
 

@@ -25,6 +25,36 @@ std::string Stages(const std::vector<int>& first) {
   return s.empty() ? "-" : s;
 }
 
+// The candidates' table, columns as wide as their widest cell.
+void WriteCandidates(const std::vector<LayoutCandidate>& ranked, std::ostream& out) {
+  std::vector<std::vector<std::string>> rows = {
+      {"layout", "layers/stage", "memory/rank", "compute", "bubble", "tp", "pp", "dp", "step", "note"}};
+  for (const LayoutCandidate& c : ranked) {
+    const std::string name = "tp=" + std::to_string(c.layout.extent[kTp]) + ",pp=" + std::to_string(c.layout.extent[kPp]) +
+                             ",dp=" + std::to_string(c.layout.extent[kDp]);
+    if (!c.rejected.empty()) {
+      rows.push_back({name, "-", "-", "-", "-", "-", "-", "-", "-", "rejected: " + c.rejected});
+      continue;
+    }
+    auto ms = [](double s) { return Format("%.2f ms", s * 1e3); };
+    rows.push_back({name, Stages(c.first_layer), Format("%.2f GiB", c.memory_per_rank / double(1ULL << 30)),
+                    ms(c.compute_seconds), Format("%.0f%%", c.bubble * 100), ms(c.comm.tp), ms(c.comm.pp),
+                    ms(c.comm.dp), ms(c.total_seconds()), &c == &ranked.front() ? "chosen" : ""});
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  for (const auto& row : rows) {
+    std::string line = " ";
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += " " + row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 1, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << "\n";
+  }
+}
+
 }  // namespace
 
 StatusOr<ParallelLayout> ChooseLayout(const PlanOptions& o, const ClusterTopology& cluster, const JobRequest& request,
@@ -63,32 +93,7 @@ StatusOr<ParallelLayout> ChooseLayout(const PlanOptions& o, const ClusterTopolog
       << " micro-batches x " << shape.batch << " x " << shape.seq << " tokens; " << Format("%.0f", gib)
       << " GiB and " << Format("%.0f", o.gpu_tflops) << " TFLOP/s per rank; communication from the placement's link "
       << "model\n";
-  std::vector<std::vector<std::string>> rows = {
-      {"layout", "layers/stage", "memory/rank", "compute", "bubble", "tp", "pp", "dp", "step", "note"}};
-  for (const LayoutCandidate& c : ranked) {
-    const std::string name = "tp=" + std::to_string(c.layout.extent[kTp]) + ",pp=" + std::to_string(c.layout.extent[kPp]) +
-                             ",dp=" + std::to_string(c.layout.extent[kDp]);
-    if (!c.rejected.empty()) {
-      rows.push_back({name, "-", "-", "-", "-", "-", "-", "-", "-", "rejected: " + c.rejected});
-      continue;
-    }
-    auto ms = [](double s) { return Format("%.2f ms", s * 1e3); };
-    rows.push_back({name, Stages(c.first_layer), Format("%.2f GiB", c.memory_per_rank / double(1ULL << 30)),
-                    ms(c.compute_seconds), Format("%.0f%%", c.bubble * 100), ms(c.comm.tp), ms(c.comm.pp),
-                    ms(c.comm.dp), ms(c.total_seconds()), &c == &ranked.front() ? "chosen" : ""});
-  }
-  std::vector<size_t> width(rows[0].size(), 0);
-  for (const auto& row : rows)
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  for (const auto& row : rows) {
-    std::string line = " ";
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += " " + row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 1, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out << line << "\n";
-  }
+  WriteCandidates(ranked, out);
   const LayoutCandidate& best = ranked.front();
   out << "chosen: " << best.layout.ToString() << ", the fastest modelled step ("
       << Format("%.2f ms", best.total_seconds() * 1e3) << ")";
