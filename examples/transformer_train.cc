@@ -164,6 +164,52 @@ StatusOr<std::string> GatherWeights(rt::Communicator& world, const rt::ParallelL
   return out;
 }
 
+// Whatever makes one run's checkpointed state meaningless to another.
+std::string Fingerprint(const JobOptions& o, int world, const ParallelLayout& layout, int chunks) {
+  char fingerprint[512];
+  std::snprintf(fingerprint, sizeof fingerprint,
+                "world=%d,layout=%s,schedule=%s/%d,optimizer=%s,lr=%a,batch=%d/%d,model=%d/%d/%d/%d/%d/%llu", world,
+                layout.ToString().c_str(), o.schedule.c_str(), chunks, o.optimizer.c_str(), o.lr, o.batch,
+                o.microbatches, o.model.vocab, o.model.hidden, o.model.heads, o.model.blocks, o.model.seq,
+                static_cast<unsigned long long>(o.model.seed));
+  return fingerprint;
+}
+
+// Replica `replica`'s `per_replica` sequences of the step's global batch,
+// with next-token targets.
+void ReplicaBatch(const ModelConfig& model, int step, int replica, int per_replica, std::vector<int32_t>& tokens,
+                  std::vector<int32_t>& targets) {
+  for (int s = replica * per_replica; s < (replica + 1) * per_replica; ++s) {
+    for (int pos = 0; pos < model.seq; ++pos) {
+      tokens.push_back(DataToken(model, step, s, pos));
+      targets.push_back(DataToken(model, step, s, pos + 1));
+    }
+  }
+}
+
+// The step's loss reaches rank 0 from `reporter` (a rank of the last
+// stage), which prints it and keeps it in the log: "step N loss X HEX".
+Status LogLoss(rt::Communicator& world, int reporter, int step, double loss, std::string& loss_log) {
+  const bool root = world.rank() == 0;
+  if (world.rank() == reporter && !root) return world.Send(0, 7200 + step % 1000, &loss, sizeof loss);
+  if (!root) return Status::Ok();
+  if (reporter != 0) GL_RETURN_IF_ERROR(world.Recv(reporter, 7200 + step % 1000, &loss, sizeof loss));
+  char line[128];
+  std::snprintf(line, sizeof line, "step %d loss %.9g %a\n", step, loss, loss);
+  loss_log += line;
+  std::fputs(line, stdout);
+  return Status::Ok();
+}
+
+// "[0,3) [3,7) [7,10)": the layers of each stage.
+std::string StageRanges(const std::vector<int>& first_layer) {
+  std::string ranges;
+  for (size_t i = 0; i + 1 < first_layer.size(); ++i) {
+    ranges += (i ? " [" : "[") + std::to_string(first_layer[i]) + "," + std::to_string(first_layer[i + 1]) + ")";
+  }
+  return ranges;
+}
+
 int Run(int argc, char** argv) {
   auto rt = rt::Init(&argc, &argv);
   if (!rt.ok()) {
@@ -237,14 +283,7 @@ int Run(int argc, char** argv) {
   int first_step = 0;
   std::optional<rt::Checkpointer> checkpointer;
   if (!opt->checkpoint_dir.empty()) {
-    // Whatever makes one run's state meaningless to another.
-    char fingerprint[512];
-    std::snprintf(fingerprint, sizeof fingerprint,
-                  "world=%d,layout=%s,schedule=%s/%d,optimizer=%s,lr=%a,batch=%d/%d,model=%d/%d/%d/%d/%d/%llu",
-                  world.size(), layout->ToString().c_str(), opt->schedule.c_str(), chunks, opt->optimizer.c_str(),
-                  opt->lr, batch, global_mbs, opt->model.vocab, opt->model.hidden, opt->model.heads,
-                  opt->model.blocks, opt->model.seq, static_cast<unsigned long long>(opt->model.seed));
-    checkpointer.emplace(world, opt->checkpoint_dir, fingerprint);
+    checkpointer.emplace(world, opt->checkpoint_dir, Fingerprint(*opt, world.size(), *layout, chunks));
     auto last = checkpointer->LoadLatest();
     if (!last.ok()) return fail(last.status());
     if (*last) {
@@ -265,13 +304,7 @@ int Run(int argc, char** argv) {
     rt::ProfiledStep profiled(step);
     // This replica's sequences of the step's global batch.
     std::vector<int32_t> tokens, targets;
-    const int per_replica = batch / dp;
-    for (int s = coords[rt::kDp] * per_replica; s < (coords[rt::kDp] + 1) * per_replica; ++s) {
-      for (int pos = 0; pos < opt->model.seq; ++pos) {
-        tokens.push_back(DataToken(opt->model, step, s, pos));
-        targets.push_back(DataToken(opt->model, step, s, pos + 1));
-      }
-    }
+    ReplicaBatch(opt->model, step, coords[rt::kDp], batch / dp, tokens, targets);
     stages.SetData(std::move(tokens), std::move(targets));
     stages.losses_ = rt::Superaccumulator();
     stages.sums_.clear();
@@ -288,24 +321,7 @@ int Run(int argc, char** argv) {
     for (int s : my_stages) {
       std::vector<float> grad(stages.sums_.at(s).count());
       if (Status st = dp_reducer->Allreduce(stages.sums_.at(s), grad.data()); !st.ok()) return fail(st);
-      size_t at = 0;
-      for (ParamShard* p : params[s]) {
-        AdamState& st = adam[p->id];
-        if (st.m.empty()) st.m.assign(p->value.size(), 0.0f), st.v.assign(p->value.size(), 0.0f);
-        const float lr = static_cast<float>(opt->lr);
-        const float c1 = 1.0f - std::pow(0.9f, static_cast<float>(step + 1));
-        const float c2 = 1.0f - std::pow(0.999f, static_cast<float>(step + 1));
-        for (size_t i = 0; i < p->value.size(); ++i, ++at) {
-          const float g = grad[at];
-          if (opt->optimizer == "sgd") {
-            p->value[i] -= lr * g;
-          } else {
-            st.m[i] = 0.9f * st.m[i] + 0.1f * g;
-            st.v[i] = 0.999f * st.v[i] + 0.001f * g * g;
-            p->value[i] -= lr * (st.m[i] / c1) / (std::sqrt(st.v[i] / c2) + 1e-8f);
-          }
-        }
-      }
+      OptimizerStep(params[s], grad, opt->optimizer, opt->lr, step, adam);
     }
     // The loss: an exact sum over every token of the global batch.
     double loss = 0;
@@ -315,18 +331,7 @@ int Run(int argc, char** argv) {
       loss = *total / (static_cast<double>(batch) * opt->model.seq);
     }
     const int reporter = layout->RankOf({0, schedule->RankOfStage(schedule->stages() - 1), 0});
-    if (world.rank() == reporter && !root) {
-      if (Status s = world.Send(0, 7200 + step % 1000, &loss, sizeof loss); !s.ok()) return fail(s);
-    }
-    if (root) {
-      if (reporter != 0) {
-        if (Status s = world.Recv(reporter, 7200 + step % 1000, &loss, sizeof loss); !s.ok()) return fail(s);
-      }
-      char line[128];
-      std::snprintf(line, sizeof line, "step %d loss %.9g %a\n", step, loss, loss);
-      loss_log += line;
-      std::fputs(line, stdout);
-    }
+    if (Status s = LogLoss(world, reporter, step, loss, loss_log); !s.ok()) return fail(s);
     if (checkpointer && ((step + 1) % opt->checkpoint_every == 0 || step + 1 == opt->steps)) {
       if (Status s = checkpointer->Save(step, SaveTrainState(all, adam, root ? loss_log : "")); !s.ok()) return fail(s);
     }
@@ -341,13 +346,9 @@ int Run(int argc, char** argv) {
   if (!opt->weights_out.empty()) {
     if (Status s = WriteFileAtomically(opt->weights_out, *weights); !s.ok()) return fail(s);
   }
-  std::string ranges;
-  for (size_t i = 0; i + 1 < split->first_layer.size(); ++i) {
-    ranges += (i ? " [" : "[") + std::to_string(split->first_layer[i]) + "," + std::to_string(split->first_layer[i + 1]) + ")";
-  }
   std::printf("transformer_train: %d steps, %s, layout %s, schedule %s, stages %s; %.3f s; weights sha256 %s\n",
-              opt->steps, opt->optimizer.c_str(), layout->ToString().c_str(), schedule->kind.c_str(), ranges.c_str(),
-              seconds, Sha256Hex(*weights).c_str());
+              opt->steps, opt->optimizer.c_str(), layout->ToString().c_str(), schedule->kind.c_str(),
+              StageRanges(split->first_layer).c_str(), seconds, Sha256Hex(*weights).c_str());
   return 0;
 }
 

@@ -1,5 +1,6 @@
 #include "examples/transformer/train_state.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace gpulaunch::examples {
@@ -49,6 +50,28 @@ Status RestoreTrainState(const std::string& state, const std::vector<ParamShard*
   }
   loss_log = state.substr(at);
   return Status::Ok();
+}
+
+void OptimizerStep(const std::vector<ParamShard*>& params, const std::vector<float>& grad, const std::string& optimizer,
+                   double lr_d, int step, std::map<uint64_t, AdamState>& adam) {
+  const float lr = static_cast<float>(lr_d);
+  const float c1 = 1.0f - std::pow(0.9f, static_cast<float>(step + 1));
+  const float c2 = 1.0f - std::pow(0.999f, static_cast<float>(step + 1));
+  size_t at = 0;
+  for (ParamShard* p : params) {
+    AdamState& st = adam[p->id];
+    if (st.m.empty()) st.m.assign(p->value.size(), 0.0f), st.v.assign(p->value.size(), 0.0f);
+    for (size_t i = 0; i < p->value.size(); ++i, ++at) {
+      const float g = grad[at];
+      if (optimizer == "sgd") {
+        p->value[i] -= lr * g;
+      } else {
+        st.m[i] = 0.9f * st.m[i] + 0.1f * g;
+        st.v[i] = 0.999f * st.v[i] + 0.001f * g * g;
+        p->value[i] -= lr * (st.m[i] / c1) / (std::sqrt(st.v[i] / c2) + 1e-8f);
+      }
+    }
+  }
 }
 
 }  // namespace gpulaunch::examples

@@ -1,6 +1,8 @@
-// What one rank of transformer_train saves in its checkpoint and restores
-// after a restart (runtime/checkpoint.h): its parameter shards, their Adam
-// moments, in parameter order, and (on rank 0) the loss log so far.
+// What one rank of transformer_train keeps between steps: its parameter
+// shards and their Adam moments, the optimizer step that updates them, and
+// what it saves in its checkpoint and restores after a restart
+// (runtime/checkpoint.h): shards and moments in parameter order, and (on
+// rank 0) the loss log so far.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +18,12 @@ namespace gpulaunch::examples {
 struct AdamState {
   std::vector<float> m, v;  // empty until the first Adam step
 };
+
+// One optimizer step (0-based `step`) of `params` with `grad`, their
+// gradients laid end to end in the same order: "sgd", or Adam (beta1 0.9,
+// beta2 0.999, eps 1e-8, bias-corrected) with its moments in `adam`.
+void OptimizerStep(const std::vector<ParamShard*>& params, const std::vector<float>& grad, const std::string& optimizer,
+                   double lr, int step, std::map<uint64_t, AdamState>& adam);
 
 std::string SaveTrainState(const std::vector<ParamShard*>& params, std::map<uint64_t, AdamState>& adam,
                            const std::string& loss_log);
