@@ -106,15 +106,10 @@ StatusOr<JobRequest> Normalise(const JobRequest& in, const ClusterTopology& c) {
 
 namespace {
 
-// One candidate plan: hosts chosen in units of `unit` ranks (a TP group, or 1).
-StatusOr<Placement> PlaceWithUnit(const JobRequest& r, const ClusterTopology& c, int unit_wanted) {
-  const HostSelector* selector = FindHostSelector(r.comm == "compute" && r.policy == "compact" ? "fragmented" : r.policy);
-  if (!selector) {
-    return InvalidArgument("unknown policy '" + r.policy + "' (choose from " + Join(HostSelectorNames(), ", ") + ")");
-  }
-  // Filter.
-  std::vector<std::string> explain(c.hosts.size());
-  std::vector<int> fit(c.hosts.size(), 0);
+// Filter: how many of the job's ranks fit on each host (0 for a host a
+// filter passes over, with the reason in `explain`). Returns the most.
+int FilterHosts(const JobRequest& r, const ClusterTopology& c, std::vector<std::string>& explain,
+                std::vector<int>& fit) {
   int max_fit = 0;
   for (size_t h = 0; h < c.hosts.size(); ++h) {
     for (const HostFilter& f : HostFilters()) {
@@ -132,6 +127,53 @@ StatusOr<Placement> PlaceWithUnit(const JobRequest& r, const ClusterTopology& c,
     }
     max_fit = std::max(max_fit, fit[h]);
   }
+  return max_fit;
+}
+
+// Each chosen host's slots: its GPUs (or plain core slots), the last unit
+// trimmed to the job.
+std::vector<SlotChoice> PickSlots(const JobRequest& r, const ClusterTopology& c, const Selection& sel, int unit,
+                                  std::vector<int>& chosen_hosts) {
+  std::vector<SlotChoice> slots;
+  int left = r.ranks;
+  for (const Candidate& ch : sel.chosen) {
+    const int ranks_here = std::min(ch.units * unit, left);
+    left -= ranks_here;
+    chosen_hosts.push_back(ch.host);
+    const std::vector<int> gpus =
+        r.gpus_per_rank > 0 ? PickGpus(c.hosts[ch.host], ranks_here * r.gpus_per_rank) : std::vector<int>{};
+    for (int i = 0; i < ranks_here; ++i) {
+      std::vector<int> mine;
+      if (r.gpus_per_rank > 0) mine.assign(gpus.begin() + i * r.gpus_per_rank, gpus.begin() + (i + 1) * r.gpus_per_rank);
+      slots.push_back({ch.host, std::move(mine)});
+    }
+  }
+  return slots;
+}
+
+// One line per host: chosen (with its ranks), passed over, or not needed.
+void ExplainHosts(const ClusterTopology& c, const std::vector<std::string>& explain, const std::string& why,
+                  Placement& p) {
+  std::map<std::string, int> ranks_on;
+  for (const RankSlot& s : p.ranks) ++ranks_on[s.host];
+  for (size_t h = 0; h < c.hosts.size(); ++h) {
+    const auto it = ranks_on.find(c.hosts[h].name);
+    const std::string line = it != ranks_on.end() ? "chosen: " + std::to_string(it->second) + " ranks (" + why + ")"
+                             : explain[h].rfind("passed over", 0) == 0 ? explain[h]
+                                                                       : "not needed (" + why + ")";
+    p.explain.push_back(c.hosts[h].name + ": " + line);
+  }
+}
+
+// One candidate plan: hosts chosen in units of `unit` ranks (a TP group, or 1).
+StatusOr<Placement> PlaceWithUnit(const JobRequest& r, const ClusterTopology& c, int unit_wanted) {
+  const HostSelector* selector = FindHostSelector(r.comm == "compute" && r.policy == "compact" ? "fragmented" : r.policy);
+  if (!selector) {
+    return InvalidArgument("unknown policy '" + r.policy + "' (choose from " + Join(HostSelectorNames(), ", ") + ")");
+  }
+  std::vector<std::string> explain(c.hosts.size());
+  std::vector<int> fit(c.hosts.size(), 0);
+  const int max_fit = FilterHosts(r, c, explain, fit);
   // Units: whole TP groups when a TP group fits on a host.
   const int tp = r.layout.extent[kTp];
   const int unit = unit_wanted <= max_fit ? unit_wanted : 1;
@@ -144,48 +186,20 @@ StatusOr<Placement> PlaceWithUnit(const JobRequest& r, const ClusterTopology& c,
   if (capacity < r.ranks) return Infeasible(Shortfall(r, capacity, static_cast<int>(cands.size())));
   auto sel = selector->Select(c, cands, r.ranks / unit + (r.ranks % unit ? 1 : 0));
   if (!sel.ok()) return Infeasible(Shortfall(r, capacity, static_cast<int>(cands.size())));
-  // Pick GPUs (or core slots) per host, trimming the last unit to the job.
-  std::vector<std::pair<int, std::vector<std::vector<int>>>> host_slots;
-  int left = r.ranks;
-  for (const Candidate& ch : sel->chosen) {
-    const int ranks_here = std::min(ch.units * unit, left);
-    left -= ranks_here;
-    std::vector<std::vector<int>> slots(ranks_here);
-    if (r.gpus_per_rank > 0) {
-      const std::vector<int> gpus = PickGpus(c.hosts[ch.host], ranks_here * r.gpus_per_rank);
-      for (int i = 0; i < ranks_here; ++i) {
-        slots[i].assign(gpus.begin() + i * r.gpus_per_rank, gpus.begin() + (i + 1) * r.gpus_per_rank);
-      }
-    }
-    host_slots.push_back({ch.host, slots});
-    explain[ch.host] = "chosen: " + std::to_string(ranks_here) + " ranks (" + sel->why + ")";
-  }
-  std::vector<SlotChoice> slots;
-  for (const auto& [h, gpu_sets] : host_slots)
-    for (const auto& gpus : gpu_sets) slots.push_back({h, gpus});
+  std::vector<int> chosen_hosts;
+  std::vector<SlotChoice> slots = PickSlots(r, c, *sel, unit, chosen_hosts);
   // A small search space: take the model's optimum outright. Only with TP or PP
   // structure: for pure data parallelism the collective library builds its
   // own rings, so rank order buys nothing and contiguous ranks per host (what
-  // mpirun users expect) stay.
+  // mpirun users expect) stay. Within the hosts the selector chose: more
+  // hosts would break its promise (and the by-slot guard below).
   const bool structured = r.layout.extent[kTp] > 1 || r.layout.extent[kPp] > 1;
   if (r.gpus_per_rank == 1 && structured) {
-    // Within the hosts the selector chose: more hosts would break its
-    // promise (and the by-slot guard below).
-    std::vector<int> chosen_hosts;
-    for (const auto& [h, gpu_sets] : host_slots) chosen_hosts.push_back(h);
     std::vector<SlotChoice> exact = ExactAssignment(c, chosen_hosts, r, slots);
     if (!exact.empty()) slots = std::move(exact);
   }
   Placement p = Assemble(c, r, slots, /*tp_innermost_fill=*/true);
-  std::map<std::string, int> ranks_on;
-  for (const RankSlot& s : p.ranks) ++ranks_on[s.host];
-  for (size_t h = 0; h < c.hosts.size(); ++h) {
-    const auto it = ranks_on.find(c.hosts[h].name);
-    const std::string line = it != ranks_on.end() ? "chosen: " + std::to_string(it->second) + " ranks (" + sel->why + ")"
-                             : explain[h].rfind("passed over", 0) == 0 ? explain[h]
-                                                                       : "not needed (" + sel->why + ")";
-    p.explain.push_back(c.hosts[h].name + ": " + line);
-  }
+  ExplainHosts(c, explain, sel->why, p);
   if (unit == 1 && tp > 1) {
     p.notes.push_back("TP groups of " + std::to_string(tp) + " are not kept whole on hosts: some span hosts");
   }
