@@ -171,6 +171,15 @@ class Scheduler {
   // Migrates single-host jobs so that `job`, blocked by the shape of the
   // free GPUs, fits; then starts it. Empty when no such moves exist.
   StatusOr<std::vector<Decision>> TryDefragment(const PoolJob& job, double now);
+  // TryDefragment's steps. Moves `jobs` (smallest first, each into another
+  // partly used host) in `trial` until `to_move` GPUs are free on host `h`;
+  // false when they cannot all be placed, with `trial` and `moved` unchanged.
+  StatusOr<bool> TryClearHost(int h, int to_move, std::vector<const RunningJob*> jobs,
+                              const std::vector<bool>& cleared, double now, GpuPool& trial,
+                              std::map<int, Allocation>& moved) const;
+  // Makes the moves worked out in a trial pool, then starts `job`.
+  StatusOr<std::vector<Decision>> CommitMigrations(const PoolJob& job, const std::map<int, Allocation>& moved,
+                                                   double now);
   double ShadowTime(const PoolJob& head, double now, int* extra) const;
   // When each host's running jobs are expected to end (-infinity: none),
   // cached until running jobs change (busy_until_ cleared).

@@ -75,11 +75,69 @@ StatusOr<std::vector<Decision>> Scheduler::TryPreempt(const PoolJob& job, double
   return out;
 }
 
-StatusOr<std::vector<Decision>> Scheduler::TryDefragment(const PoolJob& job, double now) {
+StatusOr<bool> Scheduler::TryClearHost(int h, int to_move, std::vector<const RunningJob*> jobs,
+                                       const std::vector<bool>& cleared, double now, GpuPool& trial,
+                                       std::map<int, Allocation>& moved) const {
+  const int per = pool_.hosts().front().gpus;
+  const int n_hosts = static_cast<int>(pool_.hosts().size());
+  std::erase_if(jobs, [&](const RunningJob* r) { return moved.count(r->job.id) > 0; });
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [](const RunningJob* a, const RunningJob* b) { return a->job.gpus < b->job.gpus; });
+  GpuPool attempt = trial;
+  std::map<int, Allocation> attempt_moves;
+  int freed = 0;
+  for (const RunningJob* r : jobs) {
+    if (freed >= to_move) break;
+    GangConstraints c = ConstraintsFor(r->job, now);
+    if (c.avoid.empty()) c.avoid.assign(static_cast<size_t>(n_hosts), false);
+    // Only into other partly used hosts: never onto a whole free host (that
+    // would fragment it) nor back onto a host being cleared.
+    for (int x = 0; x < n_hosts; ++x) {
+      if (x == h || cleared[static_cast<size_t>(x)] || attempt.free_on(x) == per) c.avoid[static_cast<size_t>(x)] = true;
+    }
+    auto to = PlaceGang(attempt, r->job.gpus, config_.style, c);
+    if (!to) return false;
+    GL_RETURN_IF_ERROR(attempt.Give(r->allocation));
+    GL_RETURN_IF_ERROR(attempt.Take(*to));
+    attempt_moves[r->job.id] = *to;
+    freed += r->job.gpus;
+  }
+  if (freed < to_move) return false;
+  trial = std::move(attempt);
+  moved.insert(attempt_moves.begin(), attempt_moves.end());
+  return true;
+}
+
+StatusOr<std::vector<Decision>> Scheduler::CommitMigrations(const PoolJob& job, const std::map<int, Allocation>& moved,
+                                                            double now) {
   std::vector<Decision> out;
+  // Every move at once: old GPUs back first, then the new ones.
+  for (const auto& [id, to] : moved) GL_RETURN_IF_ERROR(pool_.Give(running_.at(id).allocation));
+  for (const auto& [id, to] : moved) {
+    GL_RETURN_IF_ERROR(pool_.Take(to));
+    RunningJob& r = running_.at(id);
+    Decision d;
+    d.kind = Decision::Kind::kMigrate;
+    d.job = id;
+    d.previous = r.allocation;
+    d.allocation = to;
+    d.preempted_by = job.id;
+    r.allocation = to;
+    r.delay += config_.migration_cost_s;
+    busy_until_.clear();
+    r.moved_at = now;
+    out.push_back(d);
+  }
+  auto started = TryStart(job, now);
+  if (!started) return Internal("job " + std::to_string(job.id) + " did not fit after migrations made room for it");
+  out.push_back(*started);
+  return out;
+}
+
+StatusOr<std::vector<Decision>> Scheduler::TryDefragment(const PoolJob& job, double now) {
   const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
-  if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) return out;
-  if (pool_.free_gpus() < job.gpus) return out;  // blocked by number, not by shape
+  if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) return std::vector<Decision>{};
+  if (pool_.free_gpus() < job.gpus) return std::vector<Decision>{};  // blocked by number, not by shape
   const int per = pool_.hosts().front().gpus;
   const int n_hosts = static_cast<int>(pool_.hosts().size());
   const GangConstraints wanted = ConstraintsFor(job, now);
@@ -119,65 +177,15 @@ StatusOr<std::vector<Decision>> Scheduler::TryDefragment(const PoolJob& job, dou
     if (candidates.size() > kTries) candidates.resize(kTries);
     bool done = false;
     for (const auto& [to_move, h] : candidates) {
-      // Smallest jobs first, until enough is free on h.
-      std::vector<const RunningJob*> jobs = on_host[static_cast<size_t>(h)];
-      std::erase_if(jobs, [&](const RunningJob* r) { return moved.count(r->job.id) > 0; });
-      std::stable_sort(jobs.begin(), jobs.end(),
-                       [](const RunningJob* a, const RunningJob* b) { return a->job.gpus < b->job.gpus; });
-      GpuPool attempt = trial;
-      std::map<int, Allocation> attempt_moves;
-      int freed = 0;
-      bool placed_all = true;
-      for (const RunningJob* r : jobs) {
-        if (freed >= to_move) break;
-        GangConstraints c = ConstraintsFor(r->job, now);
-        if (c.avoid.empty()) c.avoid.assign(static_cast<size_t>(n_hosts), false);
-        // Only into other partly used hosts: never onto a whole free host
-        // (that would fragment it) nor back onto a host being cleared.
-        for (int x = 0; x < n_hosts; ++x) {
-          if (x == h || cleared[static_cast<size_t>(x)] || attempt.free_on(x) == per) c.avoid[static_cast<size_t>(x)] = true;
-        }
-        auto to = PlaceGang(attempt, r->job.gpus, config_.style, c);
-        if (!to) {
-          placed_all = false;
-          break;
-        }
-        GL_RETURN_IF_ERROR(attempt.Give(r->allocation));
-        GL_RETURN_IF_ERROR(attempt.Take(*to));
-        attempt_moves[r->job.id] = *to;
-        freed += r->job.gpus;
-      }
-      if (!placed_all || freed < to_move) continue;
-      trial = std::move(attempt);
-      moved.insert(attempt_moves.begin(), attempt_moves.end());
+      GL_ASSIGN_OR_RETURN(done, TryClearHost(h, to_move, on_host[static_cast<size_t>(h)], cleared, now, trial, moved));
+      if (!done) continue;
       cleared[static_cast<size_t>(h)] = true;
-      done = true;
       break;
     }
     if (!done) break;
   }
-  if (moved.empty() || !PlaceGang(trial, job.gpus, config_.style, wanted)) return out;
-  // Commit: every move at once (old GPUs back first, then the new ones).
-  for (const auto& [id, to] : moved) GL_RETURN_IF_ERROR(pool_.Give(running_.at(id).allocation));
-  for (const auto& [id, to] : moved) {
-    GL_RETURN_IF_ERROR(pool_.Take(to));
-    RunningJob& r = running_.at(id);
-    Decision d;
-    d.kind = Decision::Kind::kMigrate;
-    d.job = id;
-    d.previous = r.allocation;
-    d.allocation = to;
-    d.preempted_by = job.id;
-    r.allocation = to;
-    r.delay += config_.migration_cost_s;
-    busy_until_.clear();
-    r.moved_at = now;
-    out.push_back(d);
-  }
-  auto started = TryStart(job, now);
-  if (!started) return Internal("job " + std::to_string(job.id) + " did not fit after migrations made room for it");
-  out.push_back(*started);
-  return out;
+  if (moved.empty() || !PlaceGang(trial, job.gpus, config_.style, wanted)) return std::vector<Decision>{};
+  return CommitMigrations(job, moved, now);
 }
 
 }  // namespace gpulaunch::pool
