@@ -81,6 +81,73 @@ int LeavesOf(const GpuPool& pool, const Allocation& a) {
   return static_cast<int>(leaves.size());
 }
 
+namespace {
+
+// Leaves by how many whole free hosts they have, most first (ties: lower leaf).
+std::vector<int> LeavesByRoom(const std::vector<std::vector<int>>& free_hosts) {
+  std::vector<int> order(free_hosts.size());
+  for (size_t l = 0; l < order.size(); ++l) order[l] = static_cast<int>(l);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return free_hosts[static_cast<size_t>(a)].size() > free_hosts[static_cast<size_t>(b)].size();
+  });
+  return order;
+}
+
+// Spread: one whole host per leaf in turn, leaves with the most room first;
+// empty when fewer than `min_leaves` leaves are used.
+std::vector<int> SpreadWholeHosts(const std::vector<std::vector<int>>& free_hosts, int whole, int min_leaves) {
+  const std::vector<int> order = LeavesByRoom(free_hosts);
+  std::vector<int> chosen;
+  std::set<int> leaves_used;
+  for (size_t round = 0; static_cast<int>(chosen.size()) < whole; ++round) {
+    bool took = false;
+    for (int l : order) {
+      const auto& hs = free_hosts[static_cast<size_t>(l)];
+      if (round < hs.size() && static_cast<int>(chosen.size()) < whole) {
+        chosen.push_back(hs[round]);
+        leaves_used.insert(l);
+        took = true;
+      }
+    }
+    if (!took) break;
+  }
+  if (static_cast<int>(leaves_used.size()) < min_leaves) return {};
+  return chosen;
+}
+
+// Topology style: one leaf with room for all (whole hosts, plus the
+// remainder there), the one with the least room left; else the fewest
+// leaves, those with the most whole free hosts first.
+std::vector<int> CompactWholeHosts(const GpuPool& pool, const std::vector<std::vector<int>>& free_hosts, int whole,
+                                   int remainder, PlacementStyle style, const GangConstraints& c) {
+  int best_leaf = -1;
+  for (int l = 0; l < pool.leaves(); ++l) {
+    const auto& hs = free_hosts[static_cast<size_t>(l)];
+    if (static_cast<int>(hs.size()) < whole) continue;
+    if (remainder > 0) {
+      GangConstraints only_leaf = c;
+      only_leaf.avoid.assign(pool.hosts().size(), true);
+      for (int h = 0; h < static_cast<int>(pool.hosts().size()); ++h)
+        if (pool.hosts()[h].leaf == l) only_leaf.avoid[static_cast<size_t>(h)] = !Allowed(pool, c, h);
+      const std::set<int> taken(hs.begin(), hs.begin() + whole);
+      if (PickHost(pool, remainder, style, only_leaf, taken) < 0) continue;
+    }
+    if (best_leaf < 0 || hs.size() < free_hosts[static_cast<size_t>(best_leaf)].size()) best_leaf = l;
+  }
+  std::vector<int> chosen;
+  if (best_leaf >= 0) {
+    const auto& hs = free_hosts[static_cast<size_t>(best_leaf)];
+    chosen.assign(hs.begin(), hs.begin() + whole);
+    return chosen;
+  }
+  for (int l : LeavesByRoom(free_hosts))
+    for (int h : free_hosts[static_cast<size_t>(l)])
+      if (static_cast<int>(chosen.size()) < whole) chosen.push_back(h);
+  return chosen;
+}
+
+}  // namespace
+
 std::optional<Allocation> PlaceGang(const GpuPool& pool, int gpus, PlacementStyle style, const GangConstraints& c) {
   if (gpus <= 0 || pool.hosts().empty() || gpus > pool.free_gpus()) return std::nullopt;
   const int per = pool.hosts().front().gpus;
@@ -100,57 +167,10 @@ std::optional<Allocation> PlaceGang(const GpuPool& pool, int gpus, PlacementStyl
   }
   std::vector<int> chosen;
   if (c.min_leaves > 1) {
-    // Spread: one whole host per leaf in turn, leaves with the most room first.
-    std::vector<int> order(static_cast<size_t>(pool.leaves()));
-    for (int l = 0; l < pool.leaves(); ++l) order[static_cast<size_t>(l)] = l;
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return free_hosts[static_cast<size_t>(a)].size() > free_hosts[static_cast<size_t>(b)].size();
-    });
-    std::set<int> leaves_used;
-    for (size_t round = 0; static_cast<int>(chosen.size()) < whole; ++round) {
-      bool took = false;
-      for (int l : order) {
-        const auto& hs = free_hosts[static_cast<size_t>(l)];
-        if (round < hs.size() && static_cast<int>(chosen.size()) < whole) {
-          chosen.push_back(hs[round]);
-          leaves_used.insert(l);
-          took = true;
-        }
-      }
-      if (!took) break;
-    }
-    if (static_cast<int>(leaves_used.size()) < c.min_leaves) return std::nullopt;
+    chosen = SpreadWholeHosts(free_hosts, whole, c.min_leaves);
+    if (chosen.empty()) return std::nullopt;
   } else if (style == PlacementStyle::kTopology) {
-    // One leaf with room for all (whole hosts, plus the remainder there):
-    // the one with the least room left.
-    int best_leaf = -1;
-    for (int l = 0; l < pool.leaves(); ++l) {
-      const auto& hs = free_hosts[static_cast<size_t>(l)];
-      if (static_cast<int>(hs.size()) < whole) continue;
-      if (remainder > 0) {
-        GangConstraints only_leaf = c;
-        only_leaf.avoid.assign(pool.hosts().size(), true);
-        for (int h = 0; h < static_cast<int>(pool.hosts().size()); ++h)
-          if (pool.hosts()[h].leaf == l) only_leaf.avoid[static_cast<size_t>(h)] = !Allowed(pool, c, h);
-        const std::set<int> taken(hs.begin(), hs.begin() + whole);
-        if (PickHost(pool, remainder, style, only_leaf, taken) < 0) continue;
-      }
-      if (best_leaf < 0 || hs.size() < free_hosts[static_cast<size_t>(best_leaf)].size()) best_leaf = l;
-    }
-    if (best_leaf >= 0) {
-      const auto& hs = free_hosts[static_cast<size_t>(best_leaf)];
-      chosen.assign(hs.begin(), hs.begin() + whole);
-    } else {
-      // The fewest leaves: those with the most whole free hosts first.
-      std::vector<int> order(static_cast<size_t>(pool.leaves()));
-      for (int l = 0; l < pool.leaves(); ++l) order[static_cast<size_t>(l)] = l;
-      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        return free_hosts[static_cast<size_t>(a)].size() > free_hosts[static_cast<size_t>(b)].size();
-      });
-      for (int l : order)
-        for (int h : free_hosts[static_cast<size_t>(l)])
-          if (static_cast<int>(chosen.size()) < whole) chosen.push_back(h);
-    }
+    chosen = CompactWholeHosts(pool, free_hosts, whole, remainder, style, c);
   } else {
     for (const auto& hs : free_hosts) chosen.insert(chosen.end(), hs.begin(), hs.end());
     std::sort(chosen.begin(), chosen.end());
