@@ -167,93 +167,133 @@ std::string DescribeAction(const PipelineSchedule& s, const PipeAction& a) {
   return "?";
 }
 
+namespace {
+
+// What CheckSchedule learns in one pass over the tables, and the checks on it.
+class ScheduleChecker {
+ public:
+  explicit ScheduleChecker(const PipelineSchedule& s) : s_(s), stages_(s.stages()) {}
+
+  // One action, in table order: in range, on its stage's rank, after what it
+  // depends on, and only once; its message counted on its channel.
+  Status Take(int r, size_t i) {
+    const PipeAction& a = s_.actions[r][i];
+    const std::string where = "rank " + std::to_string(r) + " action " + std::to_string(i) + " (" +
+                              DescribeAction(s_, a) + ")";
+    if (a.microbatch < 0 || a.microbatch >= s_.microbatches || a.stage < 0 || a.stage >= stages_) {
+      return InvalidArgument(where + ": micro-batch or stage out of range");
+    }
+    if (s_.RankOfStage(a.stage) != r) {
+      return InvalidArgument(where + ": stage " + std::to_string(a.stage) + " runs on rank " +
+                             std::to_string(s_.RankOfStage(a.stage)));
+    }
+    if (!s_.training && (a.op == PipeOp::kBackward || a.op == PipeOp::kSendGradient || a.op == PipeOp::kRecvGradient)) {
+      return InvalidArgument(where + ": a backward action in an inference schedule");
+    }
+    if ((a.op == PipeOp::kSendActivation && a.stage + 1 >= stages_) || (a.op == PipeOp::kRecvActivation && a.stage == 0) ||
+        (a.op == PipeOp::kSendGradient && a.stage == 0) || (a.op == PipeOp::kRecvGradient && a.stage + 1 >= stages_)) {
+      return InvalidArgument(where + ": no stage on the other side");
+    }
+    GL_RETURN_IF_ERROR(CheckOrder(r, a, where));
+    if (!done_.emplace(std::make_tuple(a.op, a.microbatch, a.stage), std::make_pair(r, i)).second) {
+      return InvalidArgument(where + ": happens twice");
+    }
+    if (IsSend(a.op) || IsRecv(a.op)) {
+      const MessageId m = MessageOf(a);
+      const int peer = s_.RankOfStage(IsSend(a.op) ? std::get<2>(m) : (std::get<0>(m) ? a.stage + 1 : a.stage - 1));
+      const auto channel = IsSend(a.op) ? std::make_tuple(r, peer, std::get<0>(m), std::get<2>(m))
+                                        : std::make_tuple(peer, r, std::get<0>(m), std::get<2>(m));
+      (IsSend(a.op) ? sent_order_ : received_order_)[channel].push_back(a.microbatch);
+      ++(IsSend(a.op) ? sends_ : recvs_)[m];
+    }
+    return Status::Ok();
+  }
+
+  // Every forward (and, training, every backward) of every micro-batch and stage.
+  Status EveryComputeHappens() const {
+    for (int mb = 0; mb < s_.microbatches; ++mb) {
+      for (int st = 0; st < stages_; ++st) {
+        for (PipeOp op : {PipeOp::kForward, PipeOp::kBackward}) {
+          if (op == PipeOp::kBackward && !s_.training) continue;
+          if (!done_.count({op, mb, st})) {
+            return InvalidArgument(std::string(op == PipeOp::kForward ? "forward" : "backward") + " of mb " +
+                                   std::to_string(mb) + " stage " + std::to_string(st) + " never happens");
+          }
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Every message sent once and received once, in the same micro-batch order
+  // on each channel.
+  Status MessagesMatch() {
+    for (const auto& [m, n] : sends_) {
+      if (n != 1 || recvs_[m] != 1) {
+        return InvalidArgument(std::string(std::get<0>(m) ? "gradient" : "activation") + " of mb " +
+                               std::to_string(std::get<1>(m)) + " into stage " + std::to_string(std::get<2>(m)) +
+                               " is sent " + std::to_string(n) + " time(s) and received " + std::to_string(recvs_[m]));
+      }
+    }
+    for (const auto& [m, n] : recvs_) {
+      if (!sends_.count(m)) {
+        return InvalidArgument(std::string(std::get<0>(m) ? "gradient" : "activation") + " of mb " +
+                               std::to_string(std::get<1>(m)) + " into stage " + std::to_string(std::get<2>(m)) +
+                               " is received but never sent");
+      }
+    }
+    for (const auto& [channel, order] : sent_order_) {
+      if (received_order_[channel] != order) {
+        return InvalidArgument("rank " + std::to_string(std::get<0>(channel)) + " sends " +
+                               (std::get<2>(channel) ? "gradients" : "activations") + " into stage " +
+                               std::to_string(std::get<3>(channel)) + " in another micro-batch order than rank " +
+                               std::to_string(std::get<1>(channel)) + " receives them");
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  // What an action needs done before it on its own rank.
+  Status CheckOrder(int r, const PipeAction& a, const std::string& where) const {
+    auto before = [&](PipeOp op) {
+      const auto it = done_.find({op, a.microbatch, a.stage});
+      return it != done_.end() && it->second.first == r;
+    };
+    if (a.op == PipeOp::kForward && a.stage > 0 && !before(PipeOp::kRecvActivation)) {
+      return InvalidArgument(where + ": runs before its activation is received");
+    }
+    if (a.op == PipeOp::kBackward && !before(PipeOp::kForward)) return InvalidArgument(where + ": runs before its forward");
+    if (a.op == PipeOp::kBackward && a.stage + 1 < stages_ && !before(PipeOp::kRecvGradient)) {
+      return InvalidArgument(where + ": runs before its gradient is received");
+    }
+    if (a.op == PipeOp::kSendActivation && !before(PipeOp::kForward)) return InvalidArgument(where + ": sends before computing");
+    if (a.op == PipeOp::kSendGradient && !before(PipeOp::kBackward)) return InvalidArgument(where + ": sends before computing");
+    return Status::Ok();
+  }
+
+  const PipelineSchedule& s_;
+  const int stages_;
+  // (op, mb, stage) -> rank and position where it happens.
+  std::map<std::tuple<PipeOp, int, int>, std::pair<int, size_t>> done_;
+  std::map<MessageId, int> sends_, recvs_;
+  // Channel (src rank, dst rank, is gradient, stage entered) -> micro-batches in order.
+  std::map<std::tuple<int, int, bool, int>, std::vector<int>> sent_order_, received_order_;
+};
+
+}  // namespace
+
 Status CheckSchedule(const PipelineSchedule& s) {
   GL_RETURN_IF_ERROR(CheckShape(s.ranks, s.microbatches, s.chunks));
   if (static_cast<int>(s.actions.size()) != s.ranks) {
     return InvalidArgument("the schedule has tables for " + std::to_string(s.actions.size()) + " ranks, not " +
                            std::to_string(s.ranks));
   }
-  const int stages = s.stages();
-  // (op, mb, stage) -> rank and position where it happens.
-  std::map<std::tuple<PipeOp, int, int>, std::pair<int, size_t>> done;
-  std::map<MessageId, int> sends, recvs;
-  // Channel (src rank, dst rank, is gradient, stage entered) -> micro-batches in order.
-  std::map<std::tuple<int, int, bool, int>, std::vector<int>> sent_order, received_order;
-  for (int r = 0; r < s.ranks; ++r) {
-    for (size_t i = 0; i < s.actions[r].size(); ++i) {
-      const PipeAction& a = s.actions[r][i];
-      const std::string where = "rank " + std::to_string(r) + " action " + std::to_string(i) + " (" +
-                                DescribeAction(s, a) + ")";
-      if (a.microbatch < 0 || a.microbatch >= s.microbatches || a.stage < 0 || a.stage >= stages) {
-        return InvalidArgument(where + ": micro-batch or stage out of range");
-      }
-      if (s.RankOfStage(a.stage) != r) return InvalidArgument(where + ": stage " + std::to_string(a.stage) + " runs on rank " + std::to_string(s.RankOfStage(a.stage)));
-      if (!s.training && (a.op == PipeOp::kBackward || a.op == PipeOp::kSendGradient || a.op == PipeOp::kRecvGradient)) {
-        return InvalidArgument(where + ": a backward action in an inference schedule");
-      }
-      if ((a.op == PipeOp::kSendActivation && a.stage + 1 >= stages) || (a.op == PipeOp::kRecvActivation && a.stage == 0) ||
-          (a.op == PipeOp::kSendGradient && a.stage == 0) || (a.op == PipeOp::kRecvGradient && a.stage + 1 >= stages)) {
-        return InvalidArgument(where + ": no stage on the other side");
-      }
-      auto before = [&](PipeOp op) {
-        const auto it = done.find({op, a.microbatch, a.stage});
-        return it != done.end() && it->second.first == r;
-      };
-      if (a.op == PipeOp::kForward && a.stage > 0 && !before(PipeOp::kRecvActivation)) {
-        return InvalidArgument(where + ": runs before its activation is received");
-      }
-      if (a.op == PipeOp::kBackward && !before(PipeOp::kForward)) return InvalidArgument(where + ": runs before its forward");
-      if (a.op == PipeOp::kBackward && a.stage + 1 < stages && !before(PipeOp::kRecvGradient)) {
-        return InvalidArgument(where + ": runs before its gradient is received");
-      }
-      if (a.op == PipeOp::kSendActivation && !before(PipeOp::kForward)) return InvalidArgument(where + ": sends before computing");
-      if (a.op == PipeOp::kSendGradient && !before(PipeOp::kBackward)) return InvalidArgument(where + ": sends before computing");
-      if (!done.emplace(std::make_tuple(a.op, a.microbatch, a.stage), std::make_pair(r, i)).second) {
-        return InvalidArgument(where + ": happens twice");
-      }
-      if (IsSend(a.op) || IsRecv(a.op)) {
-        const MessageId m = MessageOf(a);
-        const int peer = s.RankOfStage(IsSend(a.op) ? std::get<2>(m) : (std::get<0>(m) ? a.stage + 1 : a.stage - 1));
-        const auto channel = IsSend(a.op) ? std::make_tuple(r, peer, std::get<0>(m), std::get<2>(m))
-                                          : std::make_tuple(peer, r, std::get<0>(m), std::get<2>(m));
-        (IsSend(a.op) ? sent_order : received_order)[channel].push_back(a.microbatch);
-        ++(IsSend(a.op) ? sends : recvs)[m];
-      }
-    }
-  }
-  for (int mb = 0; mb < s.microbatches; ++mb) {
-    for (int st = 0; st < stages; ++st) {
-      for (PipeOp op : {PipeOp::kForward, PipeOp::kBackward}) {
-        if (op == PipeOp::kBackward && !s.training) continue;
-        if (!done.count({op, mb, st})) {
-          return InvalidArgument(std::string(op == PipeOp::kForward ? "forward" : "backward") + " of mb " +
-                                 std::to_string(mb) + " stage " + std::to_string(st) + " never happens");
-        }
-      }
-    }
-  }
-  for (const auto& [m, n] : sends) {
-    if (n != 1 || recvs[m] != 1) {
-      return InvalidArgument(std::string(std::get<0>(m) ? "gradient" : "activation") + " of mb " +
-                             std::to_string(std::get<1>(m)) + " into stage " + std::to_string(std::get<2>(m)) +
-                             " is sent " + std::to_string(n) + " time(s) and received " + std::to_string(recvs[m]));
-    }
-  }
-  for (const auto& [m, n] : recvs) {
-    if (!sends.count(m)) {
-      return InvalidArgument(std::string(std::get<0>(m) ? "gradient" : "activation") + " of mb " +
-                             std::to_string(std::get<1>(m)) + " into stage " + std::to_string(std::get<2>(m)) +
-                             " is received but never sent");
-    }
-  }
-  for (const auto& [channel, order] : sent_order) {
-    if (received_order[channel] != order) {
-      return InvalidArgument("rank " + std::to_string(std::get<0>(channel)) + " sends " +
-                             (std::get<2>(channel) ? "gradients" : "activations") + " into stage " +
-                             std::to_string(std::get<3>(channel)) + " in another micro-batch order than rank " +
-                             std::to_string(std::get<1>(channel)) + " receives them");
-    }
-  }
+  ScheduleChecker checker(s);
+  for (int r = 0; r < s.ranks; ++r)
+    for (size_t i = 0; i < s.actions[r].size(); ++i) GL_RETURN_IF_ERROR(checker.Take(r, i));
+  GL_RETURN_IF_ERROR(checker.EveryComputeHappens());
+  GL_RETURN_IF_ERROR(checker.MessagesMatch());
   const std::vector<size_t> pc = Execute(s, [](int, const PipeAction&) {});
   std::string stuck;
   for (int r = 0; r < s.ranks; ++r) {
