@@ -114,6 +114,34 @@ std::string RangesText(const std::vector<int>& first) {
   return s;
 }
 
+// Rank 0 collects each replica's logits from its last stage's tp rank 0 and
+// returns them all, replica by replica, as float32 bytes; other ranks return
+// "" (the owners among them having sent theirs).
+StatusOr<std::string> GatherLogits(rt::Communicator& world, const rt::ParallelLayout& layout,
+                                   const std::map<int, std::vector<float>>& logits_by_mb, int batch, int vocab) {
+  const int pp = layout.extent[rt::kPp], dp = layout.extent[rt::kDp];
+  const auto coords = layout.CoordsOf(world.rank());
+  const bool root = world.rank() == 0;
+  const size_t replica_floats = static_cast<size_t>(batch / dp) * vocab;
+  std::vector<float> replica;
+  if (coords[rt::kPp] == pp - 1 && coords[rt::kTp] == 0) {
+    for (const auto& [mb, logits] : logits_by_mb) replica.insert(replica.end(), logits.begin(), logits.end());
+    if (!root) (void)world.Send(0, 7000, replica.data(), replica.size() * sizeof(float));
+  }
+  if (!root) return std::string();
+  std::vector<float> all(static_cast<size_t>(batch) * vocab);
+  for (int d = 0; d < dp; ++d) {
+    const int from = layout.RankOf({0, pp - 1, d});
+    float* dst = all.data() + d * replica_floats;
+    if (from == 0) {
+      std::memcpy(dst, replica.data(), replica_floats * sizeof(float));
+    } else {
+      GL_RETURN_IF_ERROR(world.Recv(from, 7000, dst, replica_floats * sizeof(float)));
+    }
+  }
+  return std::string(reinterpret_cast<const char*>(all.data()), all.size() * sizeof(float));
+}
+
 int Run(int argc, char** argv) {
   auto rt = rt::Init(&argc, &argv);
   if (!rt.ok()) {
@@ -186,27 +214,13 @@ int Run(int argc, char** argv) {
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  // Rank 0 collects each replica's logits from its last stage's tp rank 0.
-  const size_t replica_floats = static_cast<size_t>(batch / dp) * args->model.vocab;
-  std::vector<float> replica;
-  const bool owner = coords[rt::kPp] == pp - 1 && coords[rt::kTp] == 0;
-  if (owner) {
-    for (auto& [mb, logits] : stages.logits_) replica.insert(replica.end(), logits.begin(), logits.end());
-    if (!root) (void)world.Send(0, 7000, replica.data(), replica.size() * sizeof(float));
+  auto gathered = GatherLogits(world, *layout, stages.logits_, batch, args->model.vocab);
+  if (!gathered.ok()) {
+    std::cerr << "transformer_infer: " << gathered.status().message() << "\n";
+    return 1;
   }
   if (!root) return 0;
-  std::vector<float> all(static_cast<size_t>(batch) * args->model.vocab);
-  for (int d = 0; d < dp; ++d) {
-    const int from = layout->RankOf({0, pp - 1, d});
-    float* dst = all.data() + d * replica_floats;
-    if (from == 0) {
-      std::memcpy(dst, replica.data(), replica_floats * sizeof(float));
-    } else if (Status s = world.Recv(from, 7000, dst, replica_floats * sizeof(float)); !s.ok()) {
-      std::cerr << "transformer_infer: " << s.message() << "\n";
-      return 1;
-    }
-  }
-  const std::string bytes(reinterpret_cast<const char*>(all.data()), all.size() * sizeof(float));
+  const std::string& bytes = *gathered;
   if (Status s = WriteFileAtomically(args->output, bytes); !s.ok()) {
     std::cerr << "transformer_infer: " << s.message() << "\n";
     return 1;
