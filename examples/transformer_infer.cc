@@ -142,6 +142,70 @@ StatusOr<std::string> GatherLogits(rt::Communicator& world, const rt::ParallelLa
   return std::string(reinterpret_cast<const char*>(all.data()), all.size() * sizeof(float));
 }
 
+// What the command line and the input decide, checked before any
+// communication: a failure here is a usage error (exit 2).
+struct InferJob {
+  Args args;
+  ParallelLayout layout;
+  std::vector<int32_t> tokens;
+  int batch = 0;  // sequences
+  BatchCut cut;
+  StageSplit split;
+  rt::PipelineSchedule schedule;
+};
+
+StatusOr<InferJob> PlanInferJob(int argc, char** argv, const ParallelLayout& planned, int world_size) {
+  InferJob job;
+  GL_ASSIGN_OR_RETURN(job.args, ParseJobOptions(argc, argv, false, kUsage));
+  const Args& a = job.args;
+  GL_ASSIGN_OR_RETURN(job.layout, JobLayout(a, planned, world_size));
+  GL_RETURN_IF_ERROR(ValidateModel(a.model, job.layout.extent[rt::kTp]));
+  GL_ASSIGN_OR_RETURN(job.tokens, LoadTokens(a));
+  job.batch = static_cast<int>(job.tokens.size()) / a.model.seq;
+  // --microbatches cuts the whole batch; each dp replica runs M / dp of them.
+  GL_ASSIGN_OR_RETURN(job.cut, CutBatch(std::to_string(job.batch) + " sequences", job.batch, a.microbatches,
+                                        job.layout.extent[rt::kDp]));
+  SplitOptions split_options;
+  split_options.stages = job.layout.extent[rt::kPp];
+  split_options.training = false;
+  GL_ASSIGN_OR_RETURN(job.split, SplitBalanced(ModelTaskGraph(a.model, job.cut.seqs_per_microbatch), split_options));
+  GL_ASSIGN_OR_RETURN(job.schedule, rt::MakeGPipe(split_options.stages, job.cut.replica_microbatches, false));
+  return job;
+}
+
+// Runs this rank's part of the pipeline and returns what GatherLogits
+// returns: every logit on rank 0, "" elsewhere. `*seconds`: the pipeline's
+// run time. `*usage_error` is set when the failure is the user's input
+// (--weights that do not load), before any pipeline traffic.
+StatusOr<std::string> Infer(rt::Runtime& rt, const InferJob& job, double* seconds, bool* usage_error) {
+  rt::Communicator& world = rt.world();
+  const Args& a = job.args;
+  const int dp = job.layout.extent[rt::kDp];
+  GL_ASSIGN_OR_RETURN(rt::ProcessGroups groups, rt::CreateGroups(world, job.layout, rt.hosts()));
+  GL_ASSIGN_OR_RETURN(auto reducer, rt::DeterministicReducer::Create(*groups.group[rt::kTp],
+                                                                     {a.model.heads, rt::ElementType::kFloat32}));
+  // This replica's sequences.
+  const size_t per_replica = static_cast<size_t>(job.batch / dp) * a.model.seq;
+  const size_t replica = static_cast<size_t>(job.layout.CoordsOf(world.rank())[rt::kDp]);
+  const std::vector<int32_t> mine(job.tokens.begin() + static_cast<long>(replica * per_replica),
+                                  job.tokens.begin() + static_cast<long>((replica + 1) * per_replica));
+  TransformerLayers layers(a.model, *groups.group[rt::kTp], reducer);
+  if (!a.weights.empty()) {
+    Status loaded = layers.LoadWeights(a.weights);
+    *usage_error = !loaded.ok();
+    GL_RETURN_IF_ERROR(loaded);
+  }
+  Stages stages(layers, job.split.first_layer, mine, job.cut.seqs_per_microbatch, a.model);
+  const auto start = std::chrono::steady_clock::now();
+  rt::PipelineRunOptions run_options;
+  run_options.stall_report_ms = 30000;
+  if (Status s = rt::RunPipeline(job.schedule, *groups.group[rt::kPp], stages, run_options); !s.ok()) {
+    return Status(s.code(), "rank " + std::to_string(world.rank()) + ": " + s.message());
+  }
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return GatherLogits(world, job.layout, stages.logits_, job.batch, a.model.vocab);
+}
+
 int Run(int argc, char** argv) {
   auto rt = rt::Init(&argc, &argv);
   if (!rt.ok()) {
@@ -154,81 +218,31 @@ int Run(int argc, char** argv) {
     if (root) std::cerr << "transformer_infer: " << s.message() << "\n";
     return kExitUsage;
   };
-  auto args = ParseJobOptions(argc, argv, false, kUsage);
-  if (!args.ok()) return usage(args.status());
-  auto layout = JobLayout(*args, (*rt)->layout(), world.size());
-  if (!layout.ok()) return usage(layout.status());
-  const int tp = layout->extent[rt::kTp], pp = layout->extent[rt::kPp], dp = layout->extent[rt::kDp];
-  if (Status s = ValidateModel(args->model, tp); !s.ok()) return usage(s);
-  auto tokens = LoadTokens(*args);
-  if (!tokens.ok()) return usage(tokens.status());
-  const int batch = static_cast<int>(tokens->size()) / args->model.seq;
-  // --microbatches cuts the whole batch; each dp replica runs M / dp of them.
-  const int global_mbs = args->microbatches;
-  if (batch % global_mbs != 0 || global_mbs % dp != 0) {
-    return usage(InvalidArgument(std::to_string(batch) + " sequences in --microbatches " + std::to_string(global_mbs) +
-                                 " over dp=" + std::to_string(dp) + ": the micro-batches must divide the batch and be "
-                                 "a multiple of dp"));
-  }
-  const int m = global_mbs / dp;
-  const int seqs_per_mb = batch / global_mbs;
-  SplitOptions split_options;
-  split_options.stages = pp;
-  split_options.training = false;
-  auto split = SplitBalanced(ModelTaskGraph(args->model, seqs_per_mb), split_options);
-  if (!split.ok()) return usage(split.status());
-
-  auto groups = rt::CreateGroups(world, *layout, (*rt)->hosts());
-  if (!groups.ok()) {
-    std::cerr << "transformer_infer: " << groups.status().message() << "\n";
-    return 1;
-  }
-  auto& tp_comm = *groups->group[rt::kTp];
-  auto& pp_comm = *groups->group[rt::kPp];
-  const auto coords = layout->CoordsOf(world.rank());
-  auto reducer = rt::DeterministicReducer::Create(tp_comm, {args->model.heads, rt::ElementType::kFloat32});
-  if (!reducer.ok()) {
-    std::cerr << "transformer_infer: " << reducer.status().message() << "\n";
-    return 1;
-  }
-  // This replica's sequences.
-  const size_t per_replica = static_cast<size_t>(batch / dp) * args->model.seq;
-  const std::vector<int32_t> mine(tokens->begin() + static_cast<long>(coords[rt::kDp] * per_replica),
-                                  tokens->begin() + static_cast<long>((coords[rt::kDp] + 1) * per_replica));
-  if (args->device == "cuda") {
+  auto job = PlanInferJob(argc, argv, (*rt)->layout(), world.size());
+  if (!job.ok()) return usage(job.status());
+  if (job->args.device == "cuda") {
     if (Status s = rt::SetMatMulDevice(rt::MatMulDevice::kCuda); !s.ok()) return usage(s);
   }
-  TransformerLayers layers(args->model, tp_comm, *reducer);
-  if (!args->weights.empty()) {
-    if (Status s = layers.LoadWeights(args->weights); !s.ok()) return usage(s);
-  }
-  Stages stages(layers, split->first_layer, mine, seqs_per_mb, args->model);
-  auto schedule = rt::MakeGPipe(pp, m, false);
-  if (!schedule.ok()) return usage(schedule.status());
-  const auto start = std::chrono::steady_clock::now();
-  rt::PipelineRunOptions run_options;
-  run_options.stall_report_ms = 30000;
-  if (Status s = rt::RunPipeline(*schedule, pp_comm, stages, run_options); !s.ok()) {
-    std::cerr << "transformer_infer: rank " << world.rank() << ": " << s.message() << "\n";
-    return 1;
-  }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-  auto gathered = GatherLogits(world, *layout, stages.logits_, batch, args->model.vocab);
+  double seconds = 0;
+  bool usage_error = false;
+  auto gathered = Infer(**rt, *job, &seconds, &usage_error);
+  if (usage_error) return usage(gathered.status());
   if (!gathered.ok()) {
     std::cerr << "transformer_infer: " << gathered.status().message() << "\n";
     return 1;
   }
   if (!root) return 0;
   const std::string& bytes = *gathered;
-  if (Status s = WriteFileAtomically(args->output, bytes); !s.ok()) {
+  const Args& a = job->args;
+  if (Status s = WriteFileAtomically(a.output, bytes); !s.ok()) {
     std::cerr << "transformer_infer: " << s.message() << "\n";
     return 1;
   }
   std::printf("transformer_infer: %d sequences x %d tokens, layout %s, stages %s, %d micro-batches; %.3f s, %.1f "
               "tokens/s; wrote %s (%zu bytes) sha256 %s\n",
-              batch, args->model.seq, layout->ToString().c_str(), RangesText(split->first_layer).c_str(), m, seconds,
-              batch * args->model.seq / seconds, args->output.c_str(), bytes.size(), Sha256Hex(bytes).c_str());
+              job->batch, a.model.seq, job->layout.ToString().c_str(), RangesText(job->split.first_layer).c_str(),
+              job->cut.replica_microbatches, seconds, job->batch * a.model.seq / seconds, a.output.c_str(),
+              bytes.size(), Sha256Hex(bytes).c_str());
   return 0;
 }
 

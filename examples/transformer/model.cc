@@ -9,7 +9,6 @@
 #include "runtime/tensor_parallel.h"
 
 namespace gpulaunch::examples {
-namespace {
 
 uint64_t SplitMix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -17,6 +16,8 @@ uint64_t SplitMix(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
+
+namespace {
 
 // Initial value of element `index` of tensor `tensor`: uniform in [-scale, scale).
 float Param(uint64_t seed, uint64_t tensor, uint64_t index, float scale) {

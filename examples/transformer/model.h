@@ -44,6 +44,9 @@ Status ValidateModel(const ModelConfig& config, int tp);
 // The model as the partitioner sees it, for micro-batches of `seqs` sequences.
 TaskGraph ModelTaskGraph(const ModelConfig& config, int seqs);
 
+// SplitMix64's mixing step: the seeded weights and the training data.
+uint64_t SplitMix(uint64_t x);
+
 // This rank's part of one parameter tensor (rows x cols in full).
 struct ParamShard {
   uint64_t id = 0;

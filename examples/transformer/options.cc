@@ -13,19 +13,23 @@
 
 namespace gpulaunch::examples {
 
-StatusOr<JobOptions> ParseJobOptions(int argc, char** argv, bool training, const std::string& usage) {
-  JobOptions o;
-  std::map<std::string, std::string> kv;
+namespace {
+
+using FlagValues = std::map<std::string, std::string>;  // flag without "--" -> value
+
+StatusOr<FlagValues> ReadFlagPairs(int argc, char** argv, const std::string& usage) {
+  FlagValues kv;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") return InvalidArgument(usage);
     if (flag.rfind("--", 0) != 0 || i + 1 >= argc) return InvalidArgument("unexpected '" + flag + "'\n" + usage);
     kv[flag.substr(2)] = argv[++i];
   }
-  if (kv.count("model")) {
-    GL_ASSIGN_OR_RETURN(o.model, ModelPreset(kv["model"]));
-    kv.erase("model");
-  }
+  return kv;
+}
+
+// Moves the integer and text flags this job knows from `kv` into `o`.
+Status TakeIntAndTextFlags(bool training, FlagValues& kv, JobOptions& o) {
   int seed = 1;
   std::vector<std::pair<const char*, int*>> ints = {
       {"batch", &o.batch}, {"stages", &o.stages}, {"gpus-per-stage", &o.gpus_per_stage},
@@ -56,7 +60,12 @@ StatusOr<JobOptions> ParseJobOptions(int argc, char** argv, bool training, const
   for (auto [name, field] : texts) {
     if (kv.count(name)) *field = kv[name], kv.erase(name);
   }
-  if (training && kv.count("slow-rank")) {
+  return Status::Ok();
+}
+
+// The trainer's --slow-rank RANK:MS and --lr X.
+Status TakeTrainingFlags(FlagValues& kv, JobOptions& o) {
+  if (kv.count("slow-rank")) {
     const std::string v = kv["slow-rank"];
     const size_t colon = v.find(':');
     const auto rank = colon == std::string::npos ? std::nullopt : ParseInt(v.substr(0, colon));
@@ -68,12 +77,26 @@ StatusOr<JobOptions> ParseJobOptions(int argc, char** argv, bool training, const
     o.slow_ms = static_cast<int>(*ms);
     kv.erase("slow-rank");
   }
-  if (training && kv.count("lr")) {
+  if (kv.count("lr")) {
     char* end = nullptr;
     o.lr = std::strtod(kv["lr"].c_str(), &end);
     if (*end != '\0' || !(o.lr > 0)) return InvalidArgument("--lr '" + kv["lr"] + "': give a positive number");
     kv.erase("lr");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<JobOptions> ParseJobOptions(int argc, char** argv, bool training, const std::string& usage) {
+  JobOptions o;
+  GL_ASSIGN_OR_RETURN(FlagValues kv, ReadFlagPairs(argc, argv, usage));
+  if (kv.count("model")) {
+    GL_ASSIGN_OR_RETURN(o.model, ModelPreset(kv["model"]));
+    kv.erase("model");
+  }
+  GL_RETURN_IF_ERROR(TakeIntAndTextFlags(training, kv, o));
+  if (training) GL_RETURN_IF_ERROR(TakeTrainingFlags(kv, o));
   if (!kv.empty()) return InvalidArgument("unknown option --" + kv.begin()->first + "\n" + usage);
   if (o.device != "cpu" && o.device != "cuda") return InvalidArgument("--device '" + o.device + "': use cpu or cuda");
   if (!training && o.output.empty()) return InvalidArgument("--output PATH is required\n" + usage);
@@ -94,6 +117,14 @@ StatusOr<ParallelLayout> JobLayout(const JobOptions& o, const ParallelLayout& pl
   else if (!o.parallel.empty()) return InvalidArgument("--parallel '" + o.parallel + "': use pipeline, tensor, data or hybrid");
   else return planned;
   return ParseLayout(text, world_size);
+}
+
+StatusOr<BatchCut> CutBatch(const std::string& batch_text, int batch, int microbatches, int dp) {
+  if (batch % microbatches != 0 || microbatches % dp != 0) {
+    return InvalidArgument(batch_text + " in --microbatches " + std::to_string(microbatches) + " over dp=" +
+                           std::to_string(dp) + ": the micro-batches must divide the batch and be a multiple of dp");
+  }
+  return BatchCut{microbatches, microbatches / dp, batch / microbatches};
 }
 
 

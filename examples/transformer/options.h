@@ -46,4 +46,16 @@ StatusOr<JobOptions> ParseJobOptions(int argc, char** argv, bool training, const
 // gpulaunch planned, or one replica per rank without it).
 StatusOr<ParallelLayout> JobLayout(const JobOptions& options, const ParallelLayout& planned, int world_size);
 
+// How a job cuts its batch of `batch` sequences: into `microbatches` global
+// micro-batches (the leaves of every reduction, the same for every layout),
+// each of the `dp` replicas running its share. Fails when the micro-batches
+// do not divide the batch or are no multiple of dp; the message begins with
+// `batch_text` (how the job names its batch, e.g. "--batch 8").
+struct BatchCut {
+  int global_microbatches = 1;
+  int replica_microbatches = 1;  // global / dp
+  int seqs_per_microbatch = 1;
+};
+StatusOr<BatchCut> CutBatch(const std::string& batch_text, int batch, int microbatches, int dp);
+
 }  // namespace gpulaunch::examples
