@@ -129,10 +129,8 @@ Status CheckKnown(const Reader& rd, const Json& obj, const std::string& key, int
   return rd.Error(*obj.Find(key), "\"" + key + "\" is " + std::to_string(id) + ", which this host does not have");
 }
 
-StatusOr<HostTopology> ReadHost(const Reader& rd, const Json& h) {
-  HostTopology t;
-  GL_RETURN_IF_ERROR(ReadPuSets(rd, h, "packages", &t.packages));
-  GL_RETURN_IF_ERROR(ReadPuSets(rd, h, "numa_nodes", &t.numa_nodes));
+// A host's "cores", after its packages and NUMA nodes (`t`), which they name.
+Status ReadCores(const Reader& rd, const Json& h, HostTopology& t) {
   GL_ASSIGN_OR_RETURN(const Json* cores, rd.Field(h, "cores", Json::Type::kArray));
   std::set<int> pus_seen;
   for (const Json& c : cores->items()) {
@@ -151,39 +149,44 @@ StatusOr<HostTopology> ReadHost(const Reader& rd, const Json& h) {
     }
     t.cores.push_back(core);
   }
-  GL_ASSIGN_OR_RETURN(const Json* gpus, rd.Field(h, "gpus", Json::Type::kArray));
-  for (const Json& g : gpus->items()) {
-    Gpu gpu;
-    gpu.index = static_cast<int>(t.gpus.size());
-    GL_ASSIGN_OR_RETURN(gpu.pci_bus_id, rd.Str(g, "pci_bus_id"));
-    GL_ASSIGN_OR_RETURN(gpu.vendor, rd.Str(g, "vendor"));
-    GL_ASSIGN_OR_RETURN(gpu.model, rd.Str(g, "model"));
-    GL_ASSIGN_OR_RETURN(gpu.uuid, rd.Str(g, "uuid"));
-    GL_ASSIGN_OR_RETURN(double mem, rd.Amount(g, "memory_bytes", kMaxGpuBytes, "bytes"));
-    GL_ASSIGN_OR_RETURN(int64_t numa_node, rd.Int(g, "numa_node", -1, kMaxIndex));
-    GL_RETURN_IF_ERROR(CheckKnown(rd, g, "numa_node", static_cast<int>(numa_node), t.numa_nodes));
-    GL_ASSIGN_OR_RETURN(gpu.local_pus, rd.IdList(g, "local_pus"));
-    GL_ASSIGN_OR_RETURN(gpu.pci_path, rd.StrList(g, "pci_path"));
-    gpu.memory_bytes = static_cast<uint64_t>(mem);
-    gpu.numa_node = static_cast<int>(numa_node);
-    t.gpus.push_back(gpu);
+  return Status::Ok();
+}
+
+StatusOr<Gpu> ReadGpu(const Reader& rd, const Json& g, const HostTopology& t) {
+  Gpu gpu;
+  gpu.index = static_cast<int>(t.gpus.size());
+  GL_ASSIGN_OR_RETURN(gpu.pci_bus_id, rd.Str(g, "pci_bus_id"));
+  GL_ASSIGN_OR_RETURN(gpu.vendor, rd.Str(g, "vendor"));
+  GL_ASSIGN_OR_RETURN(gpu.model, rd.Str(g, "model"));
+  GL_ASSIGN_OR_RETURN(gpu.uuid, rd.Str(g, "uuid"));
+  GL_ASSIGN_OR_RETURN(double mem, rd.Amount(g, "memory_bytes", kMaxGpuBytes, "bytes"));
+  GL_ASSIGN_OR_RETURN(int64_t numa_node, rd.Int(g, "numa_node", -1, kMaxIndex));
+  GL_RETURN_IF_ERROR(CheckKnown(rd, g, "numa_node", static_cast<int>(numa_node), t.numa_nodes));
+  GL_ASSIGN_OR_RETURN(gpu.local_pus, rd.IdList(g, "local_pus"));
+  GL_ASSIGN_OR_RETURN(gpu.pci_path, rd.StrList(g, "pci_path"));
+  gpu.memory_bytes = static_cast<uint64_t>(mem);
+  gpu.numa_node = static_cast<int>(numa_node);
+  return gpu;
+}
+
+StatusOr<Nic> ReadNic(const Reader& rd, const Json& n, const HostTopology& t) {
+  Nic nic;
+  GL_ASSIGN_OR_RETURN(nic.name, rd.Str(n, "name"));
+  GL_ASSIGN_OR_RETURN(nic.kind, rd.Str(n, "kind"));
+  GL_ASSIGN_OR_RETURN(nic.pci_bus_id, rd.Str(n, "pci_bus_id"));
+  GL_ASSIGN_OR_RETURN(int64_t numa_node, rd.Int(n, "numa_node", -1, kMaxIndex));
+  GL_RETURN_IF_ERROR(CheckKnown(rd, n, "numa_node", static_cast<int>(numa_node), t.numa_nodes));
+  if (n.Find("local_pus")) {  // optional: files written before it was recorded lack it
+    GL_ASSIGN_OR_RETURN(nic.local_pus, rd.IdList(n, "local_pus"));
   }
-  GL_ASSIGN_OR_RETURN(const Json* nics, rd.Field(h, "nics", Json::Type::kArray));
-  for (const Json& n : nics->items()) {
-    Nic nic;
-    GL_ASSIGN_OR_RETURN(nic.name, rd.Str(n, "name"));
-    GL_ASSIGN_OR_RETURN(nic.kind, rd.Str(n, "kind"));
-    GL_ASSIGN_OR_RETURN(nic.pci_bus_id, rd.Str(n, "pci_bus_id"));
-    GL_ASSIGN_OR_RETURN(int64_t numa_node, rd.Int(n, "numa_node", -1, kMaxIndex));
-    GL_RETURN_IF_ERROR(CheckKnown(rd, n, "numa_node", static_cast<int>(numa_node), t.numa_nodes));
-    if (n.Find("local_pus")) {  // optional: files written before it was recorded lack it
-      GL_ASSIGN_OR_RETURN(nic.local_pus, rd.IdList(n, "local_pus"));
-    }
-    GL_ASSIGN_OR_RETURN(nic.pci_path, rd.StrList(n, "pci_path"));
-    GL_ASSIGN_OR_RETURN(nic.gbps, rd.Amount(n, "gbps", kMaxGbps, "Gb/s"));
-    nic.numa_node = static_cast<int>(numa_node);
-    t.nics.push_back(nic);
-  }
+  GL_ASSIGN_OR_RETURN(nic.pci_path, rd.StrList(n, "pci_path"));
+  GL_ASSIGN_OR_RETURN(nic.gbps, rd.Amount(n, "gbps", kMaxGbps, "Gb/s"));
+  nic.numa_node = static_cast<int>(numa_node);
+  return nic;
+}
+
+// "gpu_link_gbps": gpus x gpus numbers, or none.
+Status ReadGpuLinks(const Reader& rd, const Json& h, HostTopology& t) {
   GL_ASSIGN_OR_RETURN(const Json* links, rd.Field(h, "gpu_link_gbps", Json::Type::kArray));
   for (const Json& v : links->items()) {
     if (!v.is(Json::Type::kNumber) || !(v.AsNumber() >= 0 && v.AsNumber() <= kMaxGbps)) {
@@ -194,6 +197,25 @@ StatusOr<HostTopology> ReadHost(const Reader& rd, const Json& h) {
   if (!t.gpu_link_gbps.empty() && t.gpu_link_gbps.size() != t.gpus.size() * t.gpus.size()) {
     return rd.Error(*links, "\"gpu_link_gbps\" must have gpus x gpus entries");
   }
+  return Status::Ok();
+}
+
+StatusOr<HostTopology> ReadHost(const Reader& rd, const Json& h) {
+  HostTopology t;
+  GL_RETURN_IF_ERROR(ReadPuSets(rd, h, "packages", &t.packages));
+  GL_RETURN_IF_ERROR(ReadPuSets(rd, h, "numa_nodes", &t.numa_nodes));
+  GL_RETURN_IF_ERROR(ReadCores(rd, h, t));
+  GL_ASSIGN_OR_RETURN(const Json* gpus, rd.Field(h, "gpus", Json::Type::kArray));
+  for (const Json& g : gpus->items()) {
+    GL_ASSIGN_OR_RETURN(Gpu gpu, ReadGpu(rd, g, t));
+    t.gpus.push_back(std::move(gpu));
+  }
+  GL_ASSIGN_OR_RETURN(const Json* nics, rd.Field(h, "nics", Json::Type::kArray));
+  for (const Json& n : nics->items()) {
+    GL_ASSIGN_OR_RETURN(Nic nic, ReadNic(rd, n, t));
+    t.nics.push_back(std::move(nic));
+  }
+  GL_RETURN_IF_ERROR(ReadGpuLinks(rd, h, t));
   return t;
 }
 

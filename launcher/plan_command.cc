@@ -90,6 +90,49 @@ int RunPlanCommand(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+namespace {
+
+// slurm-config places no job: its --policy is a policy file (slurm_policy.h).
+StatusOr<std::optional<PolicyFile>> ReadPolicy(const std::optional<std::string>& path) {
+  if (!path) return std::optional<PolicyFile>();
+  GL_ASSIGN_OR_RETURN(std::string text, ReadTextFile(*path, "policy file"));
+  GL_ASSIGN_OR_RETURN(PolicyFile policy, ParsePolicyFile(text, *path));
+  return std::optional<PolicyFile>(std::move(policy));
+}
+
+// gres.conf, or when no host has GPUs a file that says so: said, not
+// silently written empty (nodes without GPUs need no gres.conf lines, but a
+// GPU node whose GPUs were not seen would lose them).
+std::string GresConfOrNote(const ClusterTopology& cluster) {
+  std::string gres = SlurmGresConf(cluster);
+  if (!gres.empty()) return gres;
+  std::vector<std::string> names;
+  for (const ClusterHost& h : cluster.hosts) names.push_back(h.name);
+  std::cerr << "gpulaunch: note: no GPUs found on any host, so gres.conf lists none; if these nodes have GPUs, "
+               "check that discovery sees them (gpulaunch nodes, or lstopo on a node)\n";
+  return "# gpulaunch slurm-config found no GPUs on " + CompressHostlist(names) + ", so this file lists none.\n";
+}
+
+// Each file beside its final name first, then renamed: nothing half-written
+// is left behind. Scripts (*.sh) are made executable.
+Status WriteConfigFiles(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files) {
+  for (const auto& [name, text] : files) {
+    const std::string path = dir + "/" + name, tmp = path + ".tmp";
+    std::ofstream out(tmp);
+    out << text;
+    out.close();
+    if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
+      std::remove(tmp.c_str());
+      return InvalidArgument("cannot write " + path + ": check that the directory exists and is writable");
+    }
+    if (name.size() > 3 && name.substr(name.size() - 3) == ".sh") chmod(path.c_str(), 0755);
+    std::cout << "wrote " << path << "\n";
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 int RunSlurmConfigCommand(const std::vector<std::string>& args) {
   auto parsed = ParseSlurmConfigCommandLine(args);
   if (!parsed.ok()) return Fail(parsed.status());
@@ -107,54 +150,25 @@ int RunSlurmConfigCommand(const std::vector<std::string>& args) {
         "-H or --hostfile naming the nodes (reached through mpirun over ssh), or with each node's recorded "
         "topology as --topology-file HOST=FILE (lstopo --of xml on that node)"));
   }
-  // slurm-config places no job: its --policy is a policy file (slurm_policy.h).
-  std::optional<PolicyFile> policy;
-  if (parsed->policy_file) {
-    auto text = ReadTextFile(*parsed->policy_file, "policy file");
-    auto p = text.ok() ? ParsePolicyFile(*text, *parsed->policy_file) : StatusOr<PolicyFile>(text.status());
-    if (!p.ok()) return Fail(p.status());
-    policy = std::move(p).value();
-  }
+  auto policy = ReadPolicy(parsed->policy_file);
+  if (!policy.ok()) return Fail(policy.status());
   auto cluster = BuildCluster(*parsed);
   if (!cluster.ok()) return Fail(cluster.status());
-  if (policy) {
-    if (Status fits = CheckPolicyFits(*policy, static_cast<int>(cluster->hosts.size())); !fits.ok()) return Fail(fits);
-  }
-  const std::string dir = *parsed->out_dir;
-  std::string gres = SlurmGresConf(*cluster);
-  if (gres.empty()) {
-    // Said, not silently written empty: nodes without GPUs need no gres.conf
-    // lines, but a GPU node whose GPUs were not seen would lose them.
-    gres = "# gpulaunch slurm-config found no GPUs on " + CompressHostlist([&] {
-      std::vector<std::string> names;
-      for (const ClusterHost& h : cluster->hosts) names.push_back(h.name);
-      return names;
-    }()) + ", so this file lists none.\n";
-    std::cerr << "gpulaunch: note: no GPUs found on any host, so gres.conf lists none; if these nodes have GPUs, "
-                 "check that discovery sees them (gpulaunch nodes, or lstopo on a node)\n";
+  if (*policy) {
+    if (Status fits = CheckPolicyFits(**policy, static_cast<int>(cluster->hosts.size())); !fits.ok()) return Fail(fits);
   }
   std::vector<std::pair<std::string, std::string>> files = {{"topology.conf", SlurmTopologyConf(*cluster)},
-                                                            {"gres.conf", gres}};
-  if (policy) {
-    files.emplace_back("slurm-policy.conf", SlurmPolicyConf(*policy));
-    files.emplace_back("apply.sh", SlurmPolicyApplyScript(*policy));
-    files.emplace_back("qos.sh", SlurmPolicyQosScript(*policy));
+                                                            {"gres.conf", GresConfOrNote(*cluster)}};
+  if (*policy) {
+    files.emplace_back("slurm-policy.conf", SlurmPolicyConf(**policy));
+    files.emplace_back("apply.sh", SlurmPolicyApplyScript(**policy));
+    files.emplace_back("qos.sh", SlurmPolicyQosScript(**policy));
   }
-  for (const auto& [name, text] : files) {
-    // Write beside, then rename: nothing half-written is left behind.
-    const std::string path = dir + "/" + name, tmp = path + ".tmp";
-    std::ofstream out(tmp);
-    out << text;
-    out.close();
-    if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
-      std::remove(tmp.c_str());
-      return Fail(InvalidArgument("cannot write " + path + ": check that the directory exists and is writable"));
-    }
-    if (name.size() > 3 && name.substr(name.size() - 3) == ".sh") chmod(path.c_str(), 0755);
-    std::cout << "wrote " << path << "\n";
+  if (Status written = WriteConfigFiles(*parsed->out_dir, files); !written.ok()) return Fail(written);
+  if (*policy) {
+    std::cout << "simulate the same quotas with: gpulaunch sim --teams " << (*policy)->teams.size() << " --quota "
+              << PolicyQuotaText(**policy) << " ...\n";
   }
-  if (policy) std::cout << "simulate the same quotas with: gpulaunch sim --teams " << policy->teams.size()
-                        << " --quota " << PolicyQuotaText(*policy) << " ...\n";
   return kExitOk;
 }
 

@@ -65,6 +65,64 @@ bool RealTime(const std::string& t) {
   return d >= 1 && d <= kDays[mo - 1] + (mo == 2 && leap ? 1 : 0);
 }
 
+// A team's "users": each a name, in one team only (`team_of_user` holds the
+// teams read so far).
+Status ReadTeamUsers(const Json& t, const std::string& origin, const std::string& where,
+                     std::map<std::string, std::string>& team_of_user, PolicyTeam& team) {
+  const Json* users = t.Find("users");
+  if (!users) return Status::Ok();
+  if (!users->is(Json::Type::kArray)) return InvalidArgument(where + ": \"users\" must be an array of names");
+  for (const Json& u : users->items()) {
+    if (!u.is(Json::Type::kString) || !std::regex_match(u.AsString(), kName)) {
+      return InvalidArgument(where + ": user names must be like \"alice\"");
+    }
+    const auto [it, fresh] = team_of_user.emplace(u.AsString(), team.name);
+    if (!fresh) {
+      return InvalidArgument(origin + ":" + std::to_string(u.line()) + ": user " + u.AsString() +
+                             (it->second == team.name ? " is listed twice in team " + team.name
+                                                      : " is in teams " + it->second + " and " + team.name +
+                                                            "; a user belongs to one team"));
+    }
+    team.users.push_back(u.AsString());
+  }
+  return Status::Ok();
+}
+
+// A team's name and GPU counts (its users: ReadTeamUsers).
+StatusOr<PolicyTeam> ReadTeam(const Json& t, const std::string& origin) {
+  const std::string where = origin + ":" + std::to_string(t.line());
+  GL_RETURN_IF_ERROR(
+      OnlyKnownKeys(t, {"name", "guarantee", "nominal", "borrow_limit", "lend_limit", "users"}, origin, "a team"));
+  PolicyTeam team;
+  GL_ASSIGN_OR_RETURN(team.name, Text(t, "name", where, kName, "\"ml\" (a letter, then letters, digits, _ or -)"));
+  GL_ASSIGN_OR_RETURN(team.nominal, Count(t, "nominal", where, -1, 0, 10000000));
+  if (team.nominal < 0) return InvalidArgument(where + ": team " + team.name + " needs \"nominal\" (GPUs)");
+  GL_ASSIGN_OR_RETURN(team.guarantee, Count(t, "guarantee", where, 0, 0, 10000000));
+  GL_ASSIGN_OR_RETURN(team.borrow_limit, Count(t, "borrow_limit", where, 0, 0, 10000000));
+  GL_ASSIGN_OR_RETURN(team.lend_limit, Count(t, "lend_limit", where, -1, 0, 10000000));
+  if (team.guarantee > team.nominal) {
+    return InvalidArgument(where + ": team " + team.name + ": guarantee " + std::to_string(team.guarantee) +
+                           " exceeds nominal " + std::to_string(team.nominal));
+  }
+  return team;
+}
+
+StatusOr<PolicyReservation> ReadReservation(const Json& r, const std::string& origin,
+                                            const std::set<std::string>& teams) {
+  const std::string where = origin + ":" + std::to_string(r.line());
+  GL_RETURN_IF_ERROR(OnlyKnownKeys(r, {"name", "team", "start", "nodes", "minutes"}, origin, "a reservation"));
+  PolicyReservation res;
+  res.where = where;
+  GL_ASSIGN_OR_RETURN(res.name, Text(r, "name", where, kName, "\"demo\""));
+  GL_ASSIGN_OR_RETURN(res.team, Text(r, "team", where, kName, "\"ml\""));
+  if (!teams.count(res.team)) return InvalidArgument(where + ": reservation " + res.name + " names unknown team " + res.team);
+  GL_ASSIGN_OR_RETURN(res.start, Text(r, "start", where, kTime, "\"2026-12-01T10:00:00\" or \"now\""));
+  if (!RealTime(res.start)) return InvalidArgument(where + ": \"start\" " + res.start + " is not a date and time");
+  GL_ASSIGN_OR_RETURN(res.nodes, Count(r, "nodes", where, 1, 1, 100000));
+  GL_ASSIGN_OR_RETURN(res.minutes, Count(r, "minutes", where, 60, 1, 525600));
+  return res;
+}
+
 }  // namespace
 
 StatusOr<PolicyFile> ParsePolicyFile(const std::string& text, const std::string& origin) {
@@ -83,53 +141,17 @@ StatusOr<PolicyFile> ParsePolicyFile(const std::string& text, const std::string&
   std::set<std::string> names;
   std::map<std::string, std::string> team_of_user;
   for (const Json& t : teams->items()) {
-    const std::string where = origin + ":" + std::to_string(t.line());
-    GL_RETURN_IF_ERROR(
-        OnlyKnownKeys(t, {"name", "guarantee", "nominal", "borrow_limit", "lend_limit", "users"}, origin, "a team"));
-    PolicyTeam team;
-    GL_ASSIGN_OR_RETURN(team.name, Text(t, "name", where, kName, "\"ml\" (a letter, then letters, digits, _ or -)"));
-    GL_ASSIGN_OR_RETURN(team.nominal, Count(t, "nominal", where, -1, 0, 10000000));
-    if (team.nominal < 0) return InvalidArgument(where + ": team " + team.name + " needs \"nominal\" (GPUs)");
-    GL_ASSIGN_OR_RETURN(team.guarantee, Count(t, "guarantee", where, 0, 0, 10000000));
-    GL_ASSIGN_OR_RETURN(team.borrow_limit, Count(t, "borrow_limit", where, 0, 0, 10000000));
-    GL_ASSIGN_OR_RETURN(team.lend_limit, Count(t, "lend_limit", where, -1, 0, 10000000));
-    if (team.guarantee > team.nominal) {
-      return InvalidArgument(where + ": team " + team.name + ": guarantee " + std::to_string(team.guarantee) +
-                             " exceeds nominal " + std::to_string(team.nominal));
+    GL_ASSIGN_OR_RETURN(PolicyTeam team, ReadTeam(t, origin));
+    if (!names.insert(team.name).second) {
+      return InvalidArgument(origin + ":" + std::to_string(t.line()) + ": team " + team.name + " appears twice");
     }
-    if (!names.insert(team.name).second) return InvalidArgument(where + ": team " + team.name + " appears twice");
-    if (const Json* users = t.Find("users"); users) {
-      if (!users->is(Json::Type::kArray)) return InvalidArgument(where + ": \"users\" must be an array of names");
-      for (const Json& u : users->items()) {
-        if (!u.is(Json::Type::kString) || !std::regex_match(u.AsString(), kName)) {
-          return InvalidArgument(where + ": user names must be like \"alice\"");
-        }
-        const auto [it, fresh] = team_of_user.emplace(u.AsString(), team.name);
-        if (!fresh) {
-          return InvalidArgument(origin + ":" + std::to_string(u.line()) + ": user " + u.AsString() +
-                                 (it->second == team.name ? " is listed twice in team " + team.name
-                                                          : " is in teams " + it->second + " and " + team.name +
-                                                                "; a user belongs to one team"));
-        }
-        team.users.push_back(u.AsString());
-      }
-    }
+    GL_RETURN_IF_ERROR(ReadTeamUsers(t, origin, origin + ":" + std::to_string(t.line()), team_of_user, team));
     p.teams.push_back(team);
   }
   if (const Json* rs = root.Find("reservations"); rs) {
     if (!rs->is(Json::Type::kArray)) return InvalidArgument(origin + ": \"reservations\" must be an array");
     for (const Json& r : rs->items()) {
-      const std::string where = origin + ":" + std::to_string(r.line());
-      GL_RETURN_IF_ERROR(OnlyKnownKeys(r, {"name", "team", "start", "nodes", "minutes"}, origin, "a reservation"));
-      PolicyReservation res;
-      res.where = where;
-      GL_ASSIGN_OR_RETURN(res.name, Text(r, "name", where, kName, "\"demo\""));
-      GL_ASSIGN_OR_RETURN(res.team, Text(r, "team", where, kName, "\"ml\""));
-      if (!names.count(res.team)) return InvalidArgument(where + ": reservation " + res.name + " names unknown team " + res.team);
-      GL_ASSIGN_OR_RETURN(res.start, Text(r, "start", where, kTime, "\"2026-12-01T10:00:00\" or \"now\""));
-      if (!RealTime(res.start)) return InvalidArgument(where + ": \"start\" " + res.start + " is not a date and time");
-      GL_ASSIGN_OR_RETURN(res.nodes, Count(r, "nodes", where, 1, 1, 100000));
-      GL_ASSIGN_OR_RETURN(res.minutes, Count(r, "minutes", where, 60, 1, 525600));
+      GL_ASSIGN_OR_RETURN(PolicyReservation res, ReadReservation(r, origin, names));
       p.reservations.push_back(res);
     }
   }

@@ -102,17 +102,9 @@ void Resolve(HostProbe& p) {
   p.reverse_confirms = std::find(back.begin(), back.end(), p.addresses.front()) != back.end();
 }
 
-int RunPreflight(const CheckOptions& o, const HostCommandTarget& target) {
-  std::optional<std::map<std::string, HostFacts>> baseline;
-  if (o.compare) {
-    auto text = ReadTextFile(*o.compare, "baseline");
-    auto parsed = text.ok() ? ParseBaseline(*text, *o.compare) : StatusOr<std::map<std::string, HostFacts>>(text.status());
-    if (!parsed.ok()) {
-      std::cerr << "gpulaunch: check --compare: " << parsed.status().message() << "\n";
-      return kExitUsage;
-    }
-    baseline = std::move(parsed).value();
-  }
+// Asks every host for its facts at once (one thread per host, each bounded
+// by --budget); a host that cannot answer gets its reason in `error`.
+std::vector<HostProbe> ProbeHosts(const CheckOptions& o, const HostCommandTarget& target) {
   const std::string probe = SiblingBinary("gpulaunch-probe");
   std::vector<HostProbe> probes(target.hosts.size());
   std::vector<std::thread> threads;
@@ -138,7 +130,33 @@ int RunPreflight(const CheckOptions& o, const HostCommandTarget& target) {
     });
   }
   for (auto& t : threads) t.join();
+  return probes;
+}
 
+// Names every failed check on stderr; true when every host passed.
+bool ReportFailures(const std::vector<PreflightHost>& verdicts) {
+  bool ok = true;
+  for (const PreflightHost& h : verdicts) {
+    if (h.ok()) continue;
+    ok = false;
+    for (const CheckOutcome& c : h.checks)
+      if (c.state == CheckState::kFail) std::cerr << "gpulaunch: check: " << h.host << ": " << c.name << ": " << c.detail << "\n";
+  }
+  return ok;
+}
+
+int RunPreflight(const CheckOptions& o, const HostCommandTarget& target) {
+  std::optional<std::map<std::string, HostFacts>> baseline;
+  if (o.compare) {
+    auto text = ReadTextFile(*o.compare, "baseline");
+    auto parsed = text.ok() ? ParseBaseline(*text, *o.compare) : StatusOr<std::map<std::string, HostFacts>>(text.status());
+    if (!parsed.ok()) {
+      std::cerr << "gpulaunch: check --compare: " << parsed.status().message() << "\n";
+      return kExitUsage;
+    }
+    baseline = std::move(parsed).value();
+  }
+  const std::vector<HostProbe> probes = ProbeHosts(o, target);
   PreflightOptions options;
   options.max_clock_skew_s = o.max_clock_skew_s;
   options.binary_given = o.binary.has_value();
@@ -157,14 +175,7 @@ int RunPreflight(const CheckOptions& o, const HostCommandTarget& target) {
       return 1;
     }
   }
-  bool ok = true;
-  for (const PreflightHost& h : verdicts) {
-    if (h.ok()) continue;
-    ok = false;
-    for (const CheckOutcome& c : h.checks)
-      if (c.state == CheckState::kFail) std::cerr << "gpulaunch: check: " << h.host << ": " << c.name << ": " << c.detail << "\n";
-  }
-  return ok ? kExitOk : 1;
+  return ReportFailures(verdicts) ? kExitOk : 1;
 }
 
 }  // namespace

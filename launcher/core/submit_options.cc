@@ -72,24 +72,20 @@ Status OneLine(const SubcommandParser& p, const std::string& option, const std::
   return Status::Ok();
 }
 
-}  // namespace
-
-StatusOr<SubmitOptions> ParseSubmitCommandLine(const std::vector<std::string>& args) {
-  const SubcommandParser& p = SubmitParser();
+// Where submit's own options end: at "--" or at the first word that is not
+// one of them (the job's gpulaunch line starts there).
+size_t JobLineStart(const SubcommandParser& p, const std::vector<std::string>& args) {
   size_t split = 0;
   while (split < args.size() && args[split] != "--") {
     const int after = p.WordsAfter(args[split]);
-    if (after < 0) break;  // the job's gpulaunch line starts here
+    if (after < 0) break;
     split += 1 + static_cast<size_t>(after);
   }
-  const std::vector<std::string> own(args.begin(), args.begin() + static_cast<long>(std::min(split, args.size())));
-  if (split < args.size() && args[split] == "--") ++split;
-  GL_ASSIGN_OR_RETURN(po::variables_map vm, p.Parse(own));
-  SubmitOptions o;
-  if (SubcommandParser::WantsHelp(vm)) {
-    o.help = true;
-    return o;
-  }
+  return std::min(split, args.size());
+}
+
+// The #SBATCH side: node and rank counts, time, names, and --sbatch-arg.
+Status ReadBatchOptions(const SubcommandParser& p, const po::variables_map& vm, SubmitOptions& o) {
   if (!vm.count("nodes")) return p.Error("needs -N NODES, e.g. gpulaunch submit -N 4 -- ./job");
   GL_ASSIGN_OR_RETURN(o.job.nodes, IntOption(p, vm, "nodes", 0, 1, 1000000, "nodes"));
   GL_ASSIGN_OR_RETURN(o.job.ranks, IntOption(p, vm, "ntasks", 0, 1, 100000000, "ranks"));
@@ -105,7 +101,6 @@ StatusOr<SubmitOptions> ParseSubmitCommandLine(const std::vector<std::string>& a
     return p.Error("--time " + o.job.time + ": give minutes, MM:SS, HH:MM:SS or D-HH[:MM[:SS]], as sbatch takes it "
                    "(e.g. --time 30 or --time 1-12:00:00)");
   }
-  if (vm.count("script")) o.script = vm["script"].as<std::string>();
   if (vm.count("sbatch-arg")) o.job.sbatch_args = vm["sbatch-arg"].as<std::vector<std::string>>();
   for (const std::string& a : o.job.sbatch_args) {
     GL_RETURN_IF_ERROR(OneLine(p, "--sbatch-arg", a));
@@ -114,16 +109,17 @@ StatusOr<SubmitOptions> ParseSubmitCommandLine(const std::vector<std::string>& a
                      "--sbatch-arg=--account=proj");
     }
   }
-  o.test_only = vm.count("test-only") > 0;
-  o.validate = vm.count("validate") > 0;
-  if (o.test_only && o.validate) return p.Error("--test-only submits nothing and --validate submits; give one");
-  o.job.launch.assign(args.begin() + static_cast<long>(std::min(split, args.size())), args.end());
-  if (o.job.launch.empty()) return p.Error("no program; e.g. gpulaunch submit -N 4 -- ./job");
-  // The gpulaunch in the job will parse this line: parse it now.
-  auto job = ParseCommandLine(o.job.launch);
+  return Status::Ok();
+}
+
+// The gpulaunch in the job will parse its line: parse it now, so that a
+// mistake costs no queue wait.
+Status CheckJobLine(const SubcommandParser& p, const std::vector<std::string>& launch) {
+  if (launch.empty()) return p.Error("no program; e.g. gpulaunch submit -N 4 -- ./job");
+  auto job = ParseCommandLine(launch);
   if (!job.ok()) {
     std::string why = job.status().message();
-    for (const std::string& word : o.job.launch) {
+    for (const std::string& word : launch) {
       if (word.rfind("-", 0) == 0 && why.find("option '" + word + "'") != std::string::npos) {
         why += " (if that is an sbatch option, give it as --sbatch-arg=" + word + ")";
         break;
@@ -140,6 +136,29 @@ StatusOr<SubmitOptions> ParseSubmitCommandLine(const std::vector<std::string>& a
     return p.Error("the job's gpulaunch command line: --hostfile " + *job->options.hostfile +
                    ": no such file here; nothing was submitted");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<SubmitOptions> ParseSubmitCommandLine(const std::vector<std::string>& args) {
+  const SubcommandParser& p = SubmitParser();
+  size_t split = JobLineStart(p, args);
+  const std::vector<std::string> own(args.begin(), args.begin() + static_cast<long>(split));
+  if (split < args.size() && args[split] == "--") ++split;
+  GL_ASSIGN_OR_RETURN(po::variables_map vm, p.Parse(own));
+  SubmitOptions o;
+  if (SubcommandParser::WantsHelp(vm)) {
+    o.help = true;
+    return o;
+  }
+  GL_RETURN_IF_ERROR(ReadBatchOptions(p, vm, o));
+  if (vm.count("script")) o.script = vm["script"].as<std::string>();
+  o.test_only = vm.count("test-only") > 0;
+  o.validate = vm.count("validate") > 0;
+  if (o.test_only && o.validate) return p.Error("--test-only submits nothing and --validate submits; give one");
+  o.job.launch.assign(args.begin() + static_cast<long>(split), args.end());
+  GL_RETURN_IF_ERROR(CheckJobLine(p, o.job.launch));
   return o;
 }
 

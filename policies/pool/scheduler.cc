@@ -158,6 +158,29 @@ double Scheduler::ShadowTime(const PoolJob& head, double now, int* extra) const 
 }
 
 StatusOr<std::vector<Decision>> Scheduler::Schedule(double now) {
+  std::vector<Decision> out = ExpireOverdue(now);
+  bool blocked = false;
+  BackfillWindow window;
+  for (const PoolJob& job : Ordered(now)) {
+    if (blocked) {
+      if (auto d = TryBackfill(job, now, window)) out.push_back(*d);
+      continue;
+    }
+    GL_ASSIGN_OR_RETURN(std::vector<Decision> started, StartInOrder(job, now));
+    if (!started.empty()) {
+      out.insert(out.end(), started.begin(), started.end());
+      continue;
+    }
+    blocked = true;
+    if (!config_.backfill) break;
+    window.shadow = ShadowTime(job, now, &window.extra);
+    if (std::isinf(window.shadow)) break;  // its start cannot be predicted: nothing may jump ahead of it
+  }
+  if (config_.preempt && config_.quotas.enabled()) GL_RETURN_IF_ERROR(ReclaimNominalQuotas(now, out));
+  return out;
+}
+
+std::vector<Decision> Scheduler::ExpireOverdue(double now) {
   std::vector<Decision> out;
   std::erase_if(queue_, [&](const PoolJob& j) {
     if (j.max_wait_s <= 0 || now - j.submit < j.max_wait_s) return false;
@@ -167,63 +190,47 @@ StatusOr<std::vector<Decision>> Scheduler::Schedule(double now) {
     out.push_back(d);
     return true;
   });
-  bool blocked = false;
-  double shadow = 0;
-  int extra = 0;
-  for (const PoolJob& job : Ordered(now)) {
-    if (!blocked) {
-      if (auto d = TryStart(job, now)) {
-        out.push_back(*d);
-        continue;
-      }
-      if (config_.defragment) {
-        GL_ASSIGN_OR_RETURN(std::vector<Decision> m, TryDefragment(job, now));
-        if (!m.empty()) {
-          out.insert(out.end(), m.begin(), m.end());
-          continue;
-        }
-      }
-      if (config_.preempt) {
-        GL_ASSIGN_OR_RETURN(std::vector<Decision> p, TryPreempt(job, now));
-        if (!p.empty()) {
-          out.insert(out.end(), p.begin(), p.end());
-          continue;
-        }
-      }
-      blocked = true;
-      if (!config_.backfill) break;
-      shadow = ShadowTime(job, now, &extra);
-      if (std::isinf(shadow)) break;  // its start cannot be predicted: nothing may jump ahead of it
-      continue;
-    }
-    // A job within its team's guarantee is owed its GPUs: the first blocked
-    // job's reservation does not hold it back.
-    if (config_.quotas.enabled() &&
-        config_.quotas.used(job.team) + job.gpus <= config_.quotas.quota(job.team).guarantee) {
-      if (auto d = TryStart(job, now)) out.push_back(*d);
-      continue;
-    }
-    if (job.estimate <= 0) continue;
-    const bool done_before = now + job.estimate <= shadow;
-    if (!done_before && job.gpus > extra) continue;
-    if (auto d = TryStart(job, now)) {
-      d->backfilled = true;
-      if (!done_before) extra -= job.gpus;
-      out.push_back(*d);
-    }
-  }
-  // Reclaim for every job still waiting within its team's nominal quota, not
-  // only the first one: a team owed its quota must not wait behind a
-  // borrowing team's job at the head of the queue.
-  if (config_.preempt && config_.quotas.enabled()) {
-    for (const PoolJob& job : Ordered(now)) {
-      if (config_.quotas.Check(job.team, job.gpus) != QuotaVerdict::kWithinNominal) continue;
-      if (PlaceGang(pool_, job.gpus, config_.style, ConstraintsFor(job, now))) continue;  // it fits: backfill's rules decide
-      GL_ASSIGN_OR_RETURN(std::vector<Decision> p, TryPreempt(job, now));
-      out.insert(out.end(), p.begin(), p.end());
-    }
-  }
   return out;
+}
+
+StatusOr<std::vector<Decision>> Scheduler::StartInOrder(const PoolJob& job, double now) {
+  if (auto d = TryStart(job, now)) return std::vector<Decision>{*d};
+  if (config_.defragment) {
+    GL_ASSIGN_OR_RETURN(std::vector<Decision> m, TryDefragment(job, now));
+    if (!m.empty()) return m;
+  }
+  if (config_.preempt) return TryPreempt(job, now);
+  return std::vector<Decision>{};
+}
+
+std::optional<Decision> Scheduler::TryBackfill(const PoolJob& job, double now, BackfillWindow& window) {
+  // A job within its team's guarantee is owed its GPUs: the first blocked
+  // job's reservation does not hold it back.
+  if (config_.quotas.enabled() &&
+      config_.quotas.used(job.team) + job.gpus <= config_.quotas.quota(job.team).guarantee) {
+    return TryStart(job, now);
+  }
+  if (job.estimate <= 0) return std::nullopt;
+  const bool done_before = now + job.estimate <= window.shadow;
+  if (!done_before && job.gpus > window.extra) return std::nullopt;
+  auto d = TryStart(job, now);
+  if (!d) return std::nullopt;
+  d->backfilled = true;
+  if (!done_before) window.extra -= job.gpus;
+  return d;
+}
+
+// Reclaim for every job still waiting within its team's nominal quota, not
+// only the first one: a team owed its quota must not wait behind a
+// borrowing team's job at the head of the queue.
+Status Scheduler::ReclaimNominalQuotas(double now, std::vector<Decision>& out) {
+  for (const PoolJob& job : Ordered(now)) {
+    if (config_.quotas.Check(job.team, job.gpus) != QuotaVerdict::kWithinNominal) continue;
+    if (PlaceGang(pool_, job.gpus, config_.style, ConstraintsFor(job, now))) continue;  // it fits: backfill's rules decide
+    GL_ASSIGN_OR_RETURN(std::vector<Decision> p, TryPreempt(job, now));
+    out.insert(out.end(), p.begin(), p.end());
+  }
+  return Status::Ok();
 }
 
 std::vector<WaitReason> Scheduler::Waiting(double now) const {

@@ -168,6 +168,14 @@ class Scheduler {
   std::optional<Decision> TryStart(const PoolJob& job, double now);
   // Preempts the cheapest victims that let `job` fit, and starts it.
   StatusOr<std::vector<Decision>> TryPreempt(const PoolJob& job, double now);
+  // TryPreempt's steps: the running jobs `job` may preempt, cheapest first
+  // (`reclaims`: it is within its team's nominal quota, so borrowed jobs of
+  // other teams are fair game); and the fewest of them that let it fit
+  // (nullopt when even all of them would not).
+  using RunningJobs = std::vector<const RunningJob*>;
+  RunningJobs PreemptionCandidates(const PoolJob& job, bool reclaims, double now) const;
+  StatusOr<std::optional<RunningJobs>> FewestVictims(const PoolJob& job, const RunningJobs& candidates,
+                                                     double now) const;
   // Migrates single-host jobs so that `job`, blocked by the shape of the
   // free GPUs, fits; then starts it. Empty when no such moves exist.
   StatusOr<std::vector<Decision>> TryDefragment(const PoolJob& job, double now);
@@ -181,6 +189,18 @@ class Scheduler {
   StatusOr<std::vector<Decision>> CommitMigrations(const PoolJob& job, const std::map<int, Allocation>& moved,
                                                    double now);
   double ShadowTime(const PoolJob& head, double now, int* extra) const;
+  // Schedule()'s steps: drop the jobs waiting past their max wait; start a
+  // job in queue order (placed, after migrations, or after preemptions;
+  // empty when it must wait); backfill behind the first blocked job; and
+  // preempt for every job still owed its team's nominal quota.
+  std::vector<Decision> ExpireOverdue(double now);
+  StatusOr<std::vector<Decision>> StartInOrder(const PoolJob& job, double now);
+  struct BackfillWindow {
+    double shadow = 0;  // when the first blocked job is expected to start
+    int extra = 0;      // GPUs a job may take even when it ends after `shadow`
+  };
+  std::optional<Decision> TryBackfill(const PoolJob& job, double now, BackfillWindow& window);
+  Status ReclaimNominalQuotas(double now, std::vector<Decision>& out);
   // When each host's running jobs are expected to end (-infinity: none),
   // cached until running jobs change (busy_until_ cleared).
   const std::vector<double>& BusyUntil() const;

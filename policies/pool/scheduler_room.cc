@@ -15,49 +15,11 @@ StatusOr<std::vector<Decision>> Scheduler::TryPreempt(const PoolJob& job, double
   const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
   if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) return out;
   const bool reclaims = config_.quotas.enabled() && v == QuotaVerdict::kWithinNominal;
-  // Victims of a lower class only: borrowed jobs of other teams (reclaim),
-  // or jobs of a lower priority class. A borrowed job goes whole, even when
-  // its team then holds less than its guarantee (part of it was within the
-  // team's nominal): a gang cannot give back only its borrowed part, and a
-  // guarantee that a borrower could block would be no guarantee. That team
-  // is then owed its guarantee in turn.
-  std::vector<const RunningJob*> candidates;
-  for (const auto& [id, r] : running_) {
-    if (now - r.start < config_.grace_s || now - r.moved_at < config_.grace_s) continue;
-    const bool reclaim = reclaims && r.borrowed && r.job.team != job.team;
-    const bool lower = r.job.priority < job.priority;
-    if (reclaim || lower) candidates.push_back(&r);
-  }
+  const RunningJobs candidates = PreemptionCandidates(job, reclaims, now);
   if (candidates.empty()) return out;
-  // Cheapest first: jobs whose team keeps its guarantee without them, then
-  // by the GPU time their restart loses.
-  auto below = [&](const RunningJob* r) {
-    return config_.quotas.enabled() &&
-           config_.quotas.used(r->job.team) - r->job.gpus < config_.quotas.quota(r->job.team).guarantee;
-  };
-  auto cost = [&](const RunningJob* r) { return r->job.gpus * (now - r->start); };
-  std::stable_sort(candidates.begin(), candidates.end(), [&](const RunningJob* a, const RunningJob* b) {
-    if (below(a) != below(b)) return !below(a);
-    return cost(a) != cost(b) ? cost(a) < cost(b) : a->job.id < b->job.id;
-  });
-  GpuPool trial = pool_;
-  std::vector<const RunningJob*> victims;
-  for (const RunningJob* c : candidates) {
-    GL_RETURN_IF_ERROR(trial.Give(c->allocation));
-    victims.push_back(c);
-    if (PlaceGang(trial, job.gpus, config_.style, ConstraintsFor(job, now))) break;
-  }
-  if (!PlaceGang(trial, job.gpus, config_.style, ConstraintsFor(job, now))) return out;
-  // Keep only the victims it really needs, dearest first.
-  for (size_t i = victims.size(); i-- > 0;) {
-    GL_RETURN_IF_ERROR(trial.Take(victims[i]->allocation));
-    if (PlaceGang(trial, job.gpus, config_.style, ConstraintsFor(job, now))) {
-      victims.erase(victims.begin() + static_cast<long>(i));
-    } else {
-      GL_RETURN_IF_ERROR(trial.Give(victims[i]->allocation));
-    }
-  }
-  for (const RunningJob* victim : victims) {
+  GL_ASSIGN_OR_RETURN(auto victims, FewestVictims(job, candidates, now));
+  if (!victims) return out;
+  for (const RunningJob* victim : *victims) {
     Decision d;
     d.kind = Decision::Kind::kPreempt;
     d.job = victim->job.id;
@@ -73,6 +35,57 @@ StatusOr<std::vector<Decision>> Scheduler::TryPreempt(const PoolJob& job, double
   if (!started) return Internal("job " + std::to_string(job.id) + " did not fit after its victims were preempted");
   out.push_back(*started);
   return out;
+}
+
+Scheduler::RunningJobs Scheduler::PreemptionCandidates(const PoolJob& job, bool reclaims, double now) const {
+  // Victims of a lower class only: borrowed jobs of other teams (reclaim),
+  // or jobs of a lower priority class. A borrowed job goes whole, even when
+  // its team then holds less than its guarantee (part of it was within the
+  // team's nominal): a gang cannot give back only its borrowed part, and a
+  // guarantee that a borrower could block would be no guarantee. That team
+  // is then owed its guarantee in turn.
+  std::vector<const RunningJob*> candidates;
+  for (const auto& [id, r] : running_) {
+    if (now - r.start < config_.grace_s || now - r.moved_at < config_.grace_s) continue;
+    const bool reclaim = reclaims && r.borrowed && r.job.team != job.team;
+    const bool lower = r.job.priority < job.priority;
+    if (reclaim || lower) candidates.push_back(&r);
+  }
+  // Cheapest first: jobs whose team keeps its guarantee without them, then
+  // by the GPU time their restart loses.
+  auto below = [&](const RunningJob* r) {
+    return config_.quotas.enabled() &&
+           config_.quotas.used(r->job.team) - r->job.gpus < config_.quotas.quota(r->job.team).guarantee;
+  };
+  auto cost = [&](const RunningJob* r) { return r->job.gpus * (now - r->start); };
+  std::stable_sort(candidates.begin(), candidates.end(), [&](const RunningJob* a, const RunningJob* b) {
+    if (below(a) != below(b)) return !below(a);
+    return cost(a) != cost(b) ? cost(a) < cost(b) : a->job.id < b->job.id;
+  });
+  return candidates;
+}
+
+StatusOr<std::optional<Scheduler::RunningJobs>> Scheduler::FewestVictims(const PoolJob& job,
+                                                                        const RunningJobs& candidates,
+                                                                        double now) const {
+  GpuPool trial = pool_;
+  std::vector<const RunningJob*> victims;
+  for (const RunningJob* c : candidates) {
+    GL_RETURN_IF_ERROR(trial.Give(c->allocation));
+    victims.push_back(c);
+    if (PlaceGang(trial, job.gpus, config_.style, ConstraintsFor(job, now))) break;
+  }
+  if (!PlaceGang(trial, job.gpus, config_.style, ConstraintsFor(job, now))) return std::optional<RunningJobs>();
+  // Keep only the victims it really needs, dearest first.
+  for (size_t i = victims.size(); i-- > 0;) {
+    GL_RETURN_IF_ERROR(trial.Take(victims[i]->allocation));
+    if (PlaceGang(trial, job.gpus, config_.style, ConstraintsFor(job, now))) {
+      victims.erase(victims.begin() + static_cast<long>(i));
+    } else {
+      GL_RETURN_IF_ERROR(trial.Give(victims[i]->allocation));
+    }
+  }
+  return std::optional<RunningJobs>(std::move(victims));
 }
 
 StatusOr<bool> Scheduler::TryClearHost(int h, int to_move, std::vector<const RunningJob*> jobs,

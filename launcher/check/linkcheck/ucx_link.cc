@@ -136,22 +136,11 @@ Status RunLinkServer(int port, const UcxSettings& settings, bool once, const Pro
   }
 }
 
-StatusOr<LinkResult> RunLinkClient(const std::string& host, int port, const UcxSettings& settings, const LinkPlan& plan,
-                                   int connect_timeout_ms, const ProgressFn& progress) {
-  LinkResult result;
-  result.to = host;
-  std::string error;
-  Fd control{ConnectWithRetry(host, port, connect_timeout_ms, error)};
-  if (control.fd < 0) return Unavailable(error);
-  UcxPeer peer;
-  GL_RETURN_IF_ERROR(peer.Init(settings));
-  GL_ASSIGN_OR_RETURN(std::string remote, RecvBlob(control.fd, "UCX worker address"));
-  if (!SendBlob(control.fd, peer.Address())) return Unavailable("the server left during the address exchange");
-  GL_RETURN_IF_ERROR(peer.Connect(remote));
-  std::vector<uint64_t> counts;
-  for (uint64_t size : plan.sizes) counts.push_back(std::max<uint64_t>(8, plan.bytes_per_size / size));
-  if (!SendBlob(control.fd, PlanText(plan, counts))) return Unavailable("the server left before the test plan");
+namespace {
 
+// The latency half of the client's test: warm-up, then timed ping-pongs;
+// the transports UCX chose are read once the endpoint is wired up.
+Status MeasureLatency(UcxPeer& peer, const LinkPlan& plan, const ProgressFn& progress, LinkResult& result) {
   uint64_t word = 0;
   std::vector<double> rtt_us;
   for (int i = 0; i < plan.warmup + plan.iterations; ++i) {
@@ -171,29 +160,58 @@ StatusOr<LinkResult> RunLinkClient(const std::string& host, int port, const UcxS
                   result.rtt_median_us, result.rtt_p99_us);
     progress(line);
   }
+  return Status::Ok();
+}
+
+// One message size of the bandwidth half: the unmeasured window the server
+// expects first, acknowledged; then `count` messages, `plan.window` in
+// flight, timed until the server acknowledges the last.
+StatusOr<BandwidthSample> MeasureBandwidth(UcxPeer& peer, const LinkPlan& plan, uint64_t size, uint64_t count,
+                                           const ProgressFn& progress) {
+  uint64_t word = 0;
+  std::vector<char> buffer(size, 'x');
+  std::vector<void*> warm;
+  for (int w = 0; w < plan.window; ++w) warm.push_back(peer.Post(buffer.data(), size, kData));
+  for (void* r : warm) GL_RETURN_IF_ERROR(peer.Wait(r, "send"));
+  GL_RETURN_IF_ERROR(peer.Recv(&word, sizeof word, kAck));
+  const auto t0 = Clock::now();
+  for (uint64_t done = 0; done < count;) {
+    std::vector<void*> reqs;
+    for (int w = 0; w < plan.window && done < count; ++w, ++done) reqs.push_back(peer.Post(buffer.data(), size, kData));
+    for (void* r : reqs) GL_RETURN_IF_ERROR(peer.Wait(r, "send"));
+  }
+  GL_RETURN_IF_ERROR(peer.Recv(&word, sizeof word, kAck));
+  BandwidthSample b{size, size * count, std::chrono::duration<double>(Clock::now() - t0).count()};
+  if (progress) {
+    char line[160];
+    std::snprintf(line, sizeof line, "bandwidth: %llu x %llu bytes, %.2f Gbps (%.0f MiB/s)",
+                  static_cast<unsigned long long>(count), static_cast<unsigned long long>(size), b.gbps(), b.mibs());
+    progress(line);
+  }
+  return b;
+}
+
+}  // namespace
+
+StatusOr<LinkResult> RunLinkClient(const std::string& host, int port, const UcxSettings& settings, const LinkPlan& plan,
+                                   int connect_timeout_ms, const ProgressFn& progress) {
+  LinkResult result;
+  result.to = host;
+  std::string error;
+  Fd control{ConnectWithRetry(host, port, connect_timeout_ms, error)};
+  if (control.fd < 0) return Unavailable(error);
+  UcxPeer peer;
+  GL_RETURN_IF_ERROR(peer.Init(settings));
+  GL_ASSIGN_OR_RETURN(std::string remote, RecvBlob(control.fd, "UCX worker address"));
+  if (!SendBlob(control.fd, peer.Address())) return Unavailable("the server left during the address exchange");
+  GL_RETURN_IF_ERROR(peer.Connect(remote));
+  std::vector<uint64_t> counts;
+  for (uint64_t size : plan.sizes) counts.push_back(std::max<uint64_t>(8, plan.bytes_per_size / size));
+  if (!SendBlob(control.fd, PlanText(plan, counts))) return Unavailable("the server left before the test plan");
+  GL_RETURN_IF_ERROR(MeasureLatency(peer, plan, progress, result));
   for (size_t i = 0; i < plan.sizes.size(); ++i) {
-    const uint64_t size = plan.sizes[i], count = counts[i];
-    std::vector<char> buffer(size, 'x');
-    // The unmeasured window the server expects first, acknowledged.
-    std::vector<void*> warm;
-    for (int w = 0; w < plan.window; ++w) warm.push_back(peer.Post(buffer.data(), size, kData));
-    for (void* r : warm) GL_RETURN_IF_ERROR(peer.Wait(r, "send"));
-    GL_RETURN_IF_ERROR(peer.Recv(&word, sizeof word, kAck));
-    const auto t0 = Clock::now();
-    for (uint64_t done = 0; done < count;) {
-      std::vector<void*> reqs;
-      for (int w = 0; w < plan.window && done < count; ++w, ++done) reqs.push_back(peer.Post(buffer.data(), size, kData));
-      for (void* r : reqs) GL_RETURN_IF_ERROR(peer.Wait(r, "send"));
-    }
-    GL_RETURN_IF_ERROR(peer.Recv(&word, sizeof word, kAck));
-    BandwidthSample b{size, size * count, std::chrono::duration<double>(Clock::now() - t0).count()};
+    GL_ASSIGN_OR_RETURN(BandwidthSample b, MeasureBandwidth(peer, plan, plan.sizes[i], counts[i], progress));
     result.bandwidth.push_back(b);
-    if (progress) {
-      char line[160];
-      std::snprintf(line, sizeof line, "bandwidth: %llu x %llu bytes, %.2f Gbps (%.0f MiB/s)",
-                    static_cast<unsigned long long>(count), static_cast<unsigned long long>(size), b.gbps(), b.mibs());
-      progress(line);
-    }
   }
   SendBlob(control.fd, "bye");
   return result;
