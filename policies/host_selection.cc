@@ -1,8 +1,11 @@
 #include "policies/host_selection.h"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <memory>
+
+#include "policies/pool/gang_placement.h"
 
 namespace gpulaunch {
 namespace {
@@ -32,6 +35,68 @@ void SortByNetwork(const ClusterTopology& c, std::vector<Candidate>& v) {
   for (size_t i = 0; i < v.size(); ++i) v[i] = keyed[i].second;
 }
 
+// A candidate with its network order key and its switch path (compact).
+struct Keyed {
+  Candidate cand;
+  std::string key;
+  std::vector<const NetworkSwitch*> path;
+};
+using KeyedGroup = std::vector<const Keyed*>;
+
+// Candidates ordered once: most units first, then network order. Every
+// switch's group keeps that order, so a group's first hosts are the ones it
+// would take.
+std::vector<Keyed> ByUnitsThenNetwork(const ClusterTopology& c, const std::vector<Candidate>& cands) {
+  std::vector<Keyed> keyed;
+  for (const Candidate& cand : cands) {
+    keyed.push_back({cand, NetworkKey(c, cand.host), c.network.PathOf(c.hosts[cand.host].name)});
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+    return a.cand.units != b.cand.units ? a.cand.units > b.cand.units : a.key < b.key;
+  });
+  return keyed;
+}
+
+// Hosts a group needs for `units` (largest first), or 0 when it cannot hold them.
+int HostsNeeded(const KeyedGroup& g, int units) {
+  int left = units, used = 0;
+  for (const Keyed* k : g) {
+    if (left <= 0) break;
+    left -= k->cand.units;
+    ++used;
+  }
+  return left <= 0 ? used : 0;
+}
+
+// The group of hosts under one switch that holds `units` on the fewest hosts:
+// lowest level first, then name, so the first group with the fewest hosts
+// wins; a switch's group beats all hosts at the same count. `*where`: the
+// switch's name, or "all hosts".
+const KeyedGroup* FewestHostsGroup(const KeyedGroup& all, const std::map<const NetworkSwitch*, KeyedGroup>& groups,
+                                   int units, std::string* where) {
+  const KeyedGroup* chosen_group = &all;
+  int chosen_hosts = HostsNeeded(all, units);
+  *where = "all hosts";
+  std::vector<const NetworkSwitch*> switches;
+  for (const auto& [sw, g] : groups) switches.push_back(sw);
+  std::sort(switches.begin(), switches.end(), [](const NetworkSwitch* a, const NetworkSwitch* b) {
+    return a->level != b->level ? a->level < b->level : a->name < b->name;
+  });
+  for (const NetworkSwitch* sw : switches) {
+    const KeyedGroup& g = groups.at(sw);
+    const int n = HostsNeeded(g, units);
+    if (n > 0 && n < chosen_hosts) {
+      chosen_hosts = n;
+      chosen_group = &g;
+      *where = sw->name;
+    } else if (n > 0 && n == chosen_hosts && *where == "all hosts") {
+      chosen_group = &g;  // same count, but under one switch
+      *where = sw->name;
+    }
+  }
+  return chosen_group;
+}
+
 // compact: one host if the job fits (the smallest that does, so big hosts
 // stay whole); else the fewest hosts; among equal counts, hosts under the
 // lowest switch (fewest switches spanned), nearest first.
@@ -46,57 +111,15 @@ class CompactSelector : public HostSelector {
     for (const Candidate& cand : cands)
       if (cand.units >= units && (!best || cand.units < best->units)) best = &cand;
     if (best) return Selection{{{best->host, units}}, "fits on one host: " + c.hosts[best->host].name};
-    // Candidates ordered once: most units first, then network order. Every
-    // switch's group keeps that order, so a group's first hosts are the ones
-    // it would take.
-    struct Keyed {
-      Candidate cand;
-      std::string key;
-      std::vector<const NetworkSwitch*> path;
-    };
-    std::vector<Keyed> keyed;
-    for (const Candidate& cand : cands) {
-      keyed.push_back({cand, NetworkKey(c, cand.host), c.network.PathOf(c.hosts[cand.host].name)});
-    }
-    std::stable_sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
-      return a.cand.units != b.cand.units ? a.cand.units > b.cand.units : a.key < b.key;
-    });
-    std::map<const NetworkSwitch*, std::vector<const Keyed*>> groups;
+    const std::vector<Keyed> keyed = ByUnitsThenNetwork(c, cands);
+    std::map<const NetworkSwitch*, KeyedGroup> groups;
     for (const Keyed& k : keyed)
       for (const NetworkSwitch* s : k.path) groups[s].push_back(&k);
-    // Hosts a group needs (largest first), or 0 when it cannot hold the job.
-    auto hosts_needed = [&](const std::vector<const Keyed*>& g) {
-      int left = units, used = 0;
-      for (const Keyed* k : g) {
-        if (left <= 0) break;
-        left -= k->cand.units;
-        ++used;
-      }
-      return left <= 0 ? used : 0;
-    };
-    std::vector<const Keyed*> all;
+    KeyedGroup all;
     for (const Keyed& k : keyed) all.push_back(&k);
-    const std::vector<const Keyed*>* chosen_group = &all;
-    int chosen_hosts = hosts_needed(all);
-    std::string where = "all hosts";
-    if (chosen_hosts == 0) return Infeasible("not enough capacity");
-    // Lowest level first, then name: the first group with the fewest hosts wins.
-    std::vector<const NetworkSwitch*> switches;
-    for (const auto& [sw, g] : groups) switches.push_back(sw);
-    std::sort(switches.begin(), switches.end(), [](const NetworkSwitch* a, const NetworkSwitch* b) {
-      return a->level != b->level ? a->level < b->level : a->name < b->name;
-    });
-    for (const NetworkSwitch* sw : switches) {
-      const int n = hosts_needed(groups[sw]);
-      if (n > 0 && n < chosen_hosts) {
-        chosen_hosts = n;
-        chosen_group = &groups[sw];
-        where = sw->name;
-      } else if (n > 0 && n == chosen_hosts && where == "all hosts") {
-        chosen_group = &groups[sw];  // same count, but under one switch
-        where = sw->name;
-      }
-    }
+    if (HostsNeeded(all, units) == 0) return Infeasible("not enough capacity");
+    std::string where;
+    const KeyedGroup* chosen_group = FewestHostsGroup(all, groups, units, &where);
     std::vector<Candidate> chosen;
     int left = units;
     for (const Keyed* k : *chosen_group) {
@@ -218,6 +241,56 @@ class FragmentedSelector : public HostSelector {
   }
 };
 
+// gang: the shared pool's rule (pool/gang_placement.h, what `gpulaunch sim`
+// decides with), over the hosts as they are now. As in the pool, hosts are
+// alike: each holds as many units as the largest candidate can take, and a
+// host that can take fewer counts as partly used. Each sits under its leaf
+// switch (a host the tree does not name is a leaf of its own). A job that
+// fits one host goes to the fullest host that fits, ties to the fullest
+// leaf; a bigger one takes whole free hosts (the remainder on one more)
+// under one leaf switch when one has room, else over the fewest leaves.
+class GangSelector : public HostSelector {
+ public:
+  const char* Name() const override { return "gang"; }
+  const char* Description() const override {
+    return "the pool scheduler's gang rule: whole hosts under the fewest leaf switches";
+  }
+  StatusOr<Selection> Select(const ClusterTopology& c, const std::vector<Candidate>& cands, int units) const override {
+    int per_host = 0;
+    for (const Candidate& cand : cands) per_host = std::max(per_host, cand.units);
+    if (per_host > 64) {
+      return InvalidArgument("the gang policy models at most 64 units per host (the pool's GPU mask), and a host "
+                             "here takes " + std::to_string(per_host) + "; use --policy compact");
+    }
+    std::vector<pool::PoolHost> hosts;
+    std::map<std::string, int> leaf_index;
+    for (const Candidate& cand : cands) {
+      const std::string& name = c.hosts[cand.host].name;
+      const NetworkSwitch* leaf = c.network.LeafOf(name);
+      const std::string domain = leaf ? "switch " + leaf->name : "host " + name;
+      const int index = leaf_index.emplace(domain, static_cast<int>(leaf_index.size())).first->second;
+      hosts.push_back(pool::PoolHost{name, index, per_host});
+    }
+    pool::GpuPool gang_pool(std::move(hosts));
+    for (size_t i = 0; i < cands.size(); ++i) {
+      const int used = per_host - cands[i].units;
+      if (used <= 0) continue;
+      const uint64_t mask = used == 64 ? ~uint64_t{0} : (uint64_t{1} << used) - 1;
+      GL_RETURN_IF_ERROR(gang_pool.Take(pool::Allocation{{pool::HostShare{static_cast<int>(i), mask}}}));
+    }
+    const auto allocation = pool::PlaceGang(gang_pool, units, pool::PlacementStyle::kTopology);
+    if (!allocation) return Infeasible("no gang placement of " + std::to_string(units) + " units: too few whole hosts");
+    Selection s;
+    for (const pool::HostShare& share : allocation->shares) {
+      s.chosen.push_back({cands[static_cast<size_t>(share.host)].host, std::popcount(share.gpus)});
+    }
+    SortByNetwork(c, s.chosen);
+    s.why = "gang: " + std::to_string(s.chosen.size()) + " hosts under " +
+            std::to_string(pool::LeavesOf(gang_pool, *allocation)) + " leaf switches";
+    return s;
+  }
+};
+
 }  // namespace
 
 const std::vector<HostFilter>& HostFilters() {
@@ -230,12 +303,14 @@ const HostSelector* FindHostSelector(const std::string& name) {
   static const SpreadSelector spread;
   static const FragmentedSelector fragmented;
   static const FaultDomainSelector fault_domain;
+  static const GangSelector gang;
   static const std::map<std::string, const HostSelector*> registry = {
-      {"compact", &compact}, {"spread", &spread}, {"fragmented", &fragmented}, {"fault-domain", &fault_domain}};
+      {"compact", &compact}, {"spread", &spread}, {"fragmented", &fragmented}, {"fault-domain", &fault_domain},
+      {"gang", &gang}};
   auto it = registry.find(name);
   return it == registry.end() ? nullptr : it->second;
 }
 
-std::vector<std::string> HostSelectorNames() { return {"compact", "spread", "fault-domain", "fragmented"}; }
+std::vector<std::string> HostSelectorNames() { return {"compact", "spread", "fault-domain", "fragmented", "gang"}; }
 
 }  // namespace gpulaunch

@@ -43,7 +43,8 @@ class HostSelector {
 };
 
 // The registry: compact (default), spread, fault-domain, fragmented (used
-// for --comm compute).
+// for --comm compute), and gang (the pool scheduler's rule,
+// pool/gang_placement.h, over the hosts' free units).
 const HostSelector* FindHostSelector(const std::string& name);
 std::vector<std::string> HostSelectorNames();
 

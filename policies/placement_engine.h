@@ -25,13 +25,16 @@ namespace gpulaunch {
 
 // The one placement entry point. `request.policy` chooses: the presets of
 // the topology-aware engine above (compact, spread, fault-domain,
-// fragmented; host_selection.h), or kBySlotPolicy, Open MPI's by-slot
-// mapping (below). With `request.unbound_when_unbindable` (launches), a job
-// the engine finds infeasible only because it has more ranks than GPUs or
-// cores to bind them to is filled slot by slot and unbound, as mpirun would
-// run it (slot_placement.h), when the hosts' slots or --oversubscribe allow.
-// (The pool's gang placement, pool/gang_placement.h, decides on the
-// simulator's own model, free GPU counts per host under leaf switches.)
+// fragmented, and gang, the pool scheduler's whole-host rule;
+// host_selection.h), or kBySlotPolicy, Open MPI's by-slot mapping (below).
+// With `request.unbound_when_unbindable` (launches), a job the engine finds
+// infeasible only because it has more ranks than GPUs or cores to bind them
+// to is filled slot by slot and unbound, as mpirun would run it
+// (slot_placement.h), when the hosts' slots or --oversubscribe allow.
+// (The pool scheduler behind `sim` calls the gang rule, PlaceGang in
+// pool/gang_placement.h, directly on its own incremental model, free GPU
+// masks per host, thousands of times per simulated hour; the gang policy
+// here is that same function over a real or recorded cluster.)
 StatusOr<Placement> Place(const JobRequest& request, const ClusterTopology& cluster);
 
 inline constexpr char kBySlotPolicy[] = "by-slot";

@@ -63,7 +63,7 @@ const SubcommandParser& PlanParser() {
       ("gpu-memory", po::value<double>()->value_name("GIB"), "--layout auto: GiB per rank (default: the GPUs' memory when known, else 80)")
       ("gpu-tflops", po::value<double>()->value_name("TFLOPS"), "--layout auto: sustained TFLOP/s per rank (default 100)")
       ("inference", "--layout auto: cost a forward-only step (no gradients or optimizer state)")
-      ("policy", po::value<std::string>()->value_name("NAME"), "compact (default), spread, fault-domain, fragmented, or by-slot (Open MPI's mapping)")
+      ("policy", po::value<std::string>()->value_name("NAME"), "compact (default), spread, fault-domain, fragmented, gang (the pool's whole-host rule), or by-slot (Open MPI's mapping)")
       ("comm", po::value<std::string>()->value_name("KIND"), "allreduce (default), p2p, or compute (may use fragmented GPUs)")
       ("exclude", po::value<std::vector<std::string>>()->composing()->value_name("LIST"), "hosts not to use (repeatable, hostlists)")
       ("format", po::value<std::string>()->value_name("table|json"), "table (default) or json")
