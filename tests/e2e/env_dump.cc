@@ -72,11 +72,13 @@ void OnSignal(int sig) {
 }
 
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct DumpOptions {
   int lines = 0, kill_self = -1, sleep_s = 0, fail_rank = -1, stall_rank = -1;
   std::string start_dir;
+};
+
+DumpOptions ParseArgs(int argc, char** argv) {
+  DumpOptions o;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--stubborn")) {
       g_stubborn = true;
@@ -85,15 +87,19 @@ int main(int argc, char** argv) {
     }
   }
   for (int i = 1; i + 1 < argc; ++i) {
-    if (!std::strcmp(argv[i], "--lines")) lines = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--kill-self")) kill_self = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--lines")) o.lines = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--kill-self")) o.kill_self = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--wait-dir")) g_wait_dir = argv[++i];
-    else if (!std::strcmp(argv[i], "--sleep")) sleep_s = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--fail-rank")) fail_rank = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--stall-rank")) stall_rank = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--start-dir")) start_dir = argv[++i];
+    else if (!std::strcmp(argv[i], "--sleep")) o.sleep_s = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--fail-rank")) o.fail_rank = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--stall-rank")) o.stall_rank = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--start-dir")) o.start_dir = argv[++i];
   }
-  const int rank = std::atoi(Env("RANK"));
+  return o;
+}
+
+// The line every test reads: the rank's contract environment and binding.
+void PrintEnvLine() {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   std::printf("rank=%s world=%s local=%s/%s node=%s host=%s affinity=%s cpuset=%s hash=%s master=%s:%s foo=%s cvd=%s "
@@ -102,64 +108,78 @@ int main(int argc, char** argv) {
               Affinity().c_str(), Env("GPULAUNCH_CPUSET"), Env("GPULAUNCH_PLAN_HASH"), Env("MASTER_ADDR"),
               Env("MASTER_PORT"), Env("FOO"), std::getenv("CUDA_VISIBLE_DEVICES") ? Env("CUDA_VISIBLE_DEVICES") : "unset",
               Env("GPULAUNCH_COORDS"), Env("GPULAUNCH_RESTART_COUNT"));
-  for (int i = 0; i < lines; ++i) std::printf("rank=%d line=%d %s\n", rank, i, std::string(60, 'x').c_str());
-  std::fflush(stdout);
-  if (rank == kill_self) raise(SIGKILL);
-  if (!start_dir.empty()) {
-    if (FILE* f = std::fopen((start_dir + "/started." + std::to_string(rank)).c_str(), "w")) std::fclose(f);
-    const int world = std::atoi(Env("WORLD_SIZE"));
-    auto all_started = [&] {
-      for (int r = 0; r < world; ++r)
-        if (access((start_dir + "/started." + std::to_string(r)).c_str(), F_OK) != 0) return false;
-      return true;
-    };
-    for (int i = 0; rank == fail_rank && i < 300 && !all_started(); ++i) usleep(100000);
+}
+
+bool AllFilesExist(const std::string& dir, const std::string& prefix, int except_rank) {
+  const int world = std::atoi(Env("WORLD_SIZE"));
+  for (int r = 0; r < world; ++r) {
+    if (r != except_rank && access((dir + "/" + prefix + std::to_string(r)).c_str(), F_OK) != 0) return false;
   }
-  if (rank == fail_rank && std::atoi(Env("GPULAUNCH_RESTART_COUNT")) == 0) {
+  return true;
+}
+
+void TouchFile(const std::string& path) {
+  if (FILE* f = std::fopen(path.c_str(), "w")) std::fclose(f);
+}
+
+// --stall-rank: every rank reports progress for 1.5 s; the others then
+// leave (each saying so in --wait-dir), and the stalled rank waits for them
+// and hangs in StallHere.
+int RunStallCase(int rank, int stall_rank) {
+  for (int i = 0; i < 15; ++i) {
+    gpulaunch::rt::ReportProgress();
+    usleep(100000);
+  }
+  if (rank != stall_rank) {
+    if (!g_wait_dir.empty()) TouchFile(g_wait_dir + "/done." + std::to_string(rank));
+    return 0;
+  }
+  for (int i = 0; !g_wait_dir.empty() && i < 600 && !AllFilesExist(g_wait_dir, "done.", rank); ++i) {
+    gpulaunch::rt::ReportProgress();
+    usleep(100000);
+  }
+  StallHere();
+  return 0;
+}
+
+// --wait-dir: says it is ready (with its pid), then waits up to 30 s for a
+// signal, leaving a file per signal received.
+int WaitForSignals(int rank) {
+  const std::string r = std::to_string(rank);
+  std::snprintf(g_term_path, sizeof g_term_path, "%s/SIGTERM.%s", g_wait_dir.c_str(), r.c_str());
+  std::snprintf(g_int_path, sizeof g_int_path, "%s/SIGINT.%s", g_wait_dir.c_str(), r.c_str());
+  std::snprintf(g_usr1_path, sizeof g_usr1_path, "%s/SIGUSR1.%s", g_wait_dir.c_str(), r.c_str());
+  std::snprintf(g_usr2_path, sizeof g_usr2_path, "%s/SIGUSR2.%s", g_wait_dir.c_str(), r.c_str());
+  for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2}) signal(sig, OnSignal);
+  if (FILE* f = std::fopen((g_wait_dir + "/ready." + r).c_str(), "w")) {
+    std::fprintf(f, "%d\n", static_cast<int>(getpid()));  // for tests that kill one rank
+    std::fclose(f);
+  }
+  for (int i = 0; i < 300 && !g_signal; ++i) usleep(100000);
+  // SIGUSR1 asks for a clean exit (as a job would checkpoint and leave).
+  if (g_signal) return g_signal == SIGUSR1 ? 0 : 128 + g_signal;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const DumpOptions o = ParseArgs(argc, argv);
+  const int rank = std::atoi(Env("RANK"));
+  PrintEnvLine();
+  for (int i = 0; i < o.lines; ++i) std::printf("rank=%d line=%d %s\n", rank, i, std::string(60, 'x').c_str());
+  std::fflush(stdout);
+  if (rank == o.kill_self) raise(SIGKILL);
+  if (!o.start_dir.empty()) {
+    TouchFile(o.start_dir + "/started." + std::to_string(rank));
+    for (int i = 0; rank == o.fail_rank && i < 300 && !AllFilesExist(o.start_dir, "started.", -1); ++i) usleep(100000);
+  }
+  if (rank == o.fail_rank && std::atoi(Env("GPULAUNCH_RESTART_COUNT")) == 0) {
     std::fprintf(stderr, "env_dump: rank %d fails on purpose\n", rank);
     return 3;
   }
-  if (stall_rank >= 0) {
-    for (int i = 0; i < 15; ++i) {
-      gpulaunch::rt::ReportProgress();
-      usleep(100000);
-    }
-    if (rank != stall_rank) {
-      if (!g_wait_dir.empty()) {
-        if (FILE* f = std::fopen((g_wait_dir + "/done." + std::to_string(rank)).c_str(), "w")) std::fclose(f);
-      }
-      return 0;
-    }
-    const int world = std::atoi(Env("WORLD_SIZE"));
-    auto others_done = [&] {
-      for (int r = 0; r < world; ++r) {
-        if (r != rank && access((g_wait_dir + "/done." + std::to_string(r)).c_str(), F_OK) != 0) return false;
-      }
-      return true;
-    };
-    for (int i = 0; !g_wait_dir.empty() && i < 600 && !others_done(); ++i) {
-      gpulaunch::rt::ReportProgress();
-      usleep(100000);
-    }
-    StallHere();
-    return 0;
-  }
-  if (!g_wait_dir.empty()) {
-    const std::string r = std::to_string(rank);
-    std::snprintf(g_term_path, sizeof g_term_path, "%s/SIGTERM.%s", g_wait_dir.c_str(), r.c_str());
-    std::snprintf(g_int_path, sizeof g_int_path, "%s/SIGINT.%s", g_wait_dir.c_str(), r.c_str());
-    std::snprintf(g_usr1_path, sizeof g_usr1_path, "%s/SIGUSR1.%s", g_wait_dir.c_str(), r.c_str());
-    std::snprintf(g_usr2_path, sizeof g_usr2_path, "%s/SIGUSR2.%s", g_wait_dir.c_str(), r.c_str());
-    for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2}) signal(sig, OnSignal);
-    if (FILE* f = std::fopen((g_wait_dir + "/ready." + std::to_string(rank)).c_str(), "w")) {
-      std::fprintf(f, "%d\n", static_cast<int>(getpid()));  // for tests that kill one rank
-      std::fclose(f);
-    }
-    for (int i = 0; i < 300 && !g_signal; ++i) usleep(100000);
-    // SIGUSR1 asks for a clean exit (as a job would checkpoint and leave).
-    if (g_signal) return g_signal == SIGUSR1 ? 0 : 128 + g_signal;
-    return 0;
-  }
-  if (sleep_s > 0) sleep(static_cast<unsigned>(sleep_s));
+  if (o.stall_rank >= 0) return RunStallCase(rank, o.stall_rank);
+  if (!g_wait_dir.empty()) return WaitForSignals(rank);
+  if (o.sleep_s > 0) sleep(static_cast<unsigned>(o.sleep_s));
   return 0;
 }

@@ -38,6 +38,43 @@ CapturedRun Train(const std::string& profile_dir, std::vector<std::string> extra
   return Launch(args);
 }
 
+// Every step of every rank (`ranks` ranks, `steps` steps), one valid record
+// per line; rank `slow_rank` computes at least `injected_s` more per step.
+void ExpectEveryStepRecorded(const fs::path& dir, int ranks, int steps, int slow_rank, double injected_s) {
+  for (int r = 0; r < ranks; ++r) {
+    const std::string path = dir / ("rank-" + std::to_string(r) + ".jsonl");
+    std::ifstream f(path);
+    std::string line;
+    int lines = 0;
+    while (std::getline(f, line)) {
+      auto m = ParseStepMetricsJson(line, path);
+      ASSERT_TRUE(m.ok()) << m.status().message();
+      EXPECT_EQ(m->rank, r);
+      EXPECT_EQ(m->step, lines);
+      EXPECT_NEAR(m->compute_s + m->comm_s(), m->step_s, 1e-6);
+      if (r == slow_rank) {
+        EXPECT_GE(m->compute_s, injected_s * 0.95);
+      }
+      ++lines;
+    }
+    EXPECT_EQ(lines, steps) << path;
+  }
+}
+
+// Prometheus text format: comments, or `name{labels} value`.
+void ExpectPrometheusText(const std::string& prom) {
+  const std::regex sample(R"re([a-z_]+\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\} [0-9.e+-]+)re");
+  std::istringstream in(prom);
+  std::string line;
+  int samples = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("# HELP ", 0) == 0 || line.rfind("# TYPE ", 0) == 0) continue;
+    EXPECT_TRUE(std::regex_match(line, sample)) << line;
+    ++samples;
+  }
+  EXPECT_GT(samples, 20);
+}
+
 TEST(Profile, StragglerIsNamedAndTheCommunicationShareMatchesTheInjectedWait) {
   TempDir dir("profile");
   const CapturedRun base = Train(dir / "base", {"--layout", "dp=4"});
@@ -75,37 +112,9 @@ TEST(Profile, StragglerIsNamedAndTheCommunicationShareMatchesTheInjectedWait) {
   // (CI saw rank 2 at 1.3x the median). That no warning comes without cause is
   // shown on fixed profiles: RunReport.LowCommunicationShareGivesNoWarning.
 
-  // Every step of every rank, one valid record per line.
-  for (int r = 0; r < 4; ++r) {
-    const std::string path = dir / ("slow/rank-" + std::to_string(r) + ".jsonl");
-    std::ifstream f(path);
-    std::string line;
-    int lines = 0;
-    while (std::getline(f, line)) {
-      auto m = ParseStepMetricsJson(line, path);
-      ASSERT_TRUE(m.ok()) << m.status().message();
-      EXPECT_EQ(m->rank, r);
-      EXPECT_EQ(m->step, lines);
-      EXPECT_NEAR(m->compute_s + m->comm_s(), m->step_s, 1e-6);
-      if (r == 2) {
-        EXPECT_GE(m->compute_s, kInjectedS * 0.95);
-      }
-      ++lines;
-    }
-    EXPECT_EQ(lines, 8) << path;
-  }
-  // Prometheus text format: comments, or `name{labels} value`.
+  ExpectEveryStepRecorded(dir / "slow", 4, 8, 2, kInjectedS);
   const std::string prom = ReadText(dir / "slow/metrics.prom");
-  const std::regex sample(R"re([a-z_]+\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\} [0-9.e+-]+)re");
-  std::istringstream in(prom);
-  std::string line;
-  int samples = 0;
-  while (std::getline(in, line)) {
-    if (line.rfind("# HELP ", 0) == 0 || line.rfind("# TYPE ", 0) == 0) continue;
-    EXPECT_TRUE(std::regex_match(line, sample)) << line;
-    ++samples;
-  }
-  EXPECT_GT(samples, 20);
+  ExpectPrometheusText(prom);
   EXPECT_NE(prom.find("gpulaunch_communication_seconds_total{job=\"gl-"), std::string::npos);
   EXPECT_NE(prom.find(",rank=\"2\","), std::string::npos);
   EXPECT_NE(prom.find("gpulaunch_communication_share_ratio{"), std::string::npos);
