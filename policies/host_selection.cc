@@ -285,8 +285,9 @@ class GangSelector : public HostSelector {
       s.chosen.push_back({cands[static_cast<size_t>(share.host)].host, std::popcount(share.gpus)});
     }
     SortByNetwork(c, s.chosen);
-    s.why = "gang: " + std::to_string(s.chosen.size()) + " hosts under " +
-            std::to_string(pool::LeavesOf(gang_pool, *allocation)) + " leaf switches";
+    const int used = static_cast<int>(s.chosen.size()), leaves = pool::LeavesOf(gang_pool, *allocation);
+    s.why = "gang: " + std::to_string(used) + (used == 1 ? " host" : " hosts") + " under " + std::to_string(leaves) +
+            (leaves == 1 ? " leaf switch" : " leaf switches");
     return s;
   }
 };

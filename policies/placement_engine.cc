@@ -169,7 +169,8 @@ void ExplainHosts(const ClusterTopology& c, const std::vector<std::string>& expl
 StatusOr<Placement> PlaceWithUnit(const JobRequest& r, const ClusterTopology& c, int unit_wanted) {
   const HostSelector* selector = FindHostSelector(r.comm == "compute" && r.policy == "compact" ? "fragmented" : r.policy);
   if (!selector) {
-    return InvalidArgument("unknown policy '" + r.policy + "' (choose from " + Join(HostSelectorNames(), ", ") + ")");
+    return InvalidArgument("unknown policy '" + r.policy + "' (choose from " + Join(HostSelectorNames(), ", ") + ", or " +
+                           kBySlotPolicy + ")");
   }
   std::vector<std::string> explain(c.hosts.size());
   std::vector<int> fit(c.hosts.size(), 0);

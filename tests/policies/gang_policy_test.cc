@@ -41,7 +41,7 @@ TEST(GangPolicy, UsesTheFragmentForTheRemainderAndKeepsAWholeHostFree) {
   }
   EXPECT_EQ(on_fragment, 4);
   bool explained = false;
-  for (const std::string& line : p->explain) explained |= line.find("gang: 2 hosts under 1 leaf switches") != std::string::npos;
+  for (const std::string& line : p->explain) explained |= line.find("gang: 2 hosts under 1 leaf switch") != std::string::npos;
   EXPECT_TRUE(explained);
 }
 
@@ -72,7 +72,7 @@ TEST(GangPolicy, IsListedWithTheOtherPolicies) {
   r.policy = "gangs";
   auto p = Place(r, TwoLeavesOneFragment());
   ASSERT_FALSE(p.ok());
-  EXPECT_NE(p.status().message().find("gang"), std::string::npos) << p.status().message();
+  EXPECT_NE(p.status().message().find("fragmented, gang, or by-slot"), std::string::npos) << p.status().message();
 }
 
 }  // namespace
