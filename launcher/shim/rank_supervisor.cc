@@ -101,9 +101,10 @@ class Supervision {
   int Run() {
     for (;;) {
       poll(fds_, 5, PollTimeoutMs());
+      if (o_.wakeups) ++*o_.wakeups;
       if (fds_[kSignals].revents & POLLIN) PassOnSignals();
       if (fds_[kStderr].fd >= 0 && (fds_[kStderr].revents & (POLLIN | POLLHUP | POLLERR))) RelayStderr();
-      if (fds_[kBeat].revents & POLLIN) TakeBeats();
+      if (fds_[kBeat].fd >= 0 && (fds_[kBeat].revents & (POLLIN | POLLHUP | POLLERR))) TakeBeats();
       if (fds_[kMetrics].fd >= 0 && (fds_[kMetrics].revents & (POLLIN | POLLHUP | POLLERR)) &&
           !forwarder_.Drain(fds_[kMetrics].fd)) {
         CloseSlot(kMetrics);
@@ -130,7 +131,7 @@ class Supervision {
 
   int PollTimeoutMs() const {
     int timeout = -1;
-    if (beat_pending_) {
+    if (beat_pending_ && control_) {  // without gpulaunch, beats go nowhere and wake nobody
       const auto wait = kBeatInterval - (Clock::now() - beat_sent_);
       timeout = static_cast<int>(std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()));
     }
@@ -165,11 +166,14 @@ class Supervision {
     }
   }
 
+  // Bytes are progress. End-of-file (the job closed its end, or ended) closes
+  // the slot: a pipe that hung up stays readable, and polling it again would
+  // spin for as long as the job runs.
   void TakeBeats() {
     char buf[4096];
-    while (read(fds_[kBeat].fd, buf, sizeof buf) > 0) {
-    }
-    beat_pending_ = true;
+    ssize_t n;
+    while ((n = read(fds_[kBeat].fd, buf, sizeof buf)) > 0) beat_pending_ = true;
+    if (n == 0) CloseSlot(kBeat);
   }
 
   void SendBeatWhenDue() {
@@ -220,7 +224,7 @@ class Supervision {
   // The last metrics, the stderr tail and the exit report, in that order.
   void Finish() {
     if (fds_[kStderr].fd >= 0) CloseSlot(kStderr);
-    close(fds_[kBeat].fd);
+    if (fds_[kBeat].fd >= 0) CloseSlot(kBeat);
     if (fds_[kMetrics].fd >= 0) {  // the last steps' records, written just before the exit
       forwarder_.Drain(fds_[kMetrics].fd);
       CloseSlot(kMetrics);

@@ -25,7 +25,8 @@
 //   knows the rank ended because it was told to (control_protocol.h).
 // - GPULAUNCH_HEARTBEAT_FD in the child's environment is a non-blocking pipe:
 //   each byte written there is progress (runtime/heartbeat.h); the shim
-//   passes it on at most once per second.
+//   passes it on at most once per second. A job may close its end: the
+//   shim then stops watching it, and sleeps until something else happens.
 // - With GPULAUNCH_PROFILE=1, GPULAUNCH_METRICS_FD is a blocking pipe: every
 //   line written there (a step record, common/step_metrics.h) goes to
 //   gpulaunch whole, as a `metric` message; what is left in the pipe when the
@@ -43,6 +44,7 @@ struct SuperviseOptions {
   bool forward_signals = true;
   ControlClient* control = nullptr;        // may be unconnected
   std::function<void(int pid)> on_started;  // before the child execs
+  long* wakeups = nullptr;                   // when set, counts the supervision loop's turns (tests)
 };
 
 // Runs argv[0] with argv (null-terminated) and returns its wait status.
