@@ -71,6 +71,14 @@ StatusOr<TopologyPtr> Open() {
 
 StatusOr<HostTopology> DiscoverLocalHost() {
   GL_ASSIGN_OR_RETURN(TopologyPtr topo, Open());
+  // The OpenGL and OpenCL plugins add only OS devices this launcher does not
+  // read (GPUs come from their PCI devices, names and UUIDs from NVML), and
+  // they are the slow part of I/O discovery: the first probes X displays, the
+  // second initialises every installed OpenCL driver. HWLOC_COMPONENTS, when
+  // set, still decides.
+  for (const char* plugin : {"gl", "opencl"}) {
+    hwloc_topology_set_components(topo.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, plugin);
+  }
   if (hwloc_topology_load(topo.get()) != 0) return Internal("hwloc could not read this machine's topology");
   HostTopology host = Convert(topo.get());
   char name[256] = {0};
