@@ -187,10 +187,13 @@ class EngineSupervision {
     // The engine first, so that it is already stopping the job when the
     // local ranks die: Open MPI 4.1's mpirun can crash when a stop signal
     // arrives while it aborts for a failed rank.
+    // The grace counts from the stop request: delivering it to thousands of
+    // ranks takes a while, and must not push their SIGKILL later.
     bool delivered = false;
+    const auto grace_ends_at = SteadyClock::now() + std::chrono::milliseconds(o_.kill_grace_ms);
     if (IsStop(sig) && stop_requests_ == 1 && o_.signal_all_ranks && o_.signal_all_ranks(sig)) {
       delivered = true;
-      grace_ends_at_ = SteadyClock::now() + std::chrono::milliseconds(o_.kill_grace_ms);
+      grace_ends_at_ = grace_ends_at;
     }
     if (!delivered && (!from_terminal || stop_requests_ >= 2)) kill(pid_, sig);
     if (IsStop(sig) && !from_terminal && o_.signal_local_ranks) o_.signal_local_ranks(sig);

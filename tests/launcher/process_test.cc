@@ -1,7 +1,13 @@
 #include "launcher/base/process.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
 
 namespace gpulaunch {
 namespace {
@@ -17,6 +23,38 @@ TEST(RunCaptured, CapturesOutputAndStatus) {
 TEST(RunCaptured, TimesOut) {
   auto r = RunCaptured({"sleep", "30"}, EnvironmentWith({}), 200);
   EXPECT_TRUE(r.timed_out);
+}
+
+// Delivering a stop to thousands of ranks takes time; the ranks' SIGKILL
+// must still come one kill grace after the stop was asked for, not one grace
+// after the delivery ended.
+TEST(RunJob, TheKillGraceCountsFromTheStopRequest) {
+  using Clock = std::chrono::steady_clock;
+  const std::string pid_file = testing::TempDir() + "engine_pid_" + std::to_string(getpid());
+  JobRunOptions o;
+  o.argv = {"/bin/sh", "-c", "echo $$ > \"$0\"; exec sleep 30", pid_file};
+  o.env = EnvironmentWith({});
+  o.timeout_ms = 300;      // the stop request
+  o.kill_grace_ms = 3000;
+  Clock::time_point stop_at{}, kill_at{};
+  o.signal_all_ranks = [&](int sig) {
+    if (sig != SIGKILL) {
+      stop_at = Clock::now();
+      std::this_thread::sleep_for(std::chrono::seconds(3));  // a slow delivery
+      return true;
+    }
+    kill_at = Clock::now();
+    int engine = 0;
+    std::ifstream(pid_file) >> engine;
+    if (engine > 0) kill(engine, SIGKILL);  // the ranks are gone: so is the engine
+    return true;
+  };
+  RunJob(o);
+  std::remove(pid_file.c_str());
+  ASSERT_NE(stop_at, Clock::time_point{});
+  ASSERT_NE(kill_at, Clock::time_point{}) << "no SIGKILL step";
+  // From the request: 3 s. From the end of the delivery it would be 6 s.
+  EXPECT_LT(kill_at - stop_at, std::chrono::seconds(5));
 }
 
 TEST(EnvironmentWith, OverridesWin) {
