@@ -1,6 +1,8 @@
 #include "launcher/sim/sim_command.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <tuple>
 #include <iostream>
 
 #include "common/file_write.h"
@@ -10,6 +12,7 @@
 #include "launcher/core/subcommand_parser.h"
 #include "launcher/sim/sim_output.h"
 #include "policies/pool/resource_template.h"
+#include "policies/pool/runtime_estimates.h"
 #include "policies/pool/simulator.h"
 #include "policies/pool/synthetic_trace.h"
 
@@ -23,6 +26,9 @@ using namespace gpulaunch::pool;
 
 struct SimOptions {
   std::string trace, synthetic, cluster, policy = "all", format = "table", quota, templates;
+  std::vector<EstimateMode> estimates = {EstimateMode::kUser};
+  int explain = -1;
+  double data_cache_gb = 0, data_bandwidth = 1.25;
   std::vector<std::string> reserve, fail;
   std::optional<std::string> out;
   int teams = 0;
@@ -35,8 +41,9 @@ struct SimOptions {
 const SubcommandParser& Parser() {
   static const SubcommandParser* parser = [] {
     auto* p = new SubcommandParser(
-        "sim", "(--trace FILE | --synthetic SPEC) --cluster SPEC\n"
-               "                     [--policy topology|fifo-first-fit|best-fit|all] [--templates DEFS]\n"
+        "sim", "(--trace FILE | --synthetic SPEC) --cluster SPEC [--policy NAME,...|all]\n"
+               "                     [--estimates perfect|user|none|all] [--explain JOB] [--templates DEFS]\n"
+               "                     [--data-cache GB] [--data-bandwidth GB/S]\n"
                "                     [--teams N] [--quota TEAM:GUARANTEE/NOMINAL/BORROW[/LEND],...] [--grace S]\n"
                "                     [--checkpoint S] [--max-wait H] [--reserve NAME:TEAM:HOSTS@START-END]...\n"
                "                     [--fail HOST@START[-END]]...\n"
@@ -45,8 +52,16 @@ const SubcommandParser& Parser() {
         "or a synthetic one (SPEC e.g. \"jobs:2000 days:14 teams:3 users:24 high:0.1 templated:0.2\") on a\n"
         "simulated pool (SPEC e.g. \"leaf:2 node:8 gpu:8\"; groups of other hosts joined with '+', e.g.\n"
         "\"leaf:1 node:8 gpu:8 mem:80 link:200 + leaf:1 node:8 gpu:8 mem:40\") under gpulaunch's policy\n"
-        "(topology) and the baselines (fifo-first-fit; best-fit, Slurm-like without topology), all by default, in\n"
-        "one run. --templates \"train:gpus=32,mem=80,link=200,affinity=leaf;...\" defines the templates jobs name.\n"
+        "(topology) and the baselines (fifo-first-fit; best-fit; tiresias, 2D-LAS; sjf-oracle, perfect knowledge;\n"
+        "slurm-multifactor, age and size priority with backfill and topology/tree), all by default, in one run.\n"
+        "--estimates says what the policies know of run times: perfect (the trace's), user (time limits: the\n"
+        "trace's limit column, else a seeded model of how users over-estimate; a run reaching its limit is\n"
+        "ended there, as Slurm does), none (no durations at all); default user, all for the three.\n"
+        "--explain JOB tells why job JOB (0 is the first submitted) waited and why it went where it went.\n"
+        "--data-cache GB gives each host an LRU cache of that size for the jobs' datasets (synthetic datasets:N):\n"
+        "a job copies its dataset to its hosts that lack it, at --data-bandwidth GB/s (default 1.25, 10 Gb/s);\n"
+        "topology then also runs without its preference for hosts holding the data (topology-no-locality).\n"
+        "--templates \"train:gpus=32,mem=80,link=200,affinity=leaf;...\" defines the templates jobs name.\n"
         "--teams N deals the jobs round-robin to N teams (public traces have none); without it --quota uses the\n"
         "trace's teams (0, 1, ... in the quota's order). Preempted jobs start over, or with --checkpoint S resume\n"
         "from their last checkpoint (one every S seconds of work); moving or resuming a job costs 120 s.\n"
@@ -59,7 +74,12 @@ const SubcommandParser& Parser() {
       ("trace", po::value<std::string>()->value_name("FILE"), "a job trace")
       ("synthetic", po::value<std::string>()->value_name("SPEC"), "a synthetic trace instead")
       ("cluster", po::value<std::string>()->value_name("SPEC"), "the simulated pool")
-      ("policy", po::value<std::string>()->value_name("NAME,..."), "topology, fifo-first-fit, best-fit or all (default)")
+      ("policy", po::value<std::string>()->value_name("NAME,..."),
+       "topology, fifo-first-fit, best-fit, tiresias, sjf-oracle, slurm-multifactor, or all (default)")
+      ("estimates", po::value<std::string>()->value_name("MODE,..."), "perfect, user (default), none, or all")
+      ("explain", po::value<std::string>()->value_name("JOB"), "why this job waited and went where it went")
+      ("data-cache", po::value<std::string>()->value_name("GB"), "per-host dataset cache (locality model)")
+      ("data-bandwidth", po::value<std::string>()->value_name("GB/S"), "per-host copy bandwidth (default 1.25)")
       ("templates", po::value<std::string>()->value_name("DEFS"), "the resource templates jobs name")
       ("teams", po::value<std::string>()->value_name("N"), "deal the jobs to N teams")
       ("quota", po::value<std::string>()->value_name("QUOTAS"), "per-team quotas")
@@ -93,6 +113,29 @@ StatusOr<SimOptions> Parse(const std::vector<std::string>& args) {
   if (vm.count("reserve")) o.reserve = vm["reserve"].as<std::vector<std::string>>();
   if (vm.count("fail")) o.fail = vm["fail"].as<std::vector<std::string>>();
   if (vm.count("out")) o.out = vm["out"].as<std::string>();
+  if (vm.count("estimates")) {
+    const std::string v = vm["estimates"].as<std::string>();
+    o.estimates.clear();
+    for (const std::string& m : v == "all" ? std::vector<std::string>{"perfect", "user", "none"} : Split(v, ',')) {
+      auto mode = ParseEstimateMode(m);
+      if (!mode.ok()) return p.Error("--estimates " + v + ": " + mode.status().message());
+      o.estimates.push_back(*mode);
+    }
+  }
+  for (auto [name, out] : {std::pair{"data-cache", &o.data_cache_gb}, std::pair{"data-bandwidth", &o.data_bandwidth}}) {
+    if (!vm.count(name)) continue;
+    const std::string v = vm[name].as<std::string>();
+    char* end = nullptr;
+    const double x = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !(x > 0) || x > 1e9) return p.Error(std::string("--") + name + " " + v + ": give a number above 0");
+    *out = x;
+  }
+  if (vm.count("explain")) {
+    const std::string v = vm["explain"].as<std::string>();
+    const auto n = ParseInt(v);
+    if (!n || *n < 0 || *n > 100000000) return p.Error("--explain " + v + ": give a job number (0 is the first submitted)");
+    o.explain = static_cast<int>(*n);
+  }
   if (vm.count("format")) {
     o.format = vm["format"].as<std::string>();
     if (o.format != "table" && o.format != "json") return p.Error("--format " + o.format + ": table or json");
@@ -232,6 +275,24 @@ StatusOr<SimInputs> Load(const SimOptions& o) {
     in.setup.failures.push_back(f);
     in.info.failures += (in.info.failures.empty() ? "" : ", ") + text;
   }
+  if (o.explain >= static_cast<int>(in.jobs.size())) {
+    return InvalidArgument("sim: --explain " + std::to_string(o.explain) + ": the trace has jobs 0 to " +
+                           std::to_string(in.jobs.size() - 1) + " (numbered in submit order)");
+  }
+  in.setup.explain_job = o.explain;
+  in.info.explain = o.explain;
+  DrawUserLimits(in.jobs);  // used only where the mode is user
+  if (o.data_cache_gb > 0) {
+    for (const TraceJob& j : in.jobs) in.setup.datasets = std::max(in.setup.datasets, j.dataset + 1);
+    if (in.setup.datasets == 0) {
+      return InvalidArgument("sim: --data-cache: the jobs name no datasets; use --synthetic with datasets:N");
+    }
+    in.setup.locality.cache_gb = o.data_cache_gb;
+    in.setup.locality.bandwidth_gb_s = o.data_bandwidth;
+    char text[96];
+    std::snprintf(text, sizeof text, "%g GB per host at %g GB/s", o.data_cache_gb, o.data_bandwidth);
+    in.info.data_cache = text;
+  }
   in.setup.checkpoint_interval_s = o.checkpoint_s;
   in.setup.max_wait_s = o.max_wait_h * 3600;
   in.info.max_wait_s = in.setup.max_wait_s;
@@ -261,17 +322,31 @@ int RunSimCommand(const std::vector<std::string>& args) {
               << "\n";
     return kExitUsage;
   }
-  const std::vector<std::string> names =
-      o.policy == "all" ? std::vector<std::string>{"topology", "fifo-first-fit", "best-fit"} : Split(o.policy, ',');
+  const std::vector<std::string> names = o.policy == "all" ? PolicyNames() : Split(o.policy, ',');
+  // Every policy under every mode asked for; the oracle once (it always
+  // knows the run times), gpulaunch's policy also without its locality
+  // preference when datasets are cached.
+  std::vector<std::tuple<std::string, EstimateMode, bool>> runs;
+  for (EstimateMode mode : o.estimates) {
+    for (const std::string& name : names) {
+      if (name == "sjf-oracle" && mode != o.estimates.front()) continue;
+      runs.emplace_back(name, name == "sjf-oracle" ? EstimateMode::kPerfect : mode, true);
+      if (name == "topology" && in->setup.locality.cache_gb > 0) runs.emplace_back(name, mode, false);
+    }
+  }
+  in->info.jobs = &in->jobs;
   std::vector<SimReport> reports;
-  for (const std::string& name : names) {
+  for (const auto& [name, mode, prefer] : runs) {
     auto config = PolicyConfig(name, in->quotas);
     if (!config.ok()) {
       std::cerr << "gpulaunch: sim: " << config.status().message() << "\n";
       return kExitUsage;
     }
     config->grace_s = o.grace_s;
-    auto r = Simulate(in->pool, in->jobs, *config, name, in->setup);
+    SimSetup setup = in->setup;
+    setup.estimates = mode;
+    setup.locality.prefer = prefer;
+    auto r = Simulate(in->pool, in->jobs, *config, prefer ? name : name + "-no-locality", setup);
     if (!r.ok()) {
       std::cerr << "gpulaunch: sim: " << r.status().message() << "\n";
       const StatusCode c = r.status().code();

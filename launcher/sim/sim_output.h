@@ -21,7 +21,13 @@ struct SimRunInfo {
   double max_wait_s = 0;
   std::string reservations;  // as given, or empty
   std::string failures;      // as given, or empty
+  std::string data_cache;    // "GB per host at GB/s", or empty (no locality model)
+  const std::vector<pool::TraceJob>* jobs = nullptr;  // for --explain's heading
+  int explain = -1;          // --explain's job
 };
+
+// How user time limits are drawn (runtime_estimates.h), in one line.
+extern const char* const kUserLimitModel;
 
 Json SimJson(const SimRunInfo& info, int teams, const std::vector<pool::SimReport>& reports);
 void PrintSimTable(const SimRunInfo& info, const std::vector<pool::SimReport>& reports);

@@ -32,7 +32,13 @@ int PickHost(const GpuPool& pool, int gpus, PlacementStyle style, const GangCons
     double extension = 0;
     if (style == PlacementStyle::kTopology && c.ends_at > 0 && c.host_busy_until)
       extension = std::max(0.0, c.ends_at - std::max(c.now, (*c.host_busy_until)[static_cast<size_t>(h)]));
-    return std::make_tuple(Preferred(c, h) ? 0 : 1,
+    // Cached copies: a job smaller than a host does not break a whole free
+    // host for them when a partly used host fits (that would strand GPUs
+    // that whole-host jobs need).
+    const bool cached = !c.cached.empty() && c.cached[static_cast<size_t>(h)];
+    const bool breaks_whole = !c.cached.empty() && style != PlacementStyle::kFirstFit &&
+                              gpus < pool.hosts()[h].gpus && pool.free_on(h) == pool.hosts()[h].gpus;
+    return std::make_tuple(Preferred(c, h) ? 0 : 1, breaks_whole ? 1 : 0, cached ? 0 : 1,
                            style == PlacementStyle::kTopology && prefer_leaf >= 0 && leaf != prefer_leaf ? 1 : 0,
                            extension,
                            style == PlacementStyle::kFirstFit ? 0 : pool.free_on(h),
@@ -40,7 +46,10 @@ int PickHost(const GpuPool& pool, int gpus, PlacementStyle style, const GangCons
   };
   for (int h = 0; h < static_cast<int>(pool.hosts().size()); ++h) {
     if (!Allowed(pool, c, h) || exclude.count(h) || pool.free_on(h) < gpus) continue;
-    if (style == PlacementStyle::kFirstFit && !Preferred(c, h) && best >= 0) continue;
+    if (style == PlacementStyle::kFirstFit && !Preferred(c, h) && best >= 0 &&
+        (c.cached.empty() || !c.cached[static_cast<size_t>(h)])) {
+      continue;
+    }
     if (best < 0 || key(h) < key(best)) best = h;
   }
   return best;

@@ -13,7 +13,9 @@
 // Options: hosts to avoid (hard), a fault-domain spread (hard: whole hosts
 // taken round-robin over the leaves with the most room), preferred hosts
 // (data locality: a preference among hosts that already satisfy everything
-// hard, never more).
+// hard, never more), and hosts holding a cached copy of the job's data (a
+// weaker preference: with best fit and topology, a job smaller than a host
+// does not take a whole free host for it when a partly used host fits).
 #pragma once
 
 #include <optional>
@@ -30,6 +32,7 @@ const char* PlacementStyleName(PlacementStyle s);
 struct GangConstraints {
   std::vector<bool> avoid;      // by host: must not be used (empty: none)
   std::vector<bool> preferred;  // by host: use when it makes no other difference (empty: none)
+  std::vector<bool> cached;     // by host: holds a copy of its data (empty: none known)
   // Fault-domain spread: a multi-host job's hosts under at least this many
   // leaf switches (a leaf is a fault domain); 0 or 1: no spread asked.
   int min_leaves = 0;

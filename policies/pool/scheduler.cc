@@ -38,13 +38,67 @@ Status Scheduler::Finish(int job) {
   return Status::Ok();
 }
 
-double Scheduler::EffectivePriority(const PoolJob& j, double now) const {
-  if (config_.order == QueueOrder::kFifo) return 0;
-  const double amount = j.gpus * std::max(1.0, j.estimate);
-  const double size =
-      config_.size_reference > 0 ? std::max(0.0, std::floor(std::log2(config_.size_reference / amount))) : 0;
-  return j.priority + size + std::floor(std::max(0.0, now - j.submit) / config_.aging_s);
+const char* QueueOrderName(QueueOrder o) {
+  switch (o) {
+    case QueueOrder::kFifo: return "fifo";
+    case QueueOrder::kPriorityAging: return "priority-aging";
+    case QueueOrder::kShortestFirst: return "shortest-first";
+    case QueueOrder::kLeastAttained: return "least-attained";
+    case QueueOrder::kSlurmMultifactor: return "slurm-multifactor";
+  }
+  return "?";
 }
+
+int Scheduler::ServiceLevel(double gpu_s) const {
+  const auto& bounds = config_.service_levels_gpu_s;
+  return static_cast<int>(std::upper_bound(bounds.begin(), bounds.end(), gpu_s) - bounds.begin());
+}
+
+// Higher first. Priority classes always come first: a class is worth more
+// than any size, service or age term (each stays below 1e6).
+double Scheduler::EffectivePriority(const PoolJob& j, double now) const {
+  // Time waited: since its submission, less the time it ran (earlier runs,
+  // and for a running job the current one: RunningPriority).
+  const double waited = std::max(0.0, now - j.submit - j.attained_gpu_s / std::max(1, j.gpus));
+  const double cls = 1e6 * j.priority;
+  switch (config_.order) {
+    case QueueOrder::kFifo:
+      return 0;  // submit order only, whatever the class
+    case QueueOrder::kPriorityAging: {
+      const bool known = j.estimate > 0 && (config_.uninformative_limit_s <= 0 || j.limit <= 0 ||
+                                            j.limit < config_.uninformative_limit_s);
+      const double run = known ? j.estimate : std::max(config_.unknown_run_s, 2 * j.attained_gpu_s / j.gpus);
+      const double amount = j.gpus * std::max(1.0, run);
+      const double size =
+          config_.size_reference > 0 ? std::max(0.0, std::floor(std::log2(config_.size_reference / amount))) : 0;
+      return j.priority + size + std::floor(waited / config_.aging_s);
+    }
+    case QueueOrder::kShortestFirst:
+      return cls - std::min(1e5, j.gpus * j.estimate / 3600);  // GPU-hours; no estimate: as the shortest
+    case QueueOrder::kLeastAttained:
+      return cls - ServiceLevel(j.attained_gpu_s);
+    case QueueOrder::kSlurmMultifactor: {
+      const SlurmPriorityWeights& w = config_.slurm;
+      return cls + w.age_weight * std::min(1.0, waited / w.max_age_s) +
+             w.size_weight * j.gpus / std::max(1, pool_.total_gpus());
+    }
+  }
+  return cls;
+}
+
+double Scheduler::NextServiceLevelChange(double now) const {
+  double next = std::numeric_limits<double>::infinity();
+  if (config_.order != QueueOrder::kLeastAttained) return next;
+  for (const auto& [id, r] : running_) {
+    const double attained = r.job.attained_gpu_s + r.job.gpus * (now - r.start);
+    const int level = ServiceLevel(attained);
+    if (level >= static_cast<int>(config_.service_levels_gpu_s.size())) continue;
+    const double bound = config_.service_levels_gpu_s[static_cast<size_t>(level)];
+    next = std::min(next, now + (bound - attained) / r.job.gpus);
+  }
+  return next;
+}
+
 
 std::vector<PoolJob> Scheduler::Ordered(double now) const {
   std::vector<std::pair<double, const PoolJob*>> keyed;
@@ -107,15 +161,20 @@ GangConstraints Scheduler::ConstraintsFor(const PoolJob& job, double now) const 
       for (const HostShare& s : r.allocation.shares) c.avoid[static_cast<size_t>(s.host)] = true;
     }
   }
-  if (job.estimate > 0 && config_.style == PlacementStyle::kTopology) {
+  if (job.estimate > 0 && config_.style == PlacementStyle::kTopology && config_.align_ends) {
     c.ends_at = now + job.estimate;
     c.now = now;
     c.host_busy_until = &BusyUntil();
   }
-  if (!job.data_hosts.empty()) {
-    c.preferred.assign(pool_.hosts().size(), false);
-    for (int h : job.data_hosts)
-      if (h >= 0 && h < static_cast<int>(pool_.hosts().size())) c.preferred[static_cast<size_t>(h)] = true;
+  auto mark = [&](const std::vector<int>& hosts, std::vector<bool>& out) {
+    if (hosts.empty()) return;
+    out.assign(pool_.hosts().size(), false);
+    for (int h : hosts)
+      if (h >= 0 && h < static_cast<int>(pool_.hosts().size())) out[static_cast<size_t>(h)] = true;
+  };
+  mark(job.data_hosts, c.preferred);
+  if (job.dataset >= 0 && data_caches_ && job.dataset < static_cast<int>(data_caches_->size())) {
+    mark((*data_caches_)[static_cast<size_t>(job.dataset)], c.cached);
   }
   return c;
 }
@@ -171,6 +230,7 @@ StatusOr<std::vector<Decision>> Scheduler::Schedule(double now) {
       out.insert(out.end(), started.begin(), started.end());
       continue;
     }
+    if (config_.skip_blocked) continue;
     blocked = true;
     if (!config_.backfill) break;
     window.shadow = ShadowTime(job, now, &window.extra);
@@ -198,6 +258,10 @@ StatusOr<std::vector<Decision>> Scheduler::StartInOrder(const PoolJob& job, doub
   if (config_.defragment) {
     GL_ASSIGN_OR_RETURN(std::vector<Decision> m, TryDefragment(job, now));
     if (!m.empty()) return m;
+  }
+  if (config_.preempt_by_service) {
+    GL_ASSIGN_OR_RETURN(std::vector<Decision> p, TryPreemptByService(job, now));
+    if (!p.empty()) return p;
   }
   if (config_.preempt) return TryPreempt(job, now);
   return std::vector<Decision>{};

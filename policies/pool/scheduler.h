@@ -4,9 +4,11 @@
 // quota book before returning them).
 //
 // Each Schedule(now):
-//   1. orders the queue: FIFO, or by priority with aging (a job gains one
-//      level per `aging_s` waited, so streams of higher-priority or smaller
-//      jobs cannot starve it); ties by submit time, then id;
+//   1. orders the queue (QueueOrder): FIFO; by priority with aging (a job
+//      gains one level per `aging_s` waited, so streams of higher-priority
+//      or smaller jobs cannot starve it); shortest estimated GPU time first;
+//      least attained service (Tiresias's discretised 2D-LAS); or Slurm's
+//      multifactor priority; ties by submit time, then id;
 //   2. starts jobs in that order while they fit (quota and placement);
 //   3. when the first job that does not fit is within its team's nominal
 //      quota (or of a higher priority class), looks for the cheapest set of
@@ -24,6 +26,12 @@
 //      within its team's guarantee starts whenever it fits;
 //   5. reclaims for every other waiting job within its team's nominal quota
 //      that does not fit (as in 3).
+// With `preempt_by_service`, a job that does not fit in step 2 may also
+// suspend running jobs that the queue order now ranks at least a level below
+// it (2D-LAS: a later service level, more GPU time attained; by size: at
+// least twice its expected remaining GPU time) and that ran at least the
+// grace period: they are checkpointed at that moment (Decision::checkpointed),
+// keep their work and their attained service, and go back to the queue.
 // With `defragment`, a job that is blocked by the shape of the free GPUs
 // rather than their number (enough are free, scattered over partly used
 // hosts) is first given room by migrating single-host jobs: each moved job
@@ -56,6 +64,7 @@ struct PoolJob {
   int priority = 0;         // class: higher first; higher classes may preempt lower ones
   double submit = 0;
   double estimate = 0;      // expected run time (s) for backfill; 0: unknown (never backfilled ahead of others)
+  double limit = 0;         // the time limit the user asked for (s); 0: none given
   // The user: a user's jobs of different priority classes never share a
   // host (-1: no such rule for this job).
   int user = -1;
@@ -64,13 +73,36 @@ struct PoolJob {
   double min_gpu_memory_gib = 0;   // hosts whose GPUs have at least this memory
   double min_link_gbps = 0;        // hosts with at least this network link
   std::vector<int> data_hosts;     // hosts holding its data: preferred, never required
+  int dataset = -1;                // its input dataset (SetDataCaches); -1: none
   // A queue timeout: a job not started this long after its submission leaves
   // the queue (Decision kExpire); 0: it waits as long as it takes. A job that
   // ran and was preempted no longer times out.
   double max_wait_s = 0;
+  // GPU-seconds of service it received in earlier runs (before preemptions):
+  // what 2D-LAS orders by. Known to any real scheduler; no duration needed.
+  double attained_gpu_s = 0;
 };
 
-enum class QueueOrder { kFifo, kPriorityAging };
+enum class QueueOrder {
+  kFifo,
+  kPriorityAging,     // class, then smaller (GPUs x estimate) first, with aging
+  kShortestFirst,     // smallest estimated GPU time first (SJF; the oracle with perfect estimates)
+  kLeastAttained,     // Tiresias's discretised 2D-LAS: attained GPU time level, then submit time
+  kSlurmMultifactor,  // Slurm's priority/multifactor: age and job size factors (SchedulerConfig::slurm)
+};
+const char* QueueOrderName(QueueOrder o);
+
+// Slurm's priority/multifactor terms that apply to a pool without accounts
+// or QOS: priority = age_weight x min(1, waited / max_age_s) + size_weight x
+// GPUs / pool GPUs (PriorityFavorSmall=NO: bigger jobs rank higher). slurm.conf
+// defaults every weight to 0 (which is FIFO); these are the weights of the
+// configuration example in Slurm's multifactor priority documentation, and
+// PriorityMaxAge's default of 7 days.
+struct SlurmPriorityWeights {
+  double age_weight = 1000;
+  double size_weight = 1000;
+  double max_age_s = 7 * 86400;
+};
 
 // Whole hosts held for one team's jobs during [start, end). Before the
 // window, other jobs may use those hosts only if their estimate ends before
@@ -87,6 +119,10 @@ struct SchedulerConfig {
   PlacementStyle style = PlacementStyle::kTopology;
   QueueOrder order = QueueOrder::kPriorityAging;
   bool backfill = true;
+  // Greedy order: a job that does not fit is passed over and later ones
+  // start whenever they fit, with no reservation for it (Tiresias's
+  // simulator); off: the first blocked job blocks, bar backfill.
+  bool skip_blocked = false;
   bool preempt = true;
   double aging_s = 3600;        // one priority level per this much waiting
   // Smaller jobs first: a job gains log2(size_reference / its size) levels
@@ -95,8 +131,25 @@ struct SchedulerConfig {
   // 64-GPU one that arrived at the same time, until aging lifts the big one
   // (0: off).
   double size_reference = 0;
+  // A job whose size is unknown (no estimate, or a limit of at least
+  // `uninformative_limit_s`: the site's maximum, which users ask for when
+  // they do not know) is sized as if it ran twice as long as it has run so
+  // far, at least `unknown_run_s`: under heavy-tailed run times the longer
+  // a job has run, the longer it is likely to go on (the reasoning of LAS).
+  double uninformative_limit_s = 0;  // 0: every limit informs
+  double unknown_run_s = 3600;
   double grace_s = 300;         // a job may be preempted only after running this long
   bool defragment = false;      // migrate single-host jobs to make room (see above)
+  // kLeastAttained: the service levels' upper bounds in GPU-seconds (level 0
+  // below the first, the last level unbounded). Tiresias's simulator example
+  // is one threshold of 3,600; two give the medium trace's mix (a minute to
+  // weeks on 1 to 64 GPUs) a middle level for the hours-long jobs.
+  std::vector<double> service_levels_gpu_s = {3600, 36000};
+  bool preempt_by_service = false;  // suspend running jobs ranked a level lower (see above)
+  // kTopology placement: put a job where its expected end meets the host's
+  // other jobs' ends (needs estimates); off for plain tree placement.
+  bool align_ends = true;
+  SlurmPriorityWeights slurm;
   double migration_cost_s = 120;  // a migrated job's checkpoint, move and restart
   QuotaBook quotas;             // empty: no quotas
 };
@@ -110,6 +163,7 @@ struct Decision {
   bool borrowed = false;        // kStart: above its team's nominal quota (reclaimable)
   bool backfilled = false;
   int preempted_by = -1;        // kPreempt and kMigrate: the job that needed the GPUs
+  bool checkpointed = false;    // kPreempt: suspended with a checkpoint; it keeps its work
 };
 
 // Why a job waits: the constraint, what is short, and what blocks it.
@@ -143,6 +197,18 @@ class Scheduler {
   // Decisions taken now, already applied to the pool.
   StatusOr<std::vector<Decision>> Schedule(double now);
   std::vector<WaitReason> Waiting(double now) const;
+  // When the next running job's attained service reaches a level's bound
+  // (kLeastAttained: the queue order may change then); infinity otherwise.
+  double NextServiceLevelChange(double now) const;
+  // The service level of `gpu_s` attained GPU-seconds (0 first).
+  int ServiceLevel(double gpu_s) const;
+  // Where each dataset is cached now (by dataset: host indices), owned by
+  // the caller and read at each placement: a job's dataset's hosts are
+  // preferred like its data_hosts. Null: no caches known.
+  void SetDataCaches(const std::vector<std::vector<int>>* hosts_by_dataset) { data_caches_ = hosts_by_dataset; }
+  // The queue order's key for `job` now: higher goes first (ties: submit
+  // time, then id).
+  double EffectivePriority(const PoolJob& job, double now) const;
 
   // Holds `hosts` whole hosts (under one leaf when one has them) for `team`
   // during [start, end); the hosts it holds are in the reservation returned.
@@ -163,16 +229,24 @@ class Scheduler {
 
  private:
   std::vector<PoolJob> Ordered(double now) const;
-  double EffectivePriority(const PoolJob& j, double now) const;
   // Starts `job` now if quota and placement allow; nullopt otherwise.
   std::optional<Decision> TryStart(const PoolJob& job, double now);
+  using RunningJobs = std::vector<const RunningJob*>;
   // Preempts the cheapest victims that let `job` fit, and starts it.
   StatusOr<std::vector<Decision>> TryPreempt(const PoolJob& job, double now);
+  // Suspends running jobs a level or more below `job` in the queue order
+  // (2D-LAS: a later service level) so that it fits.
+  StatusOr<std::vector<Decision>> TryPreemptByService(const PoolJob& job, double now);
+  // A running job's queue-order key as if it were queued now: its service
+  // so far, and what its estimate has left.
+  double RunningPriority(const RunningJob& r, double now) const;
+  // Takes `victims` off their GPUs back to the queue, then starts `job`.
+  StatusOr<std::vector<Decision>> PreemptFor(const PoolJob& job, const RunningJobs& victims, bool checkpointed,
+                                             double now);
   // TryPreempt's steps: the running jobs `job` may preempt, cheapest first
   // (`reclaims`: it is within its team's nominal quota, so borrowed jobs of
   // other teams are fair game); and the fewest of them that let it fit
   // (nullopt when even all of them would not).
-  using RunningJobs = std::vector<const RunningJob*>;
   RunningJobs PreemptionCandidates(const PoolJob& job, bool reclaims, double now) const;
   StatusOr<std::optional<RunningJobs>> FewestVictims(const PoolJob& job, const RunningJobs& candidates,
                                                      double now) const;
@@ -219,6 +293,7 @@ class Scheduler {
   std::vector<Lease> leases_;  // GPUs of lost jobs still held on bad hosts
   std::vector<PoolReservation> reservations_;
   mutable std::vector<double> busy_until_;  // BusyUntil()'s cache; empty: stale
+  const std::vector<std::vector<int>>* data_caches_ = nullptr;
 };
 
 }  // namespace gpulaunch::pool

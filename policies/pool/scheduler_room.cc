@@ -1,6 +1,6 @@
 // The two ways the scheduler makes room for a job that does not fit:
-// preemption (reclaim of borrowed GPUs, or of lower priority classes) and
-// defragmentation by migration. Both commit everything they decide, and
+// preemption (reclaim of borrowed GPUs, of lower priority classes, or, under
+// 2D-LAS, suspension of jobs that attained more service) and defragmentation by migration. Both commit everything they decide, and
 // start the job in the same decision. See scheduler.h for the rules.
 #include <algorithm>
 #include <bit>
@@ -19,14 +19,64 @@ StatusOr<std::vector<Decision>> Scheduler::TryPreempt(const PoolJob& job, double
   if (candidates.empty()) return out;
   GL_ASSIGN_OR_RETURN(auto victims, FewestVictims(job, candidates, now));
   if (!victims) return out;
-  for (const RunningJob* victim : *victims) {
+  return PreemptFor(job, *victims, false, now);
+}
+
+StatusOr<std::vector<Decision>> Scheduler::TryPreemptByService(const PoolJob& job, double now) {
+  const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
+  if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) return std::vector<Decision>{};
+  // Victims: running jobs that the queue order now puts at least a level
+  // below the job (under 2D-LAS, a later service level; by size, at least
+  // twice its expected remaining GPU time), having run the grace period;
+  // the lowest first, then the most served.
+  const double key = EffectivePriority(job, now);
+  auto attained = [&](const RunningJob* r) { return r->job.attained_gpu_s + r->job.gpus * (now - r->start); };
+  std::vector<std::pair<double, const RunningJob*>> ranked;
+  // With quotas, only jobs of its own team, or borrowed jobs of others when
+  // it is within its nominal quota: suspending another team's job within
+  // that team's quota would leave the team owed it, and its reclaim would
+  // undo the suspension (jobs would thrash between teams).
+  const bool within_nominal = v == QuotaVerdict::kWithinNominal;
+  for (const auto& [id, r] : running_) {
+    if (now - r.start < config_.grace_s || now - r.moved_at < config_.grace_s) continue;
+    if (config_.quotas.enabled() && r.job.team != job.team && !(r.borrowed && within_nominal)) continue;
+    const double victim_key = RunningPriority(r, now);
+    if (victim_key + 1 <= key) ranked.emplace_back(victim_key, &r);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first < b.first;
+    return attained(a.second) != attained(b.second) ? attained(a.second) > attained(b.second)
+                                                    : a.second->job.id < b.second->job.id;
+  });
+  RunningJobs candidates;
+  for (const auto& [k, r] : ranked) candidates.push_back(r);
+  if (candidates.empty()) return std::vector<Decision>{};
+  GL_ASSIGN_OR_RETURN(auto victims, FewestVictims(job, candidates, now));
+  if (!victims) return std::vector<Decision>{};
+  return PreemptFor(job, *victims, true, now);
+}
+
+double Scheduler::RunningPriority(const RunningJob& r, double now) const {
+  PoolJob as_queued = r.job;
+  const double ran = now - r.start;
+  as_queued.attained_gpu_s += r.job.gpus * ran;
+  if (as_queued.estimate > 0) as_queued.estimate = std::max(1.0, as_queued.estimate - std::max(0.0, ran - r.delay));
+  return EffectivePriority(as_queued, now);
+}
+
+StatusOr<std::vector<Decision>> Scheduler::PreemptFor(const PoolJob& job, const RunningJobs& victims,
+                                                      bool checkpointed, double now) {
+  std::vector<Decision> out;
+  for (const RunningJob* victim : victims) {
     Decision d;
     d.kind = Decision::Kind::kPreempt;
     d.job = victim->job.id;
     d.allocation = victim->allocation;
     d.preempted_by = job.id;
+    d.checkpointed = checkpointed;
     PoolJob requeue = victim->job;
     requeue.max_wait_s = 0;  // it ran: it waits to run again however long it takes
+    requeue.attained_gpu_s += requeue.gpus * (now - victim->start);
     GL_RETURN_IF_ERROR(Finish(victim->job.id));
     queue_.push_back(requeue);  // it keeps its submit time, so its age
     out.push_back(d);

@@ -1,17 +1,27 @@
 #include "policies/pool/simulator.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdio>
 #include <chrono>
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <queue>
+#include <set>
 #include <tuple>
 
 #include "common/stats.h"
 
 namespace gpulaunch::pool {
 namespace {
+
+std::string Hours(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f h", s / 3600);
+  return buf;
+}
 
 struct Event {
   double time;
@@ -25,16 +35,29 @@ struct Event {
 
 }  // namespace
 
+const std::vector<std::string>& PolicyNames() {
+  static const std::vector<std::string> names = {"topology", "fifo-first-fit", "best-fit",
+                                                 "tiresias", "sjf-oracle",     "slurm-multifactor"};
+  return names;
+}
+
 StatusOr<SchedulerConfig> PolicyConfig(const std::string& name, const QuotaBook& quotas) {
   SchedulerConfig c;
   c.quotas = quotas;
   if (name == "topology") {
+    // One policy whatever it knows: jobs rank by size (GPUs x expected run
+    // time; unknown sizes from the service they had, as under LAS), a level
+    // per week waited; a job that does not fit holds no one back, and one
+    // that ranks a level above running jobs suspends them for its room.
     c.style = PlacementStyle::kTopology;
     c.order = QueueOrder::kPriorityAging;
     c.size_reference = 64.0 * 7 * 86400;  // a week on 64 GPUs: level 0
-    c.aging_s = 86400;                    // a level per day waited
+    c.aging_s = 7 * 86400;
+    c.uninformative_limit_s = UserLimitModel().site_max_s;
     c.backfill = true;
+    c.skip_blocked = true;
     c.preempt = true;
+    c.preempt_by_service = true;
     c.defragment = true;
   } else if (name == "fifo-first-fit") {
     c.style = PlacementStyle::kFirstFit;
@@ -46,8 +69,30 @@ StatusOr<SchedulerConfig> PolicyConfig(const std::string& name, const QuotaBook&
     c.order = QueueOrder::kFifo;
     c.backfill = true;
     c.preempt = false;
+  } else if (name == "tiresias") {
+    c.style = PlacementStyle::kTopology;
+    c.align_ends = false;
+    c.order = QueueOrder::kLeastAttained;
+    c.backfill = false;
+    c.skip_blocked = true;
+    c.preempt = quotas.enabled();
+    c.preempt_by_service = true;
+  } else if (name == "sjf-oracle") {
+    c.style = PlacementStyle::kTopology;
+    c.align_ends = false;
+    c.order = QueueOrder::kShortestFirst;
+    c.backfill = true;
+    c.preempt = false;
+  } else if (name == "slurm-multifactor") {
+    c.style = PlacementStyle::kTopology;
+    c.align_ends = false;
+    c.order = QueueOrder::kSlurmMultifactor;
+    c.backfill = true;
+    c.preempt = false;
   } else {
-    return InvalidArgument("unknown policy '" + name + "': choose topology, fifo-first-fit or best-fit");
+    std::string known;
+    for (const std::string& n : PolicyNames()) known += (known.empty() ? "" : ", ") + n;
+    return InvalidArgument("unknown policy '" + name + "': choose " + known);
   }
   return c;
 }
@@ -75,6 +120,12 @@ class Simulation {
       events_.push(Event{j.submit, 1, j.id, 0});
       outcome_[j.id] = JobOutcome{j.id, j.gpus, j.team, j.submit};
       remaining_[j.id] = j.duration;
+      limit_left_[j.id] = j.limit;
+    }
+    report_.estimates = EstimateModeName(setup.estimates);
+    if (setup.locality.cache_gb > 0) {
+      cache_.emplace(static_cast<int>(pool.hosts().size()), setup.datasets, setup.locality.cache_gb);
+      if (setup.locality.prefer) scheduler_.SetDataCaches(&cache_->holders());
     }
     report_.jobs = static_cast<int>(by_id_.size());
     first_ = last_ = jobs.empty() ? 0 : jobs.front().submit;
@@ -108,6 +159,7 @@ class Simulation {
         GL_RETURN_IF_ERROR(Handle(e, now));
       }
       if (!setup_.failures.empty()) GL_RETURN_IF_ERROR(Heartbeats(now));
+      if (setup_.explain_job >= 0) explain_free_ = FreeByHost();
       const auto t0 = std::chrono::steady_clock::now();
       GL_ASSIGN_OR_RETURN(std::vector<Decision> decisions, scheduler_.Schedule(now));
       const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
@@ -117,6 +169,13 @@ class Simulation {
       for (const Decision& d : decisions) {
         audit_.CheckPlacement(d, scheduler_.pool());
         GL_RETURN_IF_ERROR(Apply(d, now));
+        if (d.job == setup_.explain_job) ExplainDecision(d, now);
+      }
+      if (setup_.explain_job >= 0) ExplainWait(now);
+      // 2D-LAS: a pass when a running job's service reaches the next level.
+      const double review = scheduler_.NextServiceLevelChange(now);
+      if (std::isfinite(review) && reviews_.insert(std::max(review, now + 1e-3)).second) {
+        events_.push(Event{std::max(review, now + 1e-3), 2, -1, 0});
       }
       Measure(now);
     }
@@ -129,7 +188,17 @@ class Simulation {
     if (e.kind == 0) {
       if (e.generation != generation_[e.job]) return Status::Ok();  // preempted or moved since
       GL_RETURN_IF_ERROR(scheduler_.Finish(e.job));
-      outcome_[e.job].end = now;
+      JobOutcome& o = outcome_[e.job];
+      o.end = now;
+      if (limited_[e.job]) {  // its limit ended it, as Slurm would
+        o.reached_limit = true;
+        ++report_.reached_limit;
+        report_.gpu_hours_cut += (remaining_[e.job] - limit_left_[e.job]) * o.gpus / 3600;
+      }
+      if (e.job == setup_.explain_job) {
+        Explain(now, limited_[e.job] ? "its time limit ended it (" + Hours(limit_left_[e.job]) + " of run time left)"
+                                     : "finished");
+      }
     } else if (e.kind == 1) {
       scheduler_.Submit(PoolJobOf(*by_id_[e.job]));
       if (setup_.max_wait_s > 0) events_.push(Event{now + setup_.max_wait_s, 2, e.job, 0});  // a pass when it expires
@@ -137,8 +206,20 @@ class Simulation {
     return Status::Ok();
   }
 
+  // What the policy may know of the job's run time now (SimSetup::estimates).
+  double EstimateFor(int id) const {
+    switch (setup_.estimates) {
+      case EstimateMode::kPerfect: return remaining_.at(id);
+      case EstimateMode::kUser: return limit_left_.at(id);
+      case EstimateMode::kNone: return 0;
+    }
+    return 0;
+  }
+
   PoolJob PoolJobOf(const TraceJob& j) const {
-    PoolJob job{j.id, j.team, j.gpus, j.priority, j.submit, j.duration};
+    PoolJob job{j.id, j.team, j.gpus, j.priority, j.submit, EstimateFor(j.id)};
+    job.limit = setup_.estimates == EstimateMode::kUser ? j.limit : 0;
+    job.dataset = j.dataset;
     job.user = j.user;
     job.min_gpu_memory_gib = j.min_gpu_memory_gib;
     job.min_link_gbps = j.min_link_gbps;
@@ -164,9 +245,8 @@ class Simulation {
       JobOutcome& o = outcome_[id];
       ++o.lost_to_failures;
       ++report_.jobs_lost_to_failures;
-      EndRun(id, now);
+      EndRun(id, now, false);
       PoolJob again = PoolJobOf(*by_id_[id]);
-      again.estimate = remaining_[id];
       again.max_wait_s = 0;  // it ran: it waits to run again however long it takes
       scheduler_.Submit(again);
     }
@@ -174,16 +254,20 @@ class Simulation {
   }
 
   // A run ends before its work is done (preempted, or its host went bad):
-  // what a checkpoint kept stays done, the rest is lost and redone.
-  void EndRun(int id, double now) {
+  // what a checkpoint kept stays done, the rest is lost and redone. A job
+  // suspended with a checkpoint (`checkpointed`) keeps all its work, and
+  // what it ran counts against its time limit; a requeued one gets its whole
+  // limit again.
+  void EndRun(int id, double now, bool checkpointed) {
     JobOutcome& o = outcome_[id];
     ++generation_[id];
     const double ran = now - run_start_[id];
     const double progress = std::clamp(ran - run_delay_[id], 0.0, remaining_[id]);
     const double every = setup_.checkpoint_interval_s;
-    const double kept = every > 0 ? std::floor(progress / every) * every : 0;
-    const double restart = every > 0 ? config_.migration_cost_s : 0;
+    const double kept = checkpointed ? progress : every > 0 ? std::floor(progress / every) * every : 0;
+    const double restart = checkpointed || every > 0 ? config_.migration_cost_s : 0;
     remaining_[id] += restart - kept;
+    limit_left_[id] = checkpointed ? std::max(0.0, limit_left_[id] - progress) + restart : by_id_[id]->limit;
     // The run's migrations were counted as lost when they happened.
     o.gpu_seconds_lost += (ran - run_delay_[id] - kept + restart) * o.gpus;
   }
@@ -212,8 +296,9 @@ class Simulation {
       case Decision::Kind::kPreempt:
         ++o.preemptions;
         ++report_.preemptions;
-        EndRun(d.job, now);
-        return scheduler_.SetEstimate(d.job, remaining_[d.job]);
+        report_.checkpointed_preemptions += d.checkpointed ? 1 : 0;
+        EndRun(d.job, now, d.checkpointed);
+        return scheduler_.SetEstimate(d.job, EstimateFor(d.job));
       case Decision::Kind::kStart:
         break;
     }
@@ -223,11 +308,122 @@ class Simulation {
     o.leaves = LeavesOf(pool_, d.allocation);
     o.min_hosts = MinHosts(pool_, o.gpus);
     o.min_leaves = MinLeaves(pool_, o.gpus);
-    run_end_[d.job] = now + remaining_[d.job];
-    run_delay_[d.job] = 0;
+    // It first copies its dataset where missing, then runs until its work
+    // is done or (user estimates) its time limit ends it.
+    run_delay_[d.job] = Stage(d.job, d.allocation);
+    double run = remaining_[d.job];
+    limited_[d.job] = setup_.estimates == EstimateMode::kUser && limit_left_[d.job] > 0 && limit_left_[d.job] <= run;
+    if (limited_[d.job]) run = limit_left_[d.job];
+    run_end_[d.job] = now + run_delay_[d.job] + run;
     events_.push(Event{run_end_[d.job], 0, d.job, generation_[d.job]});
-    if (config_.preempt) events_.push(Event{now + config_.grace_s, 2, d.job, generation_[d.job]});
+    if (config_.preempt || config_.preempt_by_service) {
+      events_.push(Event{now + config_.grace_s, 2, d.job, generation_[d.job]});
+    }
     return Status::Ok();
+  }
+
+  // Seconds job `id` spends copying its dataset to the hosts of `a` whose
+  // cache lacks it (0 without the locality model).
+  double Stage(int id, const Allocation& a) {
+    const TraceJob& j = *by_id_[id];
+    if (!cache_ || j.dataset < 0) return 0;
+    std::vector<int> hosts;
+    for (const HostShare& s : a.shares) hosts.push_back(s.host);
+    if (!cache_->Use(j.dataset, j.dataset_gb, hosts)) return 0;
+    const double s = j.dataset_gb / setup_.locality.bandwidth_gb_s;
+    report_.staging_hours += s / 3600;
+    return s;
+  }
+
+  // --explain: one job's story, told as it happens.
+  void Explain(double now, const std::string& what) {
+    const double since = now - by_id_[setup_.explain_job]->submit;
+    report_.explain.push_back(Hours(now - first_) + " (submit +" + Hours(since) + "): " + what);
+  }
+
+  std::vector<int> FreeByHost() const {
+    std::vector<int> free;
+    for (int h = 0; h < static_cast<int>(pool_.hosts().size()); ++h) free.push_back(scheduler_.pool().free_on(h));
+    return free;
+  }
+
+  void ExplainDecision(const Decision& d, double now) {
+    if (d.kind == Decision::Kind::kPreempt) {
+      Explain(now, "preempted for job " + std::to_string(d.preempted_by) +
+                       (d.checkpointed ? ": suspended with a checkpoint, its work kept" : ": its run is lost"));
+      explain_wait_.clear();
+      return;
+    }
+    if (d.kind == Decision::Kind::kExpire) return Explain(now, "left the queue: its queue timeout passed");
+    // Where it went, with what each host and leaf had free before the pass,
+    // against the fewest hosts and leaves it could have used.
+    const GpuPool& pool = scheduler_.pool();
+    std::string where;
+    std::map<int, int> leaf_free;
+    for (int h = 0; h < static_cast<int>(pool.hosts().size()); ++h)
+      leaf_free[pool.hosts()[h].leaf] += explain_free_[static_cast<size_t>(h)];
+    std::map<int, bool> leaves_used;
+    for (const HostShare& s : d.allocation.shares) {
+      const PoolHost& host = pool.hosts()[static_cast<size_t>(s.host)];
+      where += (where.empty() ? "" : ", ") + host.name + " (" + std::to_string(std::popcount(s.gpus)) + " of its " +
+               std::to_string(explain_free_[static_cast<size_t>(s.host)]) + " free)";
+      leaves_used[host.leaf] = true;
+    }
+    for (const auto& [leaf, used] : leaves_used)
+      where += "; leaf " + std::to_string(leaf) + " had " + std::to_string(leaf_free[leaf]) + " GPUs free";
+    const TraceJob& j = *by_id_[d.job];
+    std::string data;
+    if (cache_ && j.dataset >= 0) {
+      int cached = 0;
+      for (const HostShare& s : d.allocation.shares) {
+        const auto& holders = cache_->holders()[static_cast<size_t>(j.dataset)];
+        cached += std::count(holders.begin(), holders.end(), s.host) > 0 ? 1 : 0;
+      }
+      data = "; dataset " + std::to_string(j.dataset) + " cached on " + std::to_string(cached) + " of its hosts" +
+             (run_delay_[d.job] > 0 ? ", copying takes " + Hours(run_delay_[d.job]) : "");
+    }
+    const std::string verb = d.kind == Decision::Kind::kMigrate ? "moved to " : "started on ";
+    Explain(now, verb + where + ": " + std::to_string(LeavesOf(pool_, d.allocation)) + " leaf switches, " +
+                     std::to_string(d.allocation.hosts()) + " hosts (fewest possible: " +
+                     std::to_string(MinLeaves(pool_, j.gpus)) + " and " + std::to_string(MinHosts(pool_, j.gpus)) +
+                     "), placement " + PlacementStyleName(config_.style) + (d.backfilled ? ", backfilled" : "") +
+                     (d.borrowed ? ", on borrowed quota" : "") + data);
+    explain_wait_.clear();
+  }
+
+  // While it waits: why, each time the reason changes.
+  void ExplainWait(double now) {
+    const int id = setup_.explain_job;
+    const std::vector<WaitReason> waiting = scheduler_.Waiting(now);
+    for (size_t i = 0; i < waiting.size(); ++i) {
+      if (waiting[i].job != id) continue;
+      // Told again when what holds it back changes, and when its place in
+      // the queue changed, at most every 6 hours (not at every GPU freed or
+      // taken meanwhile).
+      const std::string why = waiting[i].constraint + ": " + waiting[i].detail;
+      const std::string state = waiting[i].constraint + " " + std::to_string(i);
+      if (state == explain_wait_) return;
+      if (!explain_wait_.empty() && explain_wait_.substr(0, explain_wait_.find(' ')) == waiting[i].constraint &&
+          now - explain_told_at_ < 6 * 3600) {
+        return;
+      }
+      explain_wait_ = state;
+      explain_told_at_ = now;
+      const PoolJob* job = nullptr;
+      for (const PoolJob& q : scheduler_.queue()) job = q.id == id ? &q : job;
+      char key[64];
+      std::snprintf(key, sizeof key, "%.6g", job ? scheduler_.EffectivePriority(*job, now) : 0.0);
+      const QuotaBook& q = scheduler_.quotas();
+      const std::string quota =
+          q.enabled() && job ? "; team " + q.quota(job->team).team + " holds " + std::to_string(q.used(job->team)) +
+                                   " GPUs of nominal " + std::to_string(q.quota(job->team).nominal)
+                             : "";
+      Explain(now, "waits at position " + std::to_string(i + 1) + " of " + std::to_string(waiting.size()) +
+                       " (queue order " + QueueOrderName(config_.order) + ", key " + key +
+                       (job ? ", estimate " + (job->estimate > 0 ? Hours(job->estimate) : std::string("none")) : "") +
+                       quota + "); " + why);
+      return;
+    }
   }
 
   // After a pass: the audit, busy and stranded GPUs until the next event,
@@ -316,6 +512,10 @@ class Simulation {
     report_.utilization = report_.makespan_s > 0 ? busy_area_ / (pool_.total_gpus() * report_.makespan_s) : 0;
     report_.stranded_gpus = report_.makespan_s > 0 ? stranded_area_ / report_.makespan_s : 0;
     report_.decision_us_avg = report_.passes ? decision_total_us_ / report_.passes : 0;
+    if (cache_) {
+      report_.cache_hits = cache_->hits();
+      report_.cache_misses = cache_->misses();
+    }
     return std::move(report_);
   }
 
@@ -335,6 +535,13 @@ class Simulation {
   std::map<int, double> run_delay_;   // migration time in its current run (no progress)
   std::map<int, double> remaining_;   // work left at the start of its current run
   std::map<int, double> owed_since_;  // team -> since when its guarantee is owed (-1: counted)
+  std::map<int, double> limit_left_;  // run time its time limit still allows (0: no limit)
+  std::map<int, bool> limited_;       // its current run ends at its limit, not when done
+  std::set<double> reviews_;          // passes already due for service level changes
+  std::optional<DataCache> cache_;
+  std::vector<int> explain_free_;     // free GPUs by host before this pass (explain_job)
+  std::string explain_wait_;          // the last wait told: constraint and queue position
+  double explain_told_at_ = 0;
   double first_ = 0, last_ = 0, busy_area_ = 0, stranded_area_ = 0, decision_total_us_ = 0;
   int busy_now_ = 0, stranded_now_ = 0;
 };

@@ -12,9 +12,11 @@
 #include <vector>
 
 #include "common/status.h"
+#include "policies/pool/data_cache.h"
 #include "policies/pool/job_trace.h"
 #include "policies/pool/node_health.h"
 #include "policies/pool/rule_audit.h"
+#include "policies/pool/runtime_estimates.h"
 #include "policies/pool/scheduler.h"
 
 namespace gpulaunch::pool {
@@ -26,6 +28,7 @@ struct JobOutcome {
   int preemptions = 0, migrations = 0, lost_to_failures = 0;
   double gpu_seconds_lost = 0;  // work redone after preemptions and failures, and migration costs
   bool timed_out = false;       // left the queue unstarted (SimSetup::max_wait_s); no end
+  bool reached_limit = false;   // its last run was ended by its time limit (user estimates)
 };
 
 struct SimReport {
@@ -39,7 +42,11 @@ struct SimReport {
   double makespan_s = 0;
   double avg_hosts_over_min = 0, avg_leaves_over_min = 0;  // per multi-... job: spanned / minimum
   int jobs_over_min_leaves = 0;
-  int preemptions = 0;
+  std::string estimates = "perfect";       // what the policy knew of run times (EstimateModeName)
+  int reached_limit = 0;                   // jobs whose time limit ended their run (Slurm kills them there)
+  double gpu_hours_cut = 0;                // work those jobs had left when killed (0 when the limit is their run time)
+  int preemptions = 0;                     // of which checkpointed: suspended with their work kept
+  int checkpointed_preemptions = 0;
   int migrations = 0;                      // jobs moved to make room (defragmentation)
   int jobs_lost_to_failures = 0;           // runs ended by a bad host (requeued)
   double gpu_hours_lost = 0;               // preempted work redone, plus migration costs
@@ -49,8 +56,13 @@ struct SimReport {
   RuleCounts rules;                        // hard rules broken (rule_audit.h): all 0 unless a bug
   double decision_us_avg = 0, decision_us_max = 0;  // per scheduling pass, wall clock
   int passes = 0;
+  long cache_hits = 0, cache_misses = 0;   // per host a job started on (SimSetup::locality)
+  double staging_hours = 0;                // run time spent copying datasets to hosts (all runs)
   std::vector<std::pair<double, int>> busy;  // (time, busy GPUs) after each pass
   std::vector<JobOutcome> outcomes;
+  // SimSetup::explain_job's story: one line per change in why it waits,
+  // where it went and why, and how its runs ended.
+  std::vector<std::string> explain;
 };
 
 // Whole hosts held for a team during a window (Scheduler::Reserve).
@@ -76,7 +88,17 @@ struct SimFailure {
 // scheduling pass; node_health.h's rules (suspect, bad, leases) decide the
 // rest, through Scheduler::ApplyHealth, and jobs lost with a bad host go
 // back to the queue like preempted ones.
+// The run-time estimates the policy sees (runtime_estimates.h): perfect,
+// the jobs' time limits (user: every job needs one in TraceJob::limit, and a
+// run reaching its limit ends there; its limit counts run time, so it
+// survives a suspension but restarts with a requeue), or none (estimate 0).
+// With locality.cache_gb > 0, jobs with a dataset copy it to every host of
+// theirs that lacks it before they run (data_cache.h).
 struct SimSetup {
+  EstimateMode estimates = EstimateMode::kPerfect;
+  DataLocality locality;
+  int datasets = 0;       // datasets the jobs name (TraceJob::dataset below this)
+  int explain_job = -1;   // a job to tell the story of (SimReport::explain); -1: none
   double checkpoint_interval_s = 0;
   double max_wait_s = 0;  // every job's queue timeout (PoolJob::max_wait_s); 0: none
   std::vector<SimReservation> reservations;
@@ -87,11 +109,32 @@ struct SimSetup {
 StatusOr<SimReport> Simulate(const GpuPool& pool, const std::vector<TraceJob>& jobs, const SchedulerConfig& config,
                              const std::string& policy_name, const SimSetup& setup = {});
 
-// The policies `gpulaunch sim` compares: "topology" (smaller jobs first by
-// GPUs x estimated time, aging one level per day waited, EASY backfill,
-// topology placement, preemption), and the baselines
-// "fifo-first-fit" and "best-fit" (FIFO with backfill, best fit, no
-// topology, as Slurm without a topology plugin).
+// The policies `gpulaunch sim` compares. Each uses only what the run's
+// estimate mode gives it (PoolJob::estimate and limit; 0 for none):
+//   topology           gpulaunch's: jobs rank by size, GPUs x expected run
+//                      time, in levels of powers of two (a size not known, or
+//                      a limit at the site's maximum, from the service the job
+//                      had, twice its run so far and at least an hour, as
+//                      under LAS); a level per week waited; jobs that fit
+//                      start in that order, one that does not holds no one
+//                      back, and one ranked a level above running jobs that
+//                      ran 5 minutes suspends them (checkpointed) for its
+//                      room; end-aligned topology placement, defragmentation,
+//                      quota reclaim
+//   fifo-first-fit     FIFO, first fit, no backfill
+//   best-fit           FIFO with EASY backfill, best fit, no topology
+//   tiresias           discretised 2D-LAS (Tiresias, NSDI '19): levels by
+//                      attained GPU time (below 1 GPU-hour, below 10, above),
+//                      FIFO within a level, jobs that fit start (greedy),
+//                      a job suspends running jobs of a later level, placement
+//                      consolidated under one switch; no durations used
+//   sjf-oracle         smallest GPU time first, backfill (run it with perfect
+//                      estimates: the oracle bound of a non-preemptive policy)
+//   slurm-multifactor  Slurm's priority/multifactor (SlurmPriorityWeights),
+//                      EASY backfill on the mode's estimates, topology/tree
+//                      placement (one switch when one has room)
 StatusOr<SchedulerConfig> PolicyConfig(const std::string& name, const QuotaBook& quotas);
+// Every name PolicyConfig knows, in report order.
+const std::vector<std::string>& PolicyNames();
 
 }  // namespace gpulaunch::pool

@@ -1,29 +1,16 @@
 #include "policies/pool/synthetic_trace.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
 #include "common/strings.h"
+#include "policies/pool/seeded_rng.h"
 
 namespace gpulaunch::pool {
 namespace {
 
-// splitmix64: small, fast, and the same everywhere.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }  // [0, 1)
-  int Below(int n) { return static_cast<int>(Next() % static_cast<uint64_t>(n)); }
-
- private:
-  uint64_t state_;
-};
+using Rng = SeededRng;
 
 int Size(double u) {
   const std::pair<double, int> mix[] = {{0.45, 1}, {0.02, 2}, {0.08, 4}, {0.40, 8}, {0.03, 16}, {0.015, 32}};
@@ -32,6 +19,26 @@ int Size(double u) {
     u -= share;
   }
   return 64;
+}
+
+// Datasets come from streams of their own, so a spec with datasets keeps
+// every other field of the same spec without them.
+void AddDatasets(const SyntheticSpec& spec, std::vector<TraceJob>& jobs) {
+  if (spec.datasets <= 0) return;
+  Rng sizes(spec.seed ^ 0xda7a5e7ULL), picks(spec.seed ^ 0x5e1ec7ULL);
+  std::vector<double> gb, cumulative;
+  double total = 0;
+  for (int d = 0; d < spec.datasets; ++d) {
+    gb.push_back(std::round(kDatasetMinGb * std::pow(kDatasetMaxGb / kDatasetMinGb, sizes.Uniform())));
+    total += 1.0 / (d + 1);  // Zipf, exponent 1: dataset d is picked in proportion to 1 / (d + 1)
+    cumulative.push_back(total);
+  }
+  for (TraceJob& j : jobs) {
+    const double u = picks.Uniform() * total;
+    j.dataset = static_cast<int>(std::upper_bound(cumulative.begin(), cumulative.end(), u) - cumulative.begin());
+    j.dataset = std::min(j.dataset, spec.datasets - 1);
+    j.dataset_gb = gb[static_cast<size_t>(j.dataset)];
+  }
 }
 
 }  // namespace
@@ -62,10 +69,12 @@ StatusOr<SyntheticSpec> ParseSyntheticSpec(const std::string& text) {
       s.high = x;
     } else if (key == "templated" && fraction) {
       s.templated = x;
+    } else if (key == "datasets" && n && *n >= 0 && *n <= 100000) {
+      s.datasets = static_cast<int>(*n);
     } else {
       return InvalidArgument("synthetic trace '" + text + "': '" + word +
-                             "' is not jobs:N, days:N, seed:N, teams:N, users:N, high:FRACTION or templated:FRACTION "
-                             "(e.g. \"jobs:2000 days:14 teams:3 users:24 high:0.1\")");
+                             "' is not jobs:N, days:N, seed:N, teams:N, users:N, high:FRACTION, templated:FRACTION or "
+                             "datasets:N (e.g. \"jobs:2000 days:14 teams:3 users:24 high:0.1\")");
     }
   }
   return s;
@@ -98,6 +107,7 @@ StatusOr<std::vector<TraceJob>> SyntheticTrace(const SyntheticSpec& spec, const 
     jobs.push_back(j);
   }
   GL_RETURN_IF_ERROR(ApplyTemplates(jobs, templates, "synthetic trace"));
+  AddDatasets(spec, jobs);
   return jobs;
 }
 
