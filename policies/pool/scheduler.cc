@@ -24,7 +24,7 @@ Status Scheduler::SetEstimate(int job, double estimate) {
   auto it = running_.find(job);
   if (it == running_.end()) return NotFound("job " + std::to_string(job) + " is neither queued nor running");
   it->second.job.estimate = estimate;
-  busy_until_.clear();
+  RunningChanged();
   return Status::Ok();
 }
 
@@ -34,7 +34,7 @@ Status Scheduler::Finish(int job) {
   GL_RETURN_IF_ERROR(pool_.Give(it->second.allocation));
   config_.quotas.Remove(it->second.job.team, it->second.job.gpus);
   running_.erase(it);
-  busy_until_.clear();
+  RunningChanged();
   return Status::Ok();
 }
 
@@ -119,7 +119,7 @@ Status Scheduler::Commit(const PoolJob& job, const Allocation& a, bool borrowed,
   GL_RETURN_IF_ERROR(pool_.Take(a));
   config_.quotas.Add(job.team, job.gpus);
   running_[job.id] = RunningJob{job, a, now, borrowed};
-  busy_until_.clear();
+  RunningChanged();
   std::erase_if(queue_, [&](const PoolJob& q) { return q.id == job.id; });
   return Status::Ok();
 }

@@ -278,6 +278,17 @@ class Scheduler {
   // When each host's running jobs are expected to end (-infinity: none),
   // cached until running jobs change (busy_until_ cleared).
   const std::vector<double>& BusyUntil() const;
+  // The running jobs by their queue-order key at `now`, lowest first
+  // (RunningPriority), cached until running jobs change or time moves.
+  const std::vector<std::pair<double, const RunningJob*>>& RankedRunning(double now) const;
+  // The lowest priority class among running jobs (INT_MAX: none), cached.
+  int LowestRunningClass() const;
+  // Running jobs changed: drops the caches above.
+  void RunningChanged() {
+    busy_until_.clear();
+    ranked_running_valid_ = false;
+    lowest_running_class_.reset();
+  }
   // The job's hard and soft placement constraints in the pool as it is now.
   GangConstraints ConstraintsFor(const PoolJob& job, double now) const;
   Status Commit(const PoolJob& job, const Allocation& a, bool borrowed, double now);
@@ -293,6 +304,10 @@ class Scheduler {
   std::vector<Lease> leases_;  // GPUs of lost jobs still held on bad hosts
   std::vector<PoolReservation> reservations_;
   mutable std::vector<double> busy_until_;  // BusyUntil()'s cache; empty: stale
+  mutable std::vector<std::pair<double, const RunningJob*>> ranked_running_;  // RankedRunning()'s cache
+  mutable double ranked_running_at_ = 0;
+  mutable bool ranked_running_valid_ = false;
+  mutable std::optional<int> lowest_running_class_;
   const std::vector<std::vector<int>>* data_caches_ = nullptr;
 };
 

@@ -71,7 +71,7 @@ StatusOr<std::vector<int>> Scheduler::ApplyHealth(const NodeHealth& health, doub
     GL_RETURN_IF_ERROR(pool_.Give(healthy_part));
     config_.quotas.Remove(r.job.team, r.job.gpus);
     running_.erase(id);
-    busy_until_.clear();
+    RunningChanged();
   }
   return lost;
 }

@@ -4,6 +4,7 @@
 // start the job in the same decision. See scheduler.h for the rules.
 #include <algorithm>
 #include <bit>
+#include <limits>
 #include <map>
 
 #include "policies/pool/scheduler.h"
@@ -15,6 +16,7 @@ StatusOr<std::vector<Decision>> Scheduler::TryPreempt(const PoolJob& job, double
   const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
   if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) return out;
   const bool reclaims = config_.quotas.enabled() && v == QuotaVerdict::kWithinNominal;
+  if (!reclaims && LowestRunningClass() >= job.priority) return out;  // no one it may preempt
   const RunningJobs candidates = PreemptionCandidates(job, reclaims, now);
   if (candidates.empty()) return out;
   GL_ASSIGN_OR_RETURN(auto victims, FewestVictims(job, candidates, now));
@@ -30,30 +32,52 @@ StatusOr<std::vector<Decision>> Scheduler::TryPreemptByService(const PoolJob& jo
   // twice its expected remaining GPU time), having run the grace period;
   // the lowest first, then the most served.
   const double key = EffectivePriority(job, now);
-  auto attained = [&](const RunningJob* r) { return r->job.attained_gpu_s + r->job.gpus * (now - r->start); };
-  std::vector<std::pair<double, const RunningJob*>> ranked;
+  const auto& ranked = RankedRunning(now);
+  if (ranked.empty() || ranked.front().first + 1 > key) return std::vector<Decision>{};  // no one ranks low enough
   // With quotas, only jobs of its own team, or borrowed jobs of others when
   // it is within its nominal quota: suspending another team's job within
   // that team's quota would leave the team owed it, and its reclaim would
   // undo the suspension (jobs would thrash between teams).
   const bool within_nominal = v == QuotaVerdict::kWithinNominal;
-  for (const auto& [id, r] : running_) {
-    if (now - r.start < config_.grace_s || now - r.moved_at < config_.grace_s) continue;
-    if (config_.quotas.enabled() && r.job.team != job.team && !(r.borrowed && within_nominal)) continue;
-    const double victim_key = RunningPriority(r, now);
-    if (victim_key + 1 <= key) ranked.emplace_back(victim_key, &r);
-  }
-  std::stable_sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) {
-    if (a.first != b.first) return a.first < b.first;
-    return attained(a.second) != attained(b.second) ? attained(a.second) > attained(b.second)
-                                                    : a.second->job.id < b.second->job.id;
-  });
   RunningJobs candidates;
-  for (const auto& [k, r] : ranked) candidates.push_back(r);
+  int freed = pool_.free_gpus();
+  for (const auto& [victim_key, r] : ranked) {
+    if (victim_key + 1 > key) break;
+    if (now - r->start < config_.grace_s || now - r->moved_at < config_.grace_s) continue;
+    if (config_.quotas.enabled() && r->job.team != job.team && !(r->borrowed && within_nominal)) continue;
+    candidates.push_back(r);
+    freed += r->job.gpus;
+  }
+  if (freed < job.gpus) return std::vector<Decision>{};  // not even all of them would make room
   if (candidates.empty()) return std::vector<Decision>{};
   GL_ASSIGN_OR_RETURN(auto victims, FewestVictims(job, candidates, now));
   if (!victims) return std::vector<Decision>{};
   return PreemptFor(job, *victims, true, now);
+}
+
+int Scheduler::LowestRunningClass() const {
+  if (!lowest_running_class_) {
+    int lowest = std::numeric_limits<int>::max();
+    for (const auto& [id, r] : running_) lowest = std::min(lowest, r.job.priority);
+    lowest_running_class_ = lowest;
+  }
+  return *lowest_running_class_;
+}
+
+const std::vector<std::pair<double, const RunningJob*>>& Scheduler::RankedRunning(double now) const {
+  if (ranked_running_valid_ && ranked_running_at_ == now) return ranked_running_;
+  ranked_running_.clear();
+  for (const auto& [id, r] : running_) ranked_running_.emplace_back(RunningPriority(r, now), &r);
+  // Lowest first; among equals the most served, then by id.
+  auto attained = [&](const RunningJob* r) { return r->job.attained_gpu_s + r->job.gpus * (now - r->start); };
+  std::stable_sort(ranked_running_.begin(), ranked_running_.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first < b.first;
+    return attained(a.second) != attained(b.second) ? attained(a.second) > attained(b.second)
+                                                    : a.second->job.id < b.second->job.id;
+  });
+  ranked_running_at_ = now;
+  ranked_running_valid_ = true;
+  return ranked_running_;
 }
 
 double Scheduler::RunningPriority(const RunningJob& r, double now) const {
@@ -187,7 +211,7 @@ StatusOr<std::vector<Decision>> Scheduler::CommitMigrations(const PoolJob& job, 
     d.preempted_by = job.id;
     r.allocation = to;
     r.delay += config_.migration_cost_s;
-    busy_until_.clear();
+    RunningChanged();
     r.moved_at = now;
     out.push_back(d);
   }
