@@ -365,12 +365,27 @@ class Simulation {
     std::map<int, bool> leaves_used;
     for (const HostShare& s : d.allocation.shares) {
       const PoolHost& host = pool.hosts()[static_cast<size_t>(s.host)];
-      where += (where.empty() ? "" : ", ") + host.name + " (" + std::to_string(std::popcount(s.gpus)) + " of its " +
+      where += (where.empty() ? "" : ", ") + host.name + " (took " + std::to_string(std::popcount(s.gpus)) + " of " +
                std::to_string(explain_free_[static_cast<size_t>(s.host)]) + " free)";
       leaves_used[host.leaf] = true;
     }
     for (const auto& [leaf, used] : leaves_used)
       where += "; leaf " + std::to_string(leaf) + " had " + std::to_string(leaf_free[leaf]) + " GPUs free";
+    // The choice it made: the other hosts that could have taken a one-host job.
+    if (d.allocation.hosts() == 1) {
+      const int gpus = std::popcount(d.allocation.shares[0].gpus);
+      int others = 0, fewest = 1 << 30, most = 0;
+      for (int h = 0; h < static_cast<int>(pool.hosts().size()); ++h) {
+        const int free = explain_free_[static_cast<size_t>(h)];
+        if (h == d.allocation.shares[0].host || free < gpus || !pool.usable(h)) continue;
+        ++others;
+        fewest = std::min(fewest, free);
+        most = std::max(most, free);
+      }
+      where += others ? "; " + std::to_string(others) + " other hosts could take it, with " + std::to_string(fewest) +
+                            (most > fewest ? " to " + std::to_string(most) : "") + " GPUs free"
+                      : "; no other host could take it";
+    }
     const TraceJob& j = *by_id_[d.job];
     std::string data;
     if (cache_ && j.dataset >= 0) {

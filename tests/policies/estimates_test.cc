@@ -302,8 +302,9 @@ TEST(Simulator, ExplainTellsWhyAJobWaitedAndWhereItWent) {
   ASSERT_EQ(r->explain.size(), 3u);
   EXPECT_NE(r->explain[0].find("waits at position 1 of 1"), std::string::npos) << r->explain[0];
   EXPECT_NE(r->explain[0].find("placement: needs 8 GPUs on one host; 4 free"), std::string::npos) << r->explain[0];
-  EXPECT_NE(r->explain[1].find("started on s0n0 (8 of its 8 free); leaf 0 had 8 GPUs free"), std::string::npos) << r->explain[1];
+  EXPECT_NE(r->explain[1].find("started on s0n0 (took 8 of 8 free); leaf 0 had 8 GPUs free"), std::string::npos) << r->explain[1];
   EXPECT_NE(r->explain[1].find("submit +0.28 h"), std::string::npos) << r->explain[1];  // waited 990 s
+  EXPECT_NE(r->explain[1].find("no other host could take it"), std::string::npos) << r->explain[1];
   EXPECT_NE(r->explain[2].find("finished"), std::string::npos) << r->explain[2];
 }
 
