@@ -196,8 +196,9 @@ class Simulation {
         report_.gpu_hours_cut += (remaining_[e.job] - limit_left_[e.job]) * o.gpus / 3600;
       }
       if (e.job == setup_.explain_job) {
-        Explain(now, limited_[e.job] ? "its time limit ended it (" + Hours(limit_left_[e.job]) + " of run time left)"
-                                     : "finished");
+        Explain(now, limited_[e.job]
+                         ? "its time limit ended it (" + Hours(remaining_[e.job] - limit_left_[e.job]) + " of work left)"
+                         : "finished");
       }
     } else if (e.kind == 1) {
       scheduler_.Submit(PoolJobOf(*by_id_[e.job]));
@@ -267,7 +268,9 @@ class Simulation {
     const double kept = checkpointed ? progress : every > 0 ? std::floor(progress / every) * every : 0;
     const double restart = checkpointed || every > 0 ? config_.migration_cost_s : 0;
     remaining_[id] += restart - kept;
-    limit_left_[id] = checkpointed ? std::max(0.0, limit_left_[id] - progress) + restart : by_id_[id]->limit;
+    if (limit_left_[id] > 0) {  // 0: no limit, none to count down
+      limit_left_[id] = checkpointed ? std::max(0.0, limit_left_[id] - progress) + restart : by_id_[id]->limit;
+    }
     // The run's migrations were counted as lost when they happened.
     o.gpu_seconds_lost += (ran - run_delay_[id] - kept + restart) * o.gpus;
   }

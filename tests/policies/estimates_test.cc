@@ -200,6 +200,25 @@ TEST(Simulator, UserLimitsEndRunsAtTheLimitAndCountThem) {
   EXPECT_DOUBLE_EQ(p->outcomes[0].end, 1000);
 }
 
+// A suspended job keeps what its limit has left, and a job without a limit
+// never gets one.
+TEST(Simulator, ASuspensionKeepsTheLimitItHadLeft) {
+  // Job 0 has no limit, job 1 a limit of its run time; each is suspended by
+  // a newcomer once past 1 GPU-hour (Tiresias) and resumed later.
+  auto jobs = ParseTrace("id,submit,duration,gpus,limit\n0,0,5000,4,\n1,10,4000,4,4000\n2,1000,600,8,\n",
+                         "s.csv");
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  SimSetup setup;
+  setup.estimates = EstimateMode::kUser;
+  auto r = Simulate(Pool("leaf:1 node:1 gpu:8"), *jobs, *PolicyConfig("tiresias", QuotaBook()), "tiresias", setup);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_GE(r->checkpointed_preemptions, 2);
+  EXPECT_FALSE(r->outcomes[0].reached_limit);
+  EXPECT_GE(r->outcomes[0].end - r->outcomes[0].start, 5000 + 600);  // all its work, after job 2
+  EXPECT_TRUE(r->outcomes[1].reached_limit);  // its limit was its run time: it ends when done
+  EXPECT_EQ(r->gpu_hours_cut, 0);
+}
+
 // With `none`, no decision can depend on a run time not yet over: two
 // traces that differ only in one job's duration take the same decisions
 // until that job ends in the shorter one. The same check with perfect
