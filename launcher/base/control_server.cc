@@ -282,13 +282,8 @@ std::set<int> ControlServer::LocalPids() {
   Sync();
   std::lock_guard<std::mutex> lock(mu_);
   std::set<int> pids;
-  std::map<std::string, bool> local;  // by host: IsLocalHost resolves the name
-  for (const auto& [rank, r] : records_) {
-    if (r.pid <= 0 || r.ended) continue;
-    auto it = local.find(r.host);
-    if (it == local.end()) it = local.emplace(r.host, IsLocalHost(r.host)).first;
-    if (it->second) pids.insert(r.pid);
-  }
+  for (const auto& [rank, r] : records_)
+    if (r.pid > 0 && !r.ended && IsLocalHost(r.host)) pids.insert(r.pid);
   return pids;
 }
 

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <set>
 
 namespace gpulaunch {
@@ -33,8 +35,9 @@ std::string LocalHostname() {
   return name;
 }
 
-bool IsLocalHost(const std::string& name) {
-  if (name == "localhost" || name.rfind("127.", 0) == 0 || name == "::1") return true;
+namespace {
+
+bool ResolveIsLocal(const std::string& name) {
   const std::string self = LocalHostname();
   if (name == self || ShortName(name) == ShortName(self)) return true;
   std::set<std::string> local;
@@ -55,6 +58,25 @@ bool IsLocalHost(const std::string& name) {
   }
   freeaddrinfo(res);
   return is_local;
+}
+
+}  // namespace
+
+bool IsLocalHost(const std::string& name) {
+  if (name == "localhost" || name.rfind("127.", 0) == 0 || name == "::1") return true;
+  // Each name is resolved once a process: an answer takes getifaddrs and a
+  // name lookup, and a launcher asks it for every rank (teardown, at 2,048
+  // ranks, asked once per rank).
+  static std::mutex mu;
+  static std::map<std::string, bool> known;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = known.find(name); it != known.end()) return it->second;
+  }
+  const bool local = ResolveIsLocal(name);
+  std::lock_guard<std::mutex> lock(mu);
+  known.emplace(name, local);
+  return local;
 }
 
 std::string LocalAddressTowards(const std::string& remote) {
