@@ -14,6 +14,7 @@
 #include "common/strings.h"
 #include "launcher/discovery/hwloc_devices.h"
 #include "launcher/discovery/nvml_gpus.h"
+#include "launcher/discovery/topology_cache.h"
 #include "launcher/discovery/ucx_devices.h"
 
 namespace gpulaunch {
@@ -67,9 +68,19 @@ StatusOr<TopologyPtr> Open() {
   return topo;
 }
 
-}  // namespace
-
-StatusOr<HostTopology> DiscoverLocalHost() {
+// This machine's topology: from its cache entry when that is current
+// (topology_cache.h), else discovered live and kept for the next launch.
+StatusOr<TopologyPtr> LoadLocal() {
+  const std::optional<std::string> cache = TopologyCachePath();
+  if (cache) {
+    if (const std::optional<std::string> xml = ReadCachedTopology(*cache)) {
+      GL_ASSIGN_OR_RETURN(TopologyPtr topo, Open());
+      if (hwloc_topology_set_xmlbuffer(topo.get(), xml->data(), static_cast<int>(xml->size()) + 1) == 0 &&
+          hwloc_topology_load(topo.get()) == 0) {
+        return topo;
+      }
+    }
+  }
   GL_ASSIGN_OR_RETURN(TopologyPtr topo, Open());
   // The OpenGL and OpenCL plugins add only OS devices this launcher does not
   // read (GPUs come from their PCI devices, names and UUIDs from NVML), and
@@ -80,6 +91,21 @@ StatusOr<HostTopology> DiscoverLocalHost() {
     hwloc_topology_set_components(topo.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, plugin);
   }
   if (hwloc_topology_load(topo.get()) != 0) return Internal("hwloc could not read this machine's topology");
+  if (cache) {
+    char* buf = nullptr;
+    int len = 0;
+    if (hwloc_topology_export_xmlbuffer(topo.get(), &buf, &len, 0) == 0) {
+      StoreCachedTopology(*cache, std::string(buf, len > 0 ? static_cast<size_t>(len - 1) : 0));
+      hwloc_free_xmlbuffer(topo.get(), buf);
+    }
+  }
+  return topo;
+}
+
+}  // namespace
+
+StatusOr<HostTopology> DiscoverLocalHost() {
+  GL_ASSIGN_OR_RETURN(TopologyPtr topo, LoadLocal());
   HostTopology host = Convert(topo.get());
   char name[256] = {0};
   if (gethostname(name, sizeof name - 1) == 0) host.hostname = name;

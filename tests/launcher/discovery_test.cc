@@ -4,9 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <optional>
+#include <fcntl.h>
+#include <sys/stat.h>
 
+#include "common/cluster_json.h"
 #include "launcher/discovery/hwloc_source.h"
+#include "launcher/discovery/topology_cache.h"
 #include "launcher/discovery/ucx_devices.h"
 #include "policies/slot_placement.h"
 
@@ -180,6 +186,83 @@ TEST(UcxDevices, ProbeCommentFiltersNics) {
   ASSERT_EQ(filtered->nics.size(), 2u);
   EXPECT_EQ(filtered->nics[0].name, "mlx5_0:1");
   EXPECT_EQ(filtered->nics[1].name, "mlx5_2:1");
+}
+
+// One host's topology as the cluster JSON writes it: every field placement reads.
+std::string AsJson(const HostTopology& t) {
+  ClusterTopology c;
+  c.hosts.push_back(ClusterHost{"h", SharedTopology(t)});
+  return DumpClusterJson(c);
+}
+
+// Sets an environment variable for one test, and puts it back.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(LocalHost, ACurrentCacheEntryGivesTheSameTopologyAndABadOneIsReplaced) {
+  char folder[] = "/tmp/gl-topology-cache-XXXXXX";
+  ASSERT_NE(mkdtemp(folder), nullptr);
+  ScopedEnv runtime("XDG_RUNTIME_DIR", folder);
+  const auto path = TopologyCachePath();
+  ASSERT_TRUE(path.has_value());
+  EXPECT_EQ(path->rfind(std::string(folder) + "/gpulaunch/topology-", 0), 0u) << *path;
+  auto live = DiscoverLocalHost();  // no entry yet: live, then kept
+  ASSERT_TRUE(live.ok()) << live.status().message();
+  ASSERT_TRUE(ReadCachedTopology(*path).has_value());
+  auto cached = DiscoverLocalHost();
+  ASSERT_TRUE(cached.ok()) << cached.status().message();
+  EXPECT_EQ(AsJson(*cached), AsJson(*live));
+  // An entry cut short is not used, and a whole one replaces it.
+  { std::ofstream(*path, std::ios::trunc) << "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n<object"; }
+  EXPECT_FALSE(ReadCachedTopology(*path).has_value());
+  auto again = DiscoverLocalHost();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(AsJson(*again), AsJson(*live));
+  EXPECT_TRUE(ReadCachedTopology(*path).has_value());
+  {
+    // Whatever hwloc reads from its environment is part of the entry's name.
+    ScopedEnv hwloc("HWLOC_COMPONENTS", "-gl");
+    EXPECT_NE(TopologyCachePath(), path);
+  }
+  {
+    ScopedEnv off("GPULAUNCH_TOPOLOGY_CACHE", "0");
+    EXPECT_FALSE(TopologyCachePath().has_value());
+  }
+  {
+    ScopedEnv file("HWLOC_XMLFILE", "/nonexistent.xml");  // hwloc reads a file: nothing to keep
+    EXPECT_FALSE(TopologyCachePath().has_value());
+  }
+  // Old entries (other cgroups, other boots) do not pile up: the newest 16 stay.
+  const std::string dir = std::string(folder) + "/gpulaunch";
+  for (int i = 0; i < 20; ++i) {
+    const std::string old = dir + "/topology-old" + std::to_string(i) + ".xml";
+    std::ofstream(old) << "<topology></topology>";
+    const timespec times[2] = {{1000 + i, 0}, {1000 + i, 0}};
+    ASSERT_EQ(utimensat(AT_FDCWD, old.c_str(), times, 0), 0);
+  }
+  StoreCachedTopology(*path, *ReadCachedTopology(*path));
+  int kept = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) kept += e.path().filename().string().rfind("topology-", 0) == 0;
+  EXPECT_EQ(kept, 16);
+  EXPECT_TRUE(ReadCachedTopology(*path).has_value());
+  EXPECT_FALSE(std::filesystem::exists(dir + "/topology-old0.xml"));  // the oldest went
+  // A folder others may write is refused.
+  ASSERT_EQ(chmod(dir.c_str(), 0755), 0);
+  EXPECT_FALSE(TopologyCachePath().has_value());
+  std::filesystem::remove_all(folder);
 }
 
 TEST(LocalHost, DiscoversThisMachine) {

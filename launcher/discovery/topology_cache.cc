@@ -1,0 +1,125 @@
+#include "launcher/discovery/topology_cache.h"
+
+#include <dirent.h>
+#include <hwloc.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "common/env.h"
+#include "common/file_write.h"
+#include "common/sha256.h"
+
+extern char** environ;
+
+namespace gpulaunch {
+namespace {
+
+// Bump when DiscoverLocalHost's hwloc settings change (filters, components).
+constexpr const char* kDiscoverySettings = "io=all;-gl;-opencl;v1";
+constexpr size_t kKeptEntries = 16;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string SortedEntries(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') names.emplace_back(e->d_name);
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const std::string& n : names) out += n + "\n";
+  return out;
+}
+
+// What the entry's name is made of: everything the topology hwloc would
+// discover now depends on.
+std::optional<std::string> Fingerprint() {
+  const std::string boot = Slurp("/proc/sys/kernel/random/boot_id");
+  if (boot.empty()) return std::nullopt;  // no way to tell a reboot
+  std::ostringstream f;
+  f << kDiscoverySettings << "\nhwloc " << HWLOC_API_VERSION << " " << hwloc_get_api_version() << "\nboot "
+    << boot << "pci\n" << SortedEntries("/sys/bus/pci/devices") << "cpus " << Slurp("/sys/devices/system/cpu/online")
+    << "nodes " << Slurp("/sys/devices/system/node/online") << "cgroup " << Slurp("/proc/self/cgroup");
+  cpu_set_t affinity;
+  CPU_ZERO(&affinity);
+  if (sched_getaffinity(0, sizeof affinity, &affinity) != 0) return std::nullopt;
+  f << "affinity";
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &affinity)) f << " " << c;
+  std::vector<std::string> hwloc_env;
+  for (char** e = environ; e && *e; ++e)
+    if (std::string(*e).rfind("HWLOC_", 0) == 0) hwloc_env.emplace_back(*e);
+  std::sort(hwloc_env.begin(), hwloc_env.end());
+  for (const std::string& e : hwloc_env) f << "\n" << e;
+  return f.str();
+}
+
+// The cache folder, made if missing; nullopt when it is not safely ours.
+std::optional<std::string> Folder() {
+  const std::string runtime = EnvOr("XDG_RUNTIME_DIR", "");
+  const std::string dir = !runtime.empty() ? runtime + "/gpulaunch" : "/tmp/gpulaunch-" + std::to_string(getuid());
+  mkdir(dir.c_str(), 0700);  // EEXIST is fine: checked below
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0) {
+    return std::nullopt;
+  }
+  return dir;
+}
+
+}  // namespace
+
+std::optional<std::string> TopologyCachePath() {
+  if (EnvOr("GPULAUNCH_TOPOLOGY_CACHE", "1") == "0") return std::nullopt;
+  // hwloc told to read a file, a synthetic description or another root:
+  // that input may change under the same name, and reading it is cheap.
+  for (const char* input : {"HWLOC_XMLFILE", "HWLOC_SYNTHETIC", "HWLOC_FSROOT", "HWLOC_CPUID_PATH"})
+    if (!EnvOr(input, "").empty()) return std::nullopt;
+  const auto fingerprint = Fingerprint();
+  if (!fingerprint) return std::nullopt;
+  const auto dir = Folder();
+  if (!dir) return std::nullopt;
+  return *dir + "/topology-" + Sha256Hex(*fingerprint).substr(0, 32) + ".xml";
+}
+
+std::optional<std::string> ReadCachedTopology(const std::string& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) return std::nullopt;
+  std::string xml = Slurp(path);
+  if (xml.find("</topology>") == std::string::npos) return std::nullopt;  // cut short: not a whole export
+  return xml;
+}
+
+void StoreCachedTopology(const std::string& path, const std::string& xml) {
+  if (!WriteFileAtomically(path, xml).ok()) return;
+  // Keep the newest few: a new cgroup (a Slurm job, a container) makes a new
+  // entry, and old ones would pile up.
+  const std::string dir = path.substr(0, path.rfind('/'));
+  std::vector<std::pair<long, std::string>> entries;  // mtime, path
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.rfind("topology-", 0) != 0 || name.size() < 4 || name.substr(name.size() - 4) != ".xml") continue;
+      struct stat st {};
+      if (lstat((dir + "/" + name).c_str(), &st) == 0) entries.emplace_back(st.st_mtime, dir + "/" + name);
+    }
+    closedir(d);
+  }
+  std::sort(entries.rbegin(), entries.rend());
+  for (size_t i = kKeptEntries; i < entries.size(); ++i)
+    if (entries[i].second != path) unlink(entries[i].second.c_str());
+}
+
+}  // namespace gpulaunch
