@@ -1,5 +1,6 @@
 #include "slurm/slurm_policy.h"
 
+#include <cmath>
 #include <map>
 #include <regex>
 #include <set>
@@ -15,8 +16,9 @@ const std::regex kTime("^(now|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9
 StatusOr<int> Count(const Json& j, const std::string& key, const std::string& where, int fallback, int lo, int hi) {
   const Json* v = j.Find(key);
   if (!v) return fallback;
-  if (!v->is(Json::Type::kNumber) || v->AsNumber() != static_cast<int>(v->AsNumber()) || v->AsNumber() < lo ||
-      v->AsNumber() > hi) {
+  // Range first: casting a number outside int's range is undefined.
+  if (!v->is(Json::Type::kNumber) || !(v->AsNumber() >= lo && v->AsNumber() <= hi) ||
+      v->AsNumber() != std::floor(v->AsNumber())) {
     return InvalidArgument(where + ": \"" + key + "\" must be a whole number from " + std::to_string(lo) + " to " +
                            std::to_string(hi));
   }

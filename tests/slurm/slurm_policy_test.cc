@@ -96,6 +96,12 @@ TEST(SlurmPolicy, BadFilesSayWhereAndWhat) {
       {R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a", "nominal": 4}],
            "reservations": [{"name": "r", "team": "a", "start": "now", "node": 2}]})",
        "unknown key \"node\" in a reservation"},
+      // Far outside int's range (a cast would be undefined; the fuzzer found it).
+      {R"({"format": "gpulaunch-policy/v1", "grace_s": 3099999999999999999999999990,
+           "teams": [{"name": "a", "nominal": 4}]})",
+       "\"grace_s\" must be a whole number from 0 to 86400"},
+      {R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a", "nominal": -1e300}]})",
+       "\"nominal\" must be a whole number"},
   };
   for (const auto& c : cases) {
     auto p = ParsePolicyFile(c.text, "policy.json");
