@@ -223,6 +223,7 @@ class Scheduler {
   const GpuPool& pool() const { return pool_; }
   GpuPool& mutable_pool() { return pool_; }
   const QuotaBook& quotas() const { return config_.quotas; }
+  const SchedulerConfig& config() const { return config_; }
   const std::map<int, RunningJob>& running() const { return running_; }
   const std::vector<PoolJob>& queue() const { return queue_; }
   const std::vector<PoolReservation>& reservations() const { return reservations_; }

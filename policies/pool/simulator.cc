@@ -1,8 +1,6 @@
 #include "policies/pool/simulator.h"
 
 #include <algorithm>
-#include <bit>
-#include <cstdio>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -13,15 +11,10 @@
 #include <tuple>
 
 #include "common/stats.h"
+#include "policies/pool/job_story.h"
 
 namespace gpulaunch::pool {
 namespace {
-
-std::string Hours(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f h", s / 3600);
-  return buf;
-}
 
 struct Event {
   double time;
@@ -32,72 +25,6 @@ struct Event {
     return std::tie(time, kind, job, generation) > std::tie(o.time, o.kind, o.job, o.generation);
   }
 };
-
-}  // namespace
-
-const std::vector<std::string>& PolicyNames() {
-  static const std::vector<std::string> names = {"topology", "fifo-first-fit", "best-fit",
-                                                 "tiresias", "sjf-oracle",     "slurm-multifactor"};
-  return names;
-}
-
-StatusOr<SchedulerConfig> PolicyConfig(const std::string& name, const QuotaBook& quotas) {
-  SchedulerConfig c;
-  c.quotas = quotas;
-  if (name == "topology") {
-    // One policy whatever it knows: jobs rank by size (GPUs x expected run
-    // time; unknown sizes from the service they had, as under LAS), a level
-    // per week waited; a job that does not fit holds no one back, and one
-    // that ranks a level above running jobs suspends them for its room.
-    c.style = PlacementStyle::kTopology;
-    c.order = QueueOrder::kPriorityAging;
-    c.size_reference = 64.0 * 7 * 86400;  // a week on 64 GPUs: level 0
-    c.aging_s = 7 * 86400;
-    c.uninformative_limit_s = UserLimitModel().site_max_s;
-    c.backfill = true;
-    c.skip_blocked = true;
-    c.preempt = true;
-    c.preempt_by_service = true;
-    c.defragment = true;
-  } else if (name == "fifo-first-fit") {
-    c.style = PlacementStyle::kFirstFit;
-    c.order = QueueOrder::kFifo;
-    c.backfill = false;
-    c.preempt = false;
-  } else if (name == "best-fit") {
-    c.style = PlacementStyle::kBestFit;
-    c.order = QueueOrder::kFifo;
-    c.backfill = true;
-    c.preempt = false;
-  } else if (name == "tiresias") {
-    c.style = PlacementStyle::kTopology;
-    c.align_ends = false;
-    c.order = QueueOrder::kLeastAttained;
-    c.backfill = false;
-    c.skip_blocked = true;
-    c.preempt = quotas.enabled();
-    c.preempt_by_service = true;
-  } else if (name == "sjf-oracle") {
-    c.style = PlacementStyle::kTopology;
-    c.align_ends = false;
-    c.order = QueueOrder::kShortestFirst;
-    c.backfill = true;
-    c.preempt = false;
-  } else if (name == "slurm-multifactor") {
-    c.style = PlacementStyle::kTopology;
-    c.align_ends = false;
-    c.order = QueueOrder::kSlurmMultifactor;
-    c.backfill = true;
-    c.preempt = false;
-  } else {
-    std::string known;
-    for (const std::string& n : PolicyNames()) known += (known.empty() ? "" : ", ") + n;
-    return InvalidArgument("unknown policy '" + name + "': choose " + known);
-  }
-  return c;
-}
-
-namespace {
 
 // One simulation: the event queue, each job's runs, and the running
 // measures. Run() is the loop; each other method is one step of it.
@@ -129,6 +56,7 @@ class Simulation {
     }
     report_.jobs = static_cast<int>(by_id_.size());
     first_ = last_ = jobs.empty() ? 0 : jobs.front().submit;
+    if (auto it = by_id_.find(setup.explain_job); it != by_id_.end()) story_.emplace(*it->second, first_);
   }
 
   StatusOr<SimReport> Run() {
@@ -159,7 +87,7 @@ class Simulation {
         GL_RETURN_IF_ERROR(Handle(e, now));
       }
       if (!setup_.failures.empty()) GL_RETURN_IF_ERROR(Heartbeats(now));
-      if (setup_.explain_job >= 0) explain_free_ = FreeByHost();
+      if (story_) story_->BeforePass(scheduler_.pool());
       const auto t0 = std::chrono::steady_clock::now();
       GL_ASSIGN_OR_RETURN(std::vector<Decision> decisions, scheduler_.Schedule(now));
       const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
@@ -169,9 +97,11 @@ class Simulation {
       for (const Decision& d : decisions) {
         audit_.CheckPlacement(d, scheduler_.pool());
         GL_RETURN_IF_ERROR(Apply(d, now));
-        if (d.job == setup_.explain_job) ExplainDecision(d, now);
+        if (story_ && d.job == story_->job()) {
+          story_->Decided(d, now, scheduler_, cache_ ? &*cache_ : nullptr, run_delay_[d.job]);
+        }
       }
-      if (setup_.explain_job >= 0) ExplainWait(now);
+      if (story_) story_->Waits(scheduler_, now);
       // 2D-LAS: a pass when a running job's service reaches the next level.
       const double review = scheduler_.NextServiceLevelChange(now);
       if (std::isfinite(review) && reviews_.insert(std::max(review, now + 1e-3)).second) {
@@ -195,11 +125,7 @@ class Simulation {
         ++report_.reached_limit;
         report_.gpu_hours_cut += (remaining_[e.job] - limit_left_[e.job]) * o.gpus / 3600;
       }
-      if (e.job == setup_.explain_job) {
-        Explain(now, limited_[e.job]
-                         ? "its time limit ended it (" + Hours(remaining_[e.job] - limit_left_[e.job]) + " of work left)"
-                         : "finished");
-      }
+      if (story_ && e.job == story_->job()) story_->Ended(now, limited_[e.job], remaining_[e.job] - limit_left_[e.job]);
     } else if (e.kind == 1) {
       scheduler_.Submit(PoolJobOf(*by_id_[e.job]));
       if (setup_.max_wait_s > 0) events_.push(Event{now + setup_.max_wait_s, 2, e.job, 0});  // a pass when it expires
@@ -338,112 +264,6 @@ class Simulation {
     return s;
   }
 
-  // --explain: one job's story, told as it happens.
-  void Explain(double now, const std::string& what) {
-    const double since = now - by_id_[setup_.explain_job]->submit;
-    report_.explain.push_back(Hours(now - first_) + " (submit +" + Hours(since) + "): " + what);
-  }
-
-  std::vector<int> FreeByHost() const {
-    std::vector<int> free;
-    for (int h = 0; h < static_cast<int>(pool_.hosts().size()); ++h) free.push_back(scheduler_.pool().free_on(h));
-    return free;
-  }
-
-  void ExplainDecision(const Decision& d, double now) {
-    if (d.kind == Decision::Kind::kPreempt) {
-      Explain(now, "preempted for job " + std::to_string(d.preempted_by) +
-                       (d.checkpointed ? ": suspended with a checkpoint, its work kept" : ": its run is lost"));
-      explain_wait_.clear();
-      return;
-    }
-    if (d.kind == Decision::Kind::kExpire) return Explain(now, "left the queue: its queue timeout passed");
-    // Where it went, with what each host and leaf had free before the pass,
-    // against the fewest hosts and leaves it could have used.
-    const GpuPool& pool = scheduler_.pool();
-    std::string where;
-    std::map<int, int> leaf_free;
-    for (int h = 0; h < static_cast<int>(pool.hosts().size()); ++h)
-      leaf_free[pool.hosts()[h].leaf] += explain_free_[static_cast<size_t>(h)];
-    std::map<int, bool> leaves_used;
-    for (const HostShare& s : d.allocation.shares) {
-      const PoolHost& host = pool.hosts()[static_cast<size_t>(s.host)];
-      where += (where.empty() ? "" : ", ") + host.name + " (took " + std::to_string(std::popcount(s.gpus)) + " of " +
-               std::to_string(explain_free_[static_cast<size_t>(s.host)]) + " free)";
-      leaves_used[host.leaf] = true;
-    }
-    for (const auto& [leaf, used] : leaves_used)
-      where += "; leaf " + std::to_string(leaf) + " had " + std::to_string(leaf_free[leaf]) + " GPUs free";
-    // The choice it made: the other hosts that could have taken a one-host job.
-    if (d.allocation.hosts() == 1) {
-      const int gpus = std::popcount(d.allocation.shares[0].gpus);
-      int others = 0, fewest = 1 << 30, most = 0;
-      for (int h = 0; h < static_cast<int>(pool.hosts().size()); ++h) {
-        const int free = explain_free_[static_cast<size_t>(h)];
-        if (h == d.allocation.shares[0].host || free < gpus || !pool.usable(h)) continue;
-        ++others;
-        fewest = std::min(fewest, free);
-        most = std::max(most, free);
-      }
-      where += others ? "; " + std::to_string(others) + " other hosts could take it, with " + std::to_string(fewest) +
-                            (most > fewest ? " to " + std::to_string(most) : "") + " GPUs free"
-                      : "; no other host could take it";
-    }
-    const TraceJob& j = *by_id_[d.job];
-    std::string data;
-    if (cache_ && j.dataset >= 0) {
-      int cached = 0;
-      for (const HostShare& s : d.allocation.shares) {
-        const auto& holders = cache_->holders()[static_cast<size_t>(j.dataset)];
-        cached += std::count(holders.begin(), holders.end(), s.host) > 0 ? 1 : 0;
-      }
-      data = "; dataset " + std::to_string(j.dataset) + " cached on " + std::to_string(cached) + " of its hosts" +
-             (run_delay_[d.job] > 0 ? ", copying takes " + Hours(run_delay_[d.job]) : "");
-    }
-    const std::string verb = d.kind == Decision::Kind::kMigrate ? "moved to " : "started on ";
-    Explain(now, verb + where + ": " + std::to_string(LeavesOf(pool_, d.allocation)) + " leaf switches, " +
-                     std::to_string(d.allocation.hosts()) + " hosts (fewest possible: " +
-                     std::to_string(MinLeaves(pool_, j.gpus)) + " and " + std::to_string(MinHosts(pool_, j.gpus)) +
-                     "), placement " + PlacementStyleName(config_.style) + (d.backfilled ? ", backfilled" : "") +
-                     (d.borrowed ? ", on borrowed quota" : "") + data);
-    explain_wait_.clear();
-  }
-
-  // While it waits: why, each time the reason changes.
-  void ExplainWait(double now) {
-    const int id = setup_.explain_job;
-    const std::vector<WaitReason> waiting = scheduler_.Waiting(now);
-    for (size_t i = 0; i < waiting.size(); ++i) {
-      if (waiting[i].job != id) continue;
-      // Told again when what holds it back changes, and when its place in
-      // the queue changed, at most every 6 hours (not at every GPU freed or
-      // taken meanwhile).
-      const std::string why = waiting[i].constraint + ": " + waiting[i].detail;
-      const std::string state = waiting[i].constraint + " " + std::to_string(i);
-      if (state == explain_wait_) return;
-      if (!explain_wait_.empty() && explain_wait_.substr(0, explain_wait_.find(' ')) == waiting[i].constraint &&
-          now - explain_told_at_ < 6 * 3600) {
-        return;
-      }
-      explain_wait_ = state;
-      explain_told_at_ = now;
-      const PoolJob* job = nullptr;
-      for (const PoolJob& q : scheduler_.queue()) job = q.id == id ? &q : job;
-      char key[64];
-      std::snprintf(key, sizeof key, "%.6g", job ? scheduler_.EffectivePriority(*job, now) : 0.0);
-      const QuotaBook& q = scheduler_.quotas();
-      const std::string quota =
-          q.enabled() && job ? "; team " + q.quota(job->team).team + " holds " + std::to_string(q.used(job->team)) +
-                                   " GPUs of nominal " + std::to_string(q.quota(job->team).nominal)
-                             : "";
-      Explain(now, "waits at position " + std::to_string(i + 1) + " of " + std::to_string(waiting.size()) +
-                       " (queue order " + QueueOrderName(config_.order) + ", key " + key +
-                       (job ? ", estimate " + (job->estimate > 0 ? Hours(job->estimate) : std::string("none")) : "") +
-                       quota + "); " + why);
-      return;
-    }
-  }
-
   // After a pass: the audit, busy and stranded GPUs until the next event,
   // and the guarantees.
   void Measure(double now) {
@@ -530,6 +350,7 @@ class Simulation {
     report_.utilization = report_.makespan_s > 0 ? busy_area_ / (pool_.total_gpus() * report_.makespan_s) : 0;
     report_.stranded_gpus = report_.makespan_s > 0 ? stranded_area_ / report_.makespan_s : 0;
     report_.decision_us_avg = report_.passes ? decision_total_us_ / report_.passes : 0;
+    if (story_) report_.explain = story_->lines();
     if (cache_) {
       report_.cache_hits = cache_->hits();
       report_.cache_misses = cache_->misses();
@@ -557,9 +378,7 @@ class Simulation {
   std::map<int, bool> limited_;       // its current run ends at its limit, not when done
   std::set<double> reviews_;          // passes already due for service level changes
   std::optional<DataCache> cache_;
-  std::vector<int> explain_free_;     // free GPUs by host before this pass (explain_job)
-  std::string explain_wait_;          // the last wait told: constraint and queue position
-  double explain_told_at_ = 0;
+  std::optional<JobStory> story_;     // SetUp::explain_job's (--explain)
   double first_ = 0, last_ = 0, busy_area_ = 0, stranded_area_ = 0, decision_total_us_ = 0;
   int busy_now_ = 0, stranded_now_ = 0;
 };
