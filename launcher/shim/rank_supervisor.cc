@@ -96,7 +96,8 @@ class Supervision {
         control_(o.control && o.control->connected() ? o.control : nullptr),
         fds_{{g_signal_pipe[0], POLLIN, 0}, {p.err[0], POLLIN, 0}, {p.beat[0], POLLIN, 0},
              {control_ ? control_->fd() : -1, POLLIN, 0}, {p.metrics[0], POLLIN, 0}},
-        forwarder_(o.rank, control_) {}
+        forwarder_(o.rank, control_),
+        settle_at_(o.once_settled ? Clock::now() + o.settle_after : Clock::time_point{}) {}
 
   int Run() {
     for (;;) {
@@ -116,6 +117,7 @@ class Supervision {
         kill(child_, SIGKILL);
         orphan_kill_at_ = {};
       }
+      RunOnceSettled();
       if (!exited_ && waitpid(child_, &status_, WNOHANG) == child_) {
         exited_ = true;
         exited_at_ = Clock::now();
@@ -133,10 +135,28 @@ class Supervision {
     int timeout = -1;
     if (beat_pending_ && control_) {  // without gpulaunch, beats go nowhere and wake nobody
       const auto wait = kBeatInterval - (Clock::now() - beat_sent_);
-      timeout = static_cast<int>(std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()));
+      timeout = static_cast<int>(std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(wait).count()));
     }
     if (orphan_kill_at_ != Clock::time_point{}) timeout = timeout < 0 ? 200 : std::min(timeout, 200);
+    if (settle_at_ != Clock::time_point{}) {
+      // Rounded up: a timeout rounded down to 0 would spin through the last millisecond.
+      const auto wait = std::chrono::ceil<std::chrono::milliseconds>(settle_at_ - Clock::now()).count();
+      const int settle = static_cast<int>(std::max<int64_t>(0, wait));
+      timeout = timeout < 0 ? settle : std::min(timeout, settle);
+    }
     return exited_ ? 50 : timeout;
+  }
+
+  // once_settled: due once the child ran settle_after; dropped when the
+  // child ended or was told to stop first.
+  void RunOnceSettled() {
+    if (settle_at_ == Clock::time_point{}) return;
+    if (exited_ || told_to_stop_) {
+      settle_at_ = {};
+    } else if (Clock::now() >= settle_at_) {
+      settle_at_ = {};
+      o_.once_settled();
+    }
   }
 
   void CloseSlot(Slot slot) {
@@ -253,6 +273,7 @@ class Supervision {
   bool exited_ = false, beat_pending_ = false, told_to_stop_ = false;
   int status_ = 0;
   Clock::time_point exited_at_{}, beat_sent_{}, orphan_kill_at_{};
+  Clock::time_point settle_at_;  // when once_settled is due; zero: done or dropped
 };
 
 bool OpenPipes(ChildPipes& p) {
@@ -261,7 +282,10 @@ bool OpenPipes(ChildPipes& p) {
   if (EnvIs("GPULAUNCH_PROFILE", "1") && pipe2(p.metrics, O_CLOEXEC) == 0) {
     fcntl(p.metrics[0], F_SETFL, fcntl(p.metrics[0], F_GETFL) | O_NONBLOCK);
   }
-  return pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) == 0 && pipe2(p.go, O_CLOEXEC) == 0 &&
+  // The signal pipe outlives a supervision (its handlers stay installed), so
+  // a process that supervises again (the tests) reuses it.
+  const bool signals = g_signal_pipe[0] >= 0 || pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) == 0;
+  return signals && pipe2(p.go, O_CLOEXEC) == 0 &&
          pipe2(p.err, O_CLOEXEC) == 0 && pipe2(p.beat, O_CLOEXEC | O_NONBLOCK) == 0;
 }
 

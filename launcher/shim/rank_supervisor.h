@@ -31,8 +31,13 @@
 //   line written there (a step record, common/step_metrics.h) goes to
 //   gpulaunch whole, as a `metric` message; what is left in the pipe when the
 //   child exits is sent before the exit report.
+// - `once_settled`, when set, runs once in the shim when the child has run
+//   for `settle_after` and no stop has reached it: work that must not slow
+//   the start of every rank (a launch of short ranks never pays it) and is
+//   pointless once the rank is stopping.
 #pragma once
 
+#include <chrono>
 #include <functional>
 
 #include "launcher/shim/control_client.h"
@@ -44,6 +49,8 @@ struct SuperviseOptions {
   bool forward_signals = true;
   ControlClient* control = nullptr;        // may be unconnected
   std::function<void(int pid)> on_started;  // before the child execs
+  std::function<void()> once_settled;
+  std::chrono::milliseconds settle_after{1000};
   long* wakeups = nullptr;                   // when set, counts the supervision loop's turns (tests)
 };
 

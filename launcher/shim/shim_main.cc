@@ -18,6 +18,7 @@
 #include "launcher/base/host_identity.h"
 #include "launcher/shim/apply_slot.h"
 #include "launcher/shim/control_client.h"
+#include "launcher/shim/inherited_fd_entries.h"
 #include "launcher/shim/rank_supervisor.h"
 
 using namespace gpulaunch;
@@ -137,5 +138,10 @@ int main(int argc, char** argv) {
   // process group (rank_supervisor.h).
   options.forward_signals = !(HasEnv("SLURM_STEP_ID") && !HasEnv("OMPI_COMM_WORLD_SIZE"));
   options.on_started = CheckIn(control, *table, *id, hostname);
+  // The engine's /proc entries left on this process, dropped while the rank
+  // runs rather than all at once when the job is torn down
+  // (inherited_fd_entries.h); parent: the engine's daemon that forked us.
+  const pid_t engine_daemon = getppid();
+  options.once_settled = [engine_daemon] { ForgetInheritedFdEntries(engine_daemon); };
   ExitLike(SuperviseRank(argv + first, options));
 }

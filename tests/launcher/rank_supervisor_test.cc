@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -18,13 +19,12 @@ struct Supervised {
 };
 
 // Runs `sh -c SCRIPT` under SuperviseRank without a control connection.
-Supervised Supervise(const std::string& script) {
+Supervised Supervise(const std::string& script, SuperviseOptions options = {}) {
   std::vector<std::string> words = {"/bin/sh", "-c", script};
   std::vector<char*> argv;
   for (auto& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
   Supervised out;
-  SuperviseOptions options;
   options.wakeups = &out.wakeups;
   out.wait_status = SuperviseRank(argv.data(), options);
   return out;
@@ -58,6 +58,42 @@ TEST(RankSupervisor, HeartbeatsKeepTheLoopAwakeOnlyWhileTheyCome) {
   ASSERT_TRUE(WIFEXITED(r.wait_status));
   EXPECT_GE(r.wakeups, 2);  // at least a beat and the end
   EXPECT_LT(r.wakeups, kFewTurns);
+}
+
+TEST(RankSupervisor, RunsOnceSettledOnceWhileTheJobRuns) {
+  int runs = 0;
+  SuperviseOptions options;
+  options.settle_after = std::chrono::milliseconds(50);
+  options.once_settled = [&runs] { ++runs; };
+  const Supervised r = Supervise("sleep 0.4; exit 0", options);
+  ASSERT_TRUE(WIFEXITED(r.wait_status));
+  EXPECT_EQ(runs, 1);
+  EXPECT_LT(r.wakeups, kFewTurns);
+}
+
+TEST(RankSupervisor, ShortJobsNeverPayForOnceSettledNorWaitForIt) {
+  int runs = 0;
+  SuperviseOptions options;
+  options.settle_after = std::chrono::seconds(30);
+  options.once_settled = [&runs] { ++runs; };
+  const auto started = std::chrono::steady_clock::now();
+  const Supervised r = Supervise("exit 0", options);
+  ASSERT_TRUE(WIFEXITED(r.wait_status));
+  EXPECT_EQ(runs, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20)) << "waited for the settle time";
+}
+
+TEST(RankSupervisor, AStoppedJobDropsOnceSettled) {
+  int runs = 0;
+  SuperviseOptions options;
+  options.settle_after = std::chrono::milliseconds(300);
+  options.once_settled = [&runs] { ++runs; };
+  // The job asks its shim (this process) to stop it; the shim passes SIGTERM
+  // on, and the settle time passes while the job takes its time to end.
+  const Supervised r = Supervise("trap 'kill $!; sleep 0.6; exit 5' TERM; kill -TERM $PPID; sleep 5 & wait", options);
+  ASSERT_TRUE(WIFEXITED(r.wait_status));
+  EXPECT_EQ(WEXITSTATUS(r.wait_status), 5);
+  EXPECT_EQ(runs, 0);
 }
 
 }  // namespace
