@@ -10,8 +10,9 @@
 // 2,048 ranks of docs/benchmarks.md, all freed in the teardown, when the
 // daemons reap the ranks' shims at once: seconds of kernel time exactly when
 // every rank must die within --kill-grace. Looking each name up again once
-// its descriptor is closed drops the entry now, while the rank starts, spread
-// over the launch instead.
+// its descriptor is closed drops the entry at once; the shim does it once its
+// rank has run a second (SuperviseOptions::once_settled), so the work is
+// spread over the job and a launch of short ranks never pays it.
 #pragma once
 
 #include <sys/types.h>
