@@ -133,19 +133,21 @@ class Supervision {
 
   int PollTimeoutMs() const {
     int timeout = -1;
-    if (beat_pending_ && control_) {  // without gpulaunch, beats go nowhere and wake nobody
-      const auto wait = kBeatInterval - (Clock::now() - beat_sent_);
-      timeout = static_cast<int>(std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(wait).count()));
-    }
-    if (orphan_kill_at_ != Clock::time_point{}) timeout = timeout < 0 ? 200 : std::min(timeout, 200);
-    if (settle_at_ != Clock::time_point{}) {
-      // Rounded up: a timeout rounded down to 0 would spin through the last millisecond.
-      const auto wait = std::chrono::ceil<std::chrono::milliseconds>(settle_at_ - Clock::now()).count();
-      const int settle = static_cast<int>(std::max<int64_t>(0, wait));
-      timeout = timeout < 0 ? settle : std::min(timeout, settle);
-    }
+    // Without gpulaunch, beats go nowhere and wake nobody.
+    if (beat_pending_ && control_) timeout = Sooner(timeout, MsUntil(beat_sent_ + kBeatInterval));
+    if (orphan_kill_at_ != Clock::time_point{}) timeout = Sooner(timeout, 200);
+    if (settle_at_ != Clock::time_point{}) timeout = Sooner(timeout, MsUntil(settle_at_));
     return exited_ ? 50 : timeout;
   }
+
+  // Rounded up: a timeout rounded down to 0 would spin through the last millisecond.
+  static int MsUntil(Clock::time_point when) {
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(when - Clock::now()).count();
+    return static_cast<int>(std::max<int64_t>(0, ms));
+  }
+
+  // The sooner of two poll timeouts, -1 meaning none.
+  static int Sooner(int timeout, int ms) { return timeout < 0 ? ms : std::min(timeout, ms); }
 
   // once_settled: due once the child ran settle_after; dropped when the
   // child ended or was told to stop first.
