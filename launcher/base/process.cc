@@ -216,8 +216,8 @@ class EngineSupervision {
       result_.stopped_by_watchdog = true;
       StopJob();
     }
-    if (o_.job_over && linger_until_ == kNever && o_.job_over()) {
-      linger_until_ = SteadyClock::now() + std::chrono::seconds(2);
+    if (o_.job_over && linger_until_ == kNever) {
+      if (const auto linger = o_.job_over()) linger_until_ = SteadyClock::now() + *linger;
     }
     if (linger_until_ != kNever && SteadyClock::now() >= linger_until_ && !result_.engine_killed_after_job) {
       result_.engine_killed_after_job = true;

@@ -1,8 +1,10 @@
 // Child processes from argv arrays (never a shell string).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,11 +52,12 @@ struct JobRunOptions {
   // Called about every 200 ms while the engine runs; returning true stops
   // the job the way timeout_ms does (--startup-timeout, --stall-timeout).
   std::function<bool()> watchdog;
-  // Returns true once the job is over for certain (every rank has ended after
-  // a failure); an engine still running 2 s later is killed instead of
-  // waited for (Open MPI sleeps its kill grace twice, even for ranks that are
-  // already gone). The job's exit code then comes from the ranks' reports.
-  std::function<bool()> job_over;
+  // Once the job is over for certain (every rank has ended), how much longer
+  // the engine may take to exit; nullopt while it is not. An engine still
+  // running after that is killed instead of waited for, and the job's exit
+  // code then comes from the ranks' reports (see JobWatch::Over for why an
+  // engine outlives its job).
+  std::function<std::optional<std::chrono::milliseconds>()> job_over;
 };
 
 struct JobRunResult {

@@ -265,6 +265,12 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
     std::cerr << "gpulaunch: warning: " << mismatched.size() << " rank(s) reported a different plan hash\n";
   }
   LaunchOutcome out = StopOutcome(result, watch.verdict(), checked_in, o, job);
+  if (result.engine_killed_after_job && out.stop == StopReason::kNone && watch.EveryRankSucceeded()) {
+    // The engine hung after its job (JobWatch::Over): the ranks' codes are the job's.
+    std::cerr << "gpulaunch: warning: every rank ended with code 0, but " << engine.Name()
+              << " did not exit; gpulaunch killed it (Open MPI 4.1's mpirun can hang once its job is over)\n";
+    out.exit_code = job.exit_code = 0;
+  }
   Blame(records, checked_in, job, out);
   Report(o, job, records, out);
   return out;

@@ -25,14 +25,24 @@ class JobWatch {
   // True to stop the job (the watchdog's contract).
   bool Poll();
 
-  // True once every rank has ended (or refused, or was lost) after a failure.
-  // A rank on a host that lost a connection, still silent after the whole
-  // stop sequence (SIGTERM, SIGKILL, then a second for its report), vanished
-  // with its host: its own connection would be seen lost only
-  // kVanishedPeerSeconds after the stop signal gpulaunch wrote to it
-  // (unacknowledged data restarts TCP's clock), and waiting for that only
-  // delays the end.
-  bool Over() const;
+  // Once the job is over for certain, how much longer the engine may take to
+  // exit (JobRunOptions::job_over); nullopt while it is not.
+  // - After a failure, once every rank has ended (or refused, or was lost):
+  //   2 s, since Open MPI sleeps its kill grace twice even for ranks that are
+  //   already gone. A rank on a host that lost a connection, still silent
+  //   after the whole stop sequence (SIGTERM, SIGKILL, then a second for its
+  //   report), vanished with its host: its own connection would be seen lost
+  //   only kVanishedPeerSeconds after the stop signal gpulaunch wrote to it
+  //   (unacknowledged data restarts TCP's clock), and waiting for that only
+  //   delays the end.
+  // - Once every rank has ended by itself: kEngineExitGrace. The engine has
+  //   only its ranks' last output and its daemons' exit left; Open MPI
+  //   4.1.4's mpirun sometimes never exits then (asleep in its event loop
+  //   with every rank and daemon gone), and gpulaunch must not hang with it.
+  std::optional<std::chrono::milliseconds> Over() const;
+
+  // Every one of the plan's ranks reported that it ended with code 0.
+  bool EveryRankSucceeded() const;
 
   // The metrics files; `final` also prints the run report.
   void WriteProfile(bool final);

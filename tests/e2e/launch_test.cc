@@ -163,6 +163,43 @@ TEST(Launch, FailingRankExitCodeIsTheJobs) {
   EXPECT_EQ(ExitCode(run), 3) << run.out << run.err;
 }
 
+// The real mpirun's path, from PATH.
+std::string RealMpirun() {
+  std::istringstream path(getenv("PATH") ? getenv("PATH") : "");
+  std::string dir;
+  while (std::getline(path, dir, ':'))
+    if (!dir.empty() && access((dir + "/mpirun").c_str(), X_OK) == 0) return dir + "/mpirun";
+  return "";
+}
+
+// Open MPI 4.1.4's mpirun sometimes never exits after its job (every rank
+// and daemon gone, mpirun asleep in its event loop). Here an mpirun first in
+// PATH runs the real one, then stays as that hang would: gpulaunch kills it
+// once every rank has ended with code 0, and the job's code is the ranks'.
+TEST(Launch, AnEngineThatHangsAfterASuccessfulJobIsKilledAndTheJobSucceeds) {
+  TempDir dir("hang");
+  const std::string mpirun = RealMpirun();
+  ASSERT_FALSE(mpirun.empty()) << "no mpirun in PATH";
+  {
+    std::ofstream wrapper(dir / "mpirun");
+    wrapper << "#!/bin/sh\necho $$ > \"" << dir / "pid" << "\"\n\"" << mpirun << "\" \"$@\" || exit\nexec sleep 600\n";
+  }
+  fs::permissions(dir / "mpirun", fs::perms::owner_all);
+  const CapturedRun run = RunCaptured({kLaunch, "-n", "4", "--oversubscribe", "--allow-run-as-root", "--no-summary",
+                                       kBin + "/env_dump"},
+                                      EnvironmentWith({{"PATH", dir.path.string() + ":" + getenv("PATH")}}), 120000);
+  ASSERT_FALSE(run.timed_out) << "gpulaunch waited for the hung engine:\n" << run.err;
+  EXPECT_EQ(ExitCode(run), 0) << run.err;
+  EXPECT_NE(run.err.find("every rank ended with code 0, but mpirun did not exit; gpulaunch killed it"),
+            std::string::npos)
+      << run.err;
+  EXPECT_EQ(RankLines(run.out).size(), 4u) << "the ranks' output was lost:\n" << run.out;
+  int engine = 0;
+  std::ifstream(dir / "pid") >> engine;
+  ASSERT_GT(engine, 0);
+  EXPECT_NE(kill(engine, 0), 0) << "the hung engine " << engine << " outlived gpulaunch";
+}
+
 TEST(Launch, KilledRankGives137AndLeavesNothingBehind) {
   const std::string marker = "gl-e2e-kill-" + std::to_string(getpid());
   const CapturedRun run = Launch({"-n", "4", "--oversubscribe", "--allow-run-as-root", kBin + "/env_dump",
