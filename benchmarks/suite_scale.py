@@ -258,7 +258,7 @@ def timed_launch(s, argv, rig_info, is_gpulaunch, guard):
     `mpirun -n 64 /bin/true` here, mpirun asleep with no rank left (ranks
     that exit at once; the MPI hello never hung in 8 runs). Under gpulaunch it
     hung in 3 of 150 runs on 2026-12-03; gpulaunch now kills such an mpirun
-    10 s after its last rank ended and says so, and that launch is run again
+    once idle 10 s after its last rank ended and says so, and that launch is run again
     too, since its time is mostly that wait. Plain mpirun (the anchor) gets 4
     attempts, and (None, 0) when all hung: over the namespace hosts it hung in
     8 of 8 attempts at 256 ranks of /bin/true on 2026-12-02. gpulaunch gets 8,

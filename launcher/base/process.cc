@@ -1,5 +1,6 @@
 #include "launcher/base/process.h"
 
+#include "launcher/base/engine_activity.h"
 #include "launcher/base/tag_demux.h"
 
 #include <fcntl.h>
@@ -216,10 +217,18 @@ class EngineSupervision {
       result_.stopped_by_watchdog = true;
       StopJob();
     }
-    if (o_.job_over && linger_until_ == kNever) {
-      if (const auto linger = o_.job_over()) linger_until_ = SteadyClock::now() + *linger;
+    if (result_.engine_killed_after_job) return;
+    const auto now = SteadyClock::now();
+    if (o_.job_over && !linger_) {
+      if ((linger_ = o_.job_over())) {
+        activity_.emplace(pid_);
+        activity_->Sample();
+        quiet_since_ = now;
+      }
     }
-    if (linger_until_ != kNever && SteadyClock::now() >= linger_until_ && !result_.engine_killed_after_job) {
+    if (!linger_) return;
+    if (activity_->Sample()) quiet_since_ = now;
+    if (now - quiet_since_ >= *linger_) {
       result_.engine_killed_after_job = true;
       kill(pid_, SIGKILL);
     }
@@ -271,7 +280,11 @@ class EngineSupervision {
   bool exited_ = false;
   int stop_requests_ = 0;
   SteadyClock::time_point hard_kill_at_{}, grace_ends_at_{};  // grace: after signal_all_ranks
-  SteadyClock::time_point linger_until_{};                    // set by job_over
+  // Once job_over said the job is over: how long the engine may stay quiet
+  // (engine_activity.h) before it is killed, and since when it has been.
+  std::optional<std::chrono::milliseconds> linger_;
+  std::optional<EngineActivity> activity_;
+  SteadyClock::time_point quiet_since_{};
 };
 
 }  // namespace

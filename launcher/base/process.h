@@ -52,11 +52,12 @@ struct JobRunOptions {
   // Called about every 200 ms while the engine runs; returning true stops
   // the job the way timeout_ms does (--startup-timeout, --stall-timeout).
   std::function<bool()> watchdog;
-  // Once the job is over for certain (every rank has ended), how much longer
-  // the engine may take to exit; nullopt while it is not. An engine still
-  // running after that is killed instead of waited for, and the job's exit
-  // code then comes from the ranks' reports (see JobWatch::Over for why an
-  // engine outlives its job).
+  // Once the job is over for certain (every rank has ended), how long the
+  // engine may go on without doing anything (no CPU, no bytes read or
+  // written, gpulaunch's output not blocked: engine_activity.h) before it is
+  // killed instead of waited for; nullopt while the job is not over. The
+  // job's exit code then comes from the ranks' reports (see JobWatch::Over
+  // for why an engine outlives its job).
   std::function<std::optional<std::chrono::milliseconds>()> job_over;
 };
 

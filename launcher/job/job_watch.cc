@@ -19,11 +19,12 @@ constexpr auto kProfileRefresh = std::chrono::seconds(10);
 // How long after the teardown's SIGKILL a rank's shim has to report before a
 // rank on a host that already lost a connection counts as vanished with it.
 constexpr auto kReportAfterKill = std::chrono::seconds(1);
-// How long the engine may take to exit after a failure's teardown.
+// How long the engine may stay idle after a failure's teardown.
 constexpr auto kEngineExitAfterTeardown = std::chrono::seconds(2);
-// How long the engine may take to exit once every rank ended by itself: far
-// beyond what mpirun takes at 2,048 ranks on a loaded machine (well under a
-// second), since killing it sooner could lose the ranks' last output.
+// How long the engine may stay idle once every rank ended by itself: far
+// beyond the time mpirun took to exit after its last rank here (2 s at most,
+// 1,024 ranks on one host), since killing it sooner could lose the ranks'
+// last output. An engine still busy with that output is not idle.
 constexpr auto kEngineExitGrace = std::chrono::seconds(10);
 
 }  // namespace

@@ -25,8 +25,8 @@ class JobWatch {
   // True to stop the job (the watchdog's contract).
   bool Poll();
 
-  // Once the job is over for certain, how much longer the engine may take to
-  // exit (JobRunOptions::job_over); nullopt while it is not.
+  // Once the job is over for certain, how long the engine may stay idle
+  // before it is killed (JobRunOptions::job_over); nullopt while it is not.
   // - After a failure, once every rank has ended (or refused, or was lost):
   //   2 s, since Open MPI sleeps its kill grace twice even for ranks that are
   //   already gone. A rank on a host that lost a connection, still silent

@@ -1,12 +1,14 @@
 // End-to-end: the real gpulaunch binary starts real ranks through the real
 // mpirun on this machine. Each test asserts what a user would check by hand.
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -198,6 +200,47 @@ TEST(Launch, AnEngineThatHangsAfterASuccessfulJobIsKilledAndTheJobSucceeds) {
   std::ifstream(dir / "pid") >> engine;
   ASSERT_GT(engine, 0);
   EXPECT_NE(kill(engine, 0), 0) << "the hung engine " << engine << " outlived gpulaunch";
+}
+
+// The other side of the test above: an engine that waits on a slow reader
+// of the ranks' output is not hung. The ranks write more than a pipe holds
+// (but not more than Open MPI queues: it stops reading a rank's output that
+// the reader downstream does not take, and that rank never ends) into a pipe
+// the test does not read until every rank has ended and the 10 s gpulaunch
+// allows an idle engine have passed; then all of it arrives and gpulaunch
+// killed nothing.
+TEST(Launch, AnEngineWaitingOnASlowReaderIsNotKilled) {
+  TempDir dir("slow-reader");
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  ASSERT_GT(fcntl(out[1], F_SETPIPE_SZ, 4096), 0);  // one page: the ranks' output is more
+  const std::string err_path = dir / "stderr";
+  const std::string rank_script = "seq 1 2000; touch \"$0.$OMPI_COMM_WORLD_RANK\"";  // 8.9 KB, then done.R
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(err, STDERR_FILENO);
+    close(out[0]);
+    execl(kLaunch.c_str(), kLaunch.c_str(), "-n", "2", "--oversubscribe", "--allow-run-as-root", "--no-summary",
+          "/bin/sh", "-c", rank_script.c_str(), (dir / "done").c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  const int done = WaitForFiles(dir.path, "done", 2, kStartMs);
+  std::this_thread::sleep_for(std::chrono::seconds(13));  // past the 10 s an idle engine gets
+  std::string got;
+  char buf[65536];
+  for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(n));
+  close(out[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const std::string err = ReadText(err_path);
+  ASSERT_EQ(done, 2) << "the ranks did not finish writing while their output waited:\n" << err;
+  ASSERT_TRUE(WIFEXITED(status)) << err;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << err;
+  EXPECT_EQ(err.find("did not exit; gpulaunch killed it"), std::string::npos) << err;
+  EXPECT_EQ(std::count(got.begin(), got.end(), '\n'), 4000) << "output lost; stderr:\n" << err;
 }
 
 TEST(Launch, KilledRankGives137AndLeavesNothingBehind) {

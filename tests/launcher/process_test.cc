@@ -57,6 +57,28 @@ TEST(RunJob, TheKillGraceCountsFromTheStopRequest) {
   EXPECT_LT(kill_at - stop_at, std::chrono::seconds(5));
 }
 
+// An engine that outlives its job is killed once it has done nothing for
+// the time job_over allows, not while it still writes (the ranks' last
+// output): here it writes for 20 rounds of 100 ms, far past the 300 ms
+// allowed, then hangs the way Open MPI 4.1.4's mpirun can.
+TEST(RunJob, AnEngineIsKilledAfterItsJobOnlyOnceItIsQuiet) {
+  const std::string count_file = testing::TempDir() + "engine_rounds_" + std::to_string(getpid());
+  JobRunOptions o;
+  o.argv = {"/bin/sh", "-c",
+            "i=0; while [ $i -lt 20 ]; do i=$((i+1)); echo $i > \"$0\"; sleep 0.1; done; exec sleep 600",
+            count_file};
+  o.env = EnvironmentWith({});
+  o.job_over = [] { return std::optional<std::chrono::milliseconds>(300); };
+  const JobRunResult result = RunJob(o);
+  int rounds = 0;
+  std::ifstream(count_file) >> rounds;
+  std::remove(count_file.c_str());
+  EXPECT_TRUE(result.engine_killed_after_job);
+  ASSERT_TRUE(WIFSIGNALED(result.wait_status));
+  EXPECT_EQ(WTERMSIG(result.wait_status), SIGKILL);
+  EXPECT_EQ(rounds, 20) << "killed while it was still writing";
+}
+
 TEST(EnvironmentWith, OverridesWin) {
   setenv("GL_TEST_VAR", "old", 1);
   auto env = EnvironmentWith({{"GL_TEST_VAR", "new"}});
