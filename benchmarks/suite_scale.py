@@ -11,6 +11,7 @@ import shutil
 import signal
 import statistics
 import subprocess
+import threading
 import time
 
 from suite_common import fail, by_name
@@ -250,7 +251,7 @@ ENGINE_HUNG = "did not exit; gpulaunch killed it"
 
 def timed_launch(s, argv, rig_info, is_gpulaunch, guard):
     """Runs a launch to its end: (seconds, gpulaunch's own peak memory in KB,
-    sampled from /proc every 20 ms, 0 for mpirun). A launch that outlives
+    sampled from /proc every 20 ms, 0 for mpirun; the end itself is exact). A launch that outlives
     `guard` seconds (generous: /bin/true 20 s + 0.1 s a rank, 2,048 ranks
     took 104 s on 2 busy cores; MPI jobs 60 s + 1 s a rank) is stopped, with
     everything it started (its own session), and run again, up to 8 times,
@@ -268,19 +269,23 @@ def timed_launch(s, argv, rig_info, is_gpulaunch, guard):
         started = time.monotonic()
         proc = subprocess.Popen(rig_prefix(rig_info) + argv, env=rig_env(s, rig_info), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
+        # The end is taken by a thread blocked on the launch, not by the
+        # 20 ms memory sampling, which would round every time up.
+        end = {}
+        waiter = threading.Thread(target=lambda: end.update(err=proc.communicate()[1], at=time.monotonic()))
+        waiter.start()
         hwm = 0
-        while proc.poll() is None and time.monotonic() - started < guard:
+        while waiter.is_alive() and time.monotonic() - started < guard:
             if is_gpulaunch:
                 hwm = max(hwm, peak_kb(proc.pid))
-            time.sleep(0.02)
-        if proc.poll() is None:
+            waiter.join(0.02)
+        if waiter.is_alive():
             os.killpg(proc.pid, signal.SIGKILL)  # the session this launch started, and only it
-            proc.communicate()
+            waiter.join()
             s.note("scale", "%s did not end within %.0f s (attempt %d); stopped%s"
                    % (" ".join(argv[:3]), guard, attempt, ", run again" if attempt < attempts else ""))
             continue
-        _, err = proc.communicate()
-        took = time.monotonic() - started
+        err, took = end["err"], end["at"] - started
         if proc.returncode != 0:
             fail("%s exited %d:\n%s" % (" ".join(argv), proc.returncode, err[-3000:]))
         if ENGINE_HUNG in err:
