@@ -219,15 +219,9 @@ class EngineSupervision {
     }
     if (result_.engine_killed_after_job) return;
     const auto now = SteadyClock::now();
-    if (o_.job_over && !linger_) {
-      if ((linger_ = o_.job_over())) {
-        activity_.emplace(pid_);
-        activity_->Sample();
-        quiet_since_ = now;
-      }
-    }
+    if (o_.job_over && !linger_ && (linger_ = o_.job_over())) activity_.emplace(pid_);
     if (!linger_) return;
-    if (activity_->Sample()) quiet_since_ = now;
+    if (activity_->Sample()) quiet_since_ = now;  // the first sample, a baseline, says active
     if (now - quiet_since_ >= *linger_) {
       result_.engine_killed_after_job = true;
       kill(pid_, SIGKILL);

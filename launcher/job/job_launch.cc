@@ -172,6 +172,14 @@ LaunchOutcome StopOutcome(const JobRunResult& result, const MonitorVerdict& verd
   return out;
 }
 
+// Every one of the `world` ranks reported that it ended with code 0.
+bool EveryRankSucceeded(const std::map<int, RankRecord>& records, size_t world) {
+  if (records.size() < world) return false;
+  for (const auto& [rank, r] : records)
+    if (!r.ended || r.signaled || r.exit_value != 0) return false;
+  return true;
+}
+
 // The root cause, the exit code it implies, the hosts to leave out of a
 // restart, and whether a restart may help.
 void Blame(const std::map<int, RankRecord>& records, int checked_in, JobOutcome& job, LaunchOutcome& out) {
@@ -265,7 +273,8 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
     std::cerr << "gpulaunch: warning: " << mismatched.size() << " rank(s) reported a different plan hash\n";
   }
   LaunchOutcome out = StopOutcome(result, watch.verdict(), checked_in, o, job);
-  if (result.engine_killed_after_job && out.stop == StopReason::kNone && watch.EveryRankSucceeded()) {
+  if (result.engine_killed_after_job && out.stop == StopReason::kNone &&
+      EveryRankSucceeded(records, plan.placement.ranks.size())) {
     // The engine hung after its job (JobWatch::Over): the ranks' codes are the job's.
     std::cerr << "gpulaunch: warning: every rank ended with code 0, but " << engine.Name()
               << " did not exit; gpulaunch killed it (Open MPI 4.1's mpirun can hang once its job is over)\n";

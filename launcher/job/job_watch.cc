@@ -81,14 +81,6 @@ std::optional<std::chrono::milliseconds> JobWatch::Over() const {
   return kEngineExitAfterTeardown;
 }
 
-bool JobWatch::EveryRankSucceeded() const {
-  const auto records = control_.Records();
-  if (records.size() < ranks_) return false;
-  for (const auto& [rank, r] : records)
-    if (!r.ended || r.signaled || r.exit_value != 0) return false;
-  return true;
-}
-
 void JobWatch::WriteProfile(bool final) {
   profile_.steps = control_.Metrics();
   const RunReport report = AnalyzeRun(profile_);

@@ -41,9 +41,6 @@ class JobWatch {
   //   with every rank and daemon gone), and gpulaunch must not hang with it.
   std::optional<std::chrono::milliseconds> Over() const;
 
-  // Every one of the plan's ranks reported that it ended with code 0.
-  bool EveryRankSucceeded() const;
-
   // The metrics files; `final` also prints the run report.
   void WriteProfile(bool final);
 
