@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <thread>
 
 namespace fs = std::filesystem;
@@ -88,6 +89,24 @@ TempDir::~TempDir() {
 std::string ReadText(const std::string& path) {
   std::ifstream f(path);
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+std::map<int, std::map<std::string, std::string>> RankLines(const std::string& out) {
+  std::map<int, std::map<std::string, std::string>> ranks;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("rank=", 0) != 0 || line.find(" world=") == std::string::npos) continue;
+    std::map<std::string, std::string> kv;
+    std::istringstream words(line);
+    std::string w;
+    while (words >> w) {
+      const auto eq = w.find('=');
+      if (eq != std::string::npos) kv[w.substr(0, eq)] = w.substr(eq + 1);
+    }
+    ranks[std::stoi(kv["rank"])] = kv;
+  }
+  return ranks;
 }
 
 }  // namespace gpulaunch

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ struct TempDir {
   ~TempDir();
   std::string operator/(const std::string& name) const { return (path / name).string(); }
 };
+
+// env_dump's lines "rank=R world=W key=value ...", as their key=value pairs by rank.
+std::map<int, std::map<std::string, std::string>> RankLines(const std::string& out);
 
 // The whole file, empty when it cannot be read.
 std::string ReadText(const std::string& path);

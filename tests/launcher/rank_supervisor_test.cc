@@ -60,11 +60,17 @@ TEST(RankSupervisor, HeartbeatsKeepTheLoopAwakeOnlyWhileTheyCome) {
   EXPECT_LT(r.wakeups, kFewTurns);
 }
 
+// Options whose once_settled, due `after` the child started, counts its runs.
+SuperviseOptions CountingOnceSettled(std::chrono::milliseconds after, int& runs) {
+  SuperviseOptions options;
+  options.settle_after = after;
+  options.once_settled = [&runs] { ++runs; };
+  return options;
+}
+
 TEST(RankSupervisor, RunsOnceSettledOnceWhileTheJobRuns) {
   int runs = 0;
-  SuperviseOptions options;
-  options.settle_after = std::chrono::milliseconds(50);
-  options.once_settled = [&runs] { ++runs; };
+  const SuperviseOptions options = CountingOnceSettled(std::chrono::milliseconds(50), runs);
   const Supervised r = Supervise("sleep 0.4; exit 0", options);
   ASSERT_TRUE(WIFEXITED(r.wait_status));
   EXPECT_EQ(runs, 1);
@@ -73,9 +79,7 @@ TEST(RankSupervisor, RunsOnceSettledOnceWhileTheJobRuns) {
 
 TEST(RankSupervisor, ShortJobsNeverPayForOnceSettledNorWaitForIt) {
   int runs = 0;
-  SuperviseOptions options;
-  options.settle_after = std::chrono::seconds(30);
-  options.once_settled = [&runs] { ++runs; };
+  const SuperviseOptions options = CountingOnceSettled(std::chrono::seconds(30), runs);
   const auto started = std::chrono::steady_clock::now();
   const Supervised r = Supervise("exit 0", options);
   ASSERT_TRUE(WIFEXITED(r.wait_status));
@@ -85,9 +89,7 @@ TEST(RankSupervisor, ShortJobsNeverPayForOnceSettledNorWaitForIt) {
 
 TEST(RankSupervisor, AStoppedJobDropsOnceSettled) {
   int runs = 0;
-  SuperviseOptions options;
-  options.settle_after = std::chrono::milliseconds(300);
-  options.once_settled = [&runs] { ++runs; };
+  const SuperviseOptions options = CountingOnceSettled(std::chrono::milliseconds(300), runs);
   // The job asks its shim (this process) to stop it; the shim passes SIGTERM
   // on, and the settle time passes while the job takes its time to end.
   const Supervised r = Supervise("trap 'kill $!; sleep 0.6; exit 5' TERM; kill -TERM $PPID; sleep 5 & wait", options);
