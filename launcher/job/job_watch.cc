@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <set>
@@ -48,7 +49,10 @@ bool JobWatch::Poll() {
     WriteProfile(false);
     profile_written_ = now;
   }
-  verdict_ = WatchJob(monitor_, control_.Records(), job_.started, now);
+  const auto records = control_.Records();
+  verdict_ = WatchJob(monitor_, records, job_.started, now);
+  every_rank_ended_ = records.size() >= ranks_ &&
+                      std::all_of(records.begin(), records.end(), [](const auto& entry) { return entry.second.ended; });
   if (verdict_.failed_rank >= 0 && !teardown_since_) {
     teardown_since_ = now;
     control_.SignalAllRanks(SIGTERM, monitor_.world);
@@ -61,13 +65,9 @@ bool JobWatch::Poll() {
 }
 
 std::optional<std::chrono::milliseconds> JobWatch::Over() const {
+  if (!teardown_since_) return every_rank_ended_ ? std::optional(kEngineExitGrace) : std::nullopt;
   const auto records = control_.Records();
   if (records.size() < ranks_) return std::nullopt;
-  if (!teardown_since_) {
-    for (const auto& [rank, r] : records)
-      if (!r.ended) return std::nullopt;
-    return kEngineExitGrace;
-  }
   std::set<std::string> hosts_lost;
   for (const auto& [rank, r] : records)
     if (r.lost) hosts_lost.insert(r.host);

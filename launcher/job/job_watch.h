@@ -35,7 +35,8 @@ class JobWatch {
   //   only kVanishedPeerSeconds after the stop signal gpulaunch wrote to it
   //   (unacknowledged data restarts TCP's clock), and waiting for that only
   //   delays the end.
-  // - Once every rank has ended by itself: kEngineExitGrace. The engine has
+  // - Once every rank has ended by itself (as of the latest Poll, which reads
+  //   the records anyway): kEngineExitGrace. The engine has
   //   only its ranks' last output and its daemons' exit left; Open MPI
   //   4.1.4's mpirun sometimes never exits then (asleep in its event loop
   //   with every rank and daemon gone), and gpulaunch must not hang with it.
@@ -54,6 +55,7 @@ class JobWatch {
   const MonitorSettings monitor_;
   const size_t ranks_;
   MonitorVerdict verdict_;
+  bool every_rank_ended_ = false;  // as of the latest Poll
   std::optional<ControlClock::time_point> teardown_since_;
   bool teardown_killed_ = false;
   RunProfile profile_;
