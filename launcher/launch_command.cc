@@ -20,6 +20,7 @@
 #include "launcher/core/options.h"
 #include "launcher/core/plan.h"
 #include "launcher/core/slurm_job.h"
+#include "launcher/discovery/remote_topology_cache.h"
 #include "policies/placement_engine.h"
 #include "policies/slot_placement.h"
 
@@ -128,6 +129,22 @@ void PrepareRestart(const LaunchOptions& o, const ClusterTopology& cluster, int 
             << where << " (GPULAUNCH_RESTART_COUNT=" << restart + 1 << ")\n";
 }
 
+// After a launch found `changed` hosts unlike their cached topology (no rank
+// ran): their entries are dropped and the cluster is built again from a live
+// discovery of every host, so the next attempt has nothing left to confirm.
+Status Rediscover(const std::set<std::string>& changed, const ClusterSource& source, const ResolveSettings& resolve,
+                  BuiltCluster& built) {
+  const std::string names = Join({changed.begin(), changed.end()}, ", ");
+  std::cerr << "gpulaunch: " << names << (changed.size() == 1 ? " has" : " have")
+            << " changed since gpulaunch cached " << (changed.size() == 1 ? "its" : "their")
+            << " topology; no rank ran: discovering again and launching anew\n";
+  for (const std::string& host : changed) DropCachedProbe(host, resolve.probe_path);
+  ResolveSettings live = resolve;
+  live.use_cached_probes = false;
+  GL_ASSIGN_OR_RETURN(built, BuildClusterTopology(source, live));
+  return Status::Ok();
+}
+
 EngineSettings EngineSettingsFor(const LaunchOptions& o, const fs::path& bin, bool root_allowed, bool all_local) {
   EngineSettings settings;
   settings.shim = (bin / "gpulaunch-shim").string();
@@ -159,7 +176,10 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
   if (Status s = CheckLaunchable(o, engine, root_allowed); !s.ok()) return Fail(s);
 
   const fs::path bin = SelfDir();
-  const ResolveSettings resolve{(bin / "gpulaunch-probe").string(), root_allowed, &engine};
+  // A launch may plan from cached remote topologies: it confirms them before
+  // any rank runs (launcher/discovery/remote_topology_cache.h).
+  const ResolveSettings resolve{(bin / "gpulaunch-probe").string(), root_allowed, &engine,
+                                /*use_cached_probes=*/!o.dry_run && !in_allocation};
   ClusterSource source;
   source.hosts = HostRequest{o.host_args, o.hostfile, o.topology_files, o.dry_run};
   auto built = BuildClusterTopology(source, resolve);
@@ -182,7 +202,14 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
     }
     // Outside the plan hash: a relaunch is the same plan, told it is one.
     plan->env.push_back({"GPULAUNCH_RESTART_COUNT", std::to_string(restart)});
-    const LaunchOutcome outcome = LaunchPlannedJob(*plan, engine, settings, RunSettingsFor(o, restart));
+    RunSettings run = RunSettingsFor(o, restart);
+    run.cached_fingerprints = built->cached_fingerprints;
+    const LaunchOutcome outcome = LaunchPlannedJob(*plan, engine, settings, run);
+    if (!outcome.changed_hosts.empty()) {
+      if (Status s = Rediscover(outcome.changed_hosts, source, resolve, *built); !s.ok()) return Fail(s);
+      --restart;  // not a restart: nothing ran
+      continue;
+    }
     if (outcome.exit_code == 0 || !outcome.restartable || restart >= o.max_restarts) return outcome.exit_code;
     PrepareRestart(o, cluster, static_cast<int>(plan->placement.ranks.size()), outcome, restart, in_allocation,
                    excluded);

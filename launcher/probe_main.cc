@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "common/env.h"
+#include "launcher/base/host_fingerprint.h"
+#include "launcher/discovery/remote_topology_cache.h"
 #include "launcher/discovery/hwloc_source.h"
 #include "launcher/discovery/nvml_gpus.h"
 #include "launcher/check/host_facts.h"
@@ -49,5 +51,8 @@ int main(int argc, char** argv) {
     memory[g.pci_bus_id] = gpulaunch::GpuMemory{g.memory_bytes, g.memory_used_bytes};
   }
   if (!memory.empty()) std::printf("%s\n", gpulaunch::FormatGpuMemoryComment(memory).c_str());
+  // What this topology depends on: a launch that plans from it cached checks
+  // it again on this host before any rank runs (remote_topology_cache.h).
+  std::printf("%s\n", gpulaunch::FingerprintComment(gpulaunch::HostFingerprint()).c_str());
   return 0;
 }

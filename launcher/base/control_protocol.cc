@@ -62,6 +62,7 @@ std::optional<ControlMessage> ParseControlLine(const std::string& line) {
   }
   if (word == "slot") {
     m.kind = ControlMessage::Kind::kSlot;
+    in >> m.text;  // the host's fingerprint, when this rank reports it
     return m;
   }
   if (word == "beat") {
@@ -110,7 +111,7 @@ std::string FormatControlLine(const ControlMessage& m) {
     case ControlMessage::Kind::kBeat:
       return "beat " + r + "\n";
     case ControlMessage::Kind::kSlot:
-      return "slot " + r + "\n";
+      return "slot " + r + (m.text.empty() ? "" : " " + m.text) + "\n";
     case ControlMessage::Kind::kTail:
       return "tail " + r + " " + SafeText(m.text) + "\n";
     case ControlMessage::Kind::kExit:

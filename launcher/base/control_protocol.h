@@ -4,8 +4,11 @@
 // free text is the last field and never holds a newline.
 //
 // shim -> gpulaunch
-//   slot <rank>                        asks for the rank's row of the plan (the
-//                                      first line on a connection, before checkin)
+//   slot <rank> [<fingerprint>]        asks for the rank's row of the plan (the
+//                                      first line on a connection, before checkin);
+//                                      one rank a host (its engine's local rank 0)
+//                                      adds its host's fingerprint
+//                                      (host_fingerprint.h)
 //   checkin <rank> <pid> <world> <host> <plan hash> <slurm JOB.STEP | ->
 //       the job process <pid> is about to exec; <world> is the world size the
 //       engine told this rank (a mismatch with the plan means the engine did
@@ -26,7 +29,14 @@
 // gpulaunch -> shim
 //   slot <rank> <plan hash> <row>      the answer to `slot`: the row as in the
 //                                      slot table (slot_table.h); "-" when the
-//                                      plan has no such rank
+//                                      plan has no such rank; "!" when a host's
+//                                      topology changed since the plan was made
+//                                      (the rank must not start: gpulaunch plans
+//                                      and launches again). When the plan came
+//                                      from cached topologies, no answer leaves
+//                                      before every host's fingerprint arrived
+//                                      and matched, so no rank runs on a plan
+//                                      that a changed host makes wrong.
 //   stacks                             dump the job process's stacks
 //   signal 2|15|1|9                    send SIGINT, SIGTERM, SIGHUP or SIGKILL to
 //                                      the job process (gpulaunch's own stop sequence)
@@ -52,7 +62,7 @@ struct ControlMessage {
   bool signaled = false;    // exit: `value` is a signal number, else an exit code
   bool told_to_stop = false; // exit: a stop signal reached it through the shim first
   int value = 0;
-  std::string text;         // refuse: reason; tail: the line; metric: the JSON record
+  std::string text;         // refuse: reason; tail: the line; metric: the JSON record; slot: the fingerprint
   size_t payload_bytes = 0; // stacks: how many raw bytes follow the line
 };
 
@@ -63,6 +73,9 @@ inline constexpr int kVanishedPeerSeconds = 6;
 void DetectVanishedPeer(int fd);
 
 inline constexpr size_t kMaxMetricBytes = 16000;
+
+// The `slot` answer's row when a host changed since the plan was made.
+inline constexpr const char* kHostChangedRow = "!";
 
 // Parses one line (without its newline); nullopt when it is not a message.
 std::optional<ControlMessage> ParseControlLine(const std::string& line);

@@ -46,10 +46,13 @@ Status MakeRoomFor(int world) {
 ControlServer::~ControlServer() { Stop(); }
 
 Status ControlServer::Start(const std::string& bind_addr, const std::string& expected_hash, int world,
-                            std::vector<std::string> slot_rows) {
+                            std::vector<std::string> slot_rows, HostCheck check) {
   GL_RETURN_IF_ERROR(MakeRoomFor(world));
   expected_hash_ = expected_hash;
   slot_rows_ = std::move(slot_rows);
+  check_ = std::move(check);
+  for (const std::string& host : check_.host_of_rank)
+    if (check_.expected.count(host)) unverified_.insert(host);
   listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (listen_fd_ < 0) return Internal("cannot create the check-in socket");
   sockaddr_in addr{};
@@ -120,6 +123,8 @@ void ControlServer::PollOnce(int timeout_ms) {
       continue;
     }
     std::lock_guard<std::mutex> lock(mu_);
+    // Still counted as held: it reached gpulaunch and never got its row.
+    std::erase_if(deferred_slots_, [&peer](const std::pair<int, int>& d) { return d.first == peer.fd; });
     if (peer.rank >= 0) {
       rank_fd_.erase(peer.rank);
       stacks_pending_.erase(peer.rank);
@@ -179,7 +184,7 @@ void ControlServer::HandleLine(Peer& peer, const std::string& line) {
   // A connection speaks for one rank: the one it checked in (or refused) as.
   if (!m || (peer.rank >= 0 && m->rank != peer.rank)) return;
   if (m->kind == ControlMessage::Kind::kSlot) {
-    AnswerSlot(peer, m->rank);
+    HandleSlot(peer, *m);
     return;
   }
   const bool opens = m->kind == ControlMessage::Kind::kCheckin || m->kind == ControlMessage::Kind::kRefuse;
@@ -254,12 +259,54 @@ void ControlServer::RecordMetric(const ControlMessage& m, RankRecord& r, Control
   }
 }
 
-void ControlServer::AnswerSlot(const Peer& peer, int rank) const {
+void ControlServer::HandleSlot(const Peer& peer, const ControlMessage& m) {
+  const bool planned = static_cast<size_t>(m.rank) < check_.host_of_rank.size();
+  const auto expected = planned ? check_.expected.find(check_.host_of_rank[m.rank]) : check_.expected.end();
+  bool changed = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!m.text.empty() && expected != check_.expected.end()) {
+      if (m.text == expected->second) {
+        unverified_.erase(expected->first);
+      } else {
+        changed_hosts_.insert(expected->first);
+      }
+    }
+    changed = !changed_hosts_.empty();
+  }
+  if (!changed && !unverified_.empty()) {
+    deferred_slots_.emplace_back(peer.fd, m.rank);
+    std::lock_guard<std::mutex> lock(mu_);
+    held_ranks_.insert(m.rank);
+    return;
+  }
+  for (const auto& [fd, rank] : deferred_slots_) AnswerSlot(fd, rank, changed);
+  deferred_slots_.clear();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_ranks_.clear();
+  }
+  AnswerSlot(peer.fd, m.rank, changed);
+}
+
+void ControlServer::AnswerSlot(int fd, int rank, bool changed) const {
   const bool known = rank >= 0 && static_cast<size_t>(rank) < slot_rows_.size();
   const std::string answer = "slot " + std::to_string(rank) + " " + (expected_hash_.empty() ? "-" : expected_hash_) +
-                             " " + (known ? slot_rows_[rank] : "-") + "\n";
+                             " " + (changed ? "!" : known ? slot_rows_[rank] : "-") + "\n";
   // A fresh connection's send buffer holds a row many times over.
-  [[maybe_unused]] ssize_t sent = send(peer.fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  [[maybe_unused]] ssize_t sent = send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+std::set<int> ControlServer::HeldRanks() {
+  Sync();
+  std::lock_guard<std::mutex> lock(mu_);
+  return held_ranks_;
+}
+
+std::set<std::string> ControlServer::ChangedHosts() {
+  Sync();
+  std::lock_guard<std::mutex> lock(mu_);
+  return changed_hosts_;
 }
 
 void ControlServer::Sync() {

@@ -49,6 +49,14 @@ struct RankRecord {
   std::string stacks;
 };
 
+// Hosts whose topology the plan took from gpulaunch's cache
+// (launcher/discovery/remote_topology_cache.h), and the fingerprint each
+// showed then (host_fingerprint.h).
+struct HostCheck {
+  std::vector<std::string> host_of_rank;        // the plan's host of each rank
+  std::map<std::string, std::string> expected;  // host -> fingerprint; empty: nothing to check
+};
+
 class ControlServer {
  public:
   ControlServer() = default;
@@ -60,9 +68,12 @@ class ControlServer {
   // `world` ranks will connect, one socket each: the open-file limit is
   // raised as far as the hard limit allows, and a job that needs more fails
   // here, naming the limit and the fix (never a hang). `slot_rows` (by rank,
-  // slot_table.h's row form) answer the shims' `slot` requests.
+  // slot_table.h's row form) answer the shims' `slot` requests. With a
+  // `check`, no request is answered before every checked host that has ranks
+  // sent a fingerprint and it matched; once one differs, every request is
+  // answered "!" (the rank must not start) and ChangedHosts names the host.
   Status Start(const std::string& bind_addr, const std::string& expected_hash, int world = 0,
-               std::vector<std::string> slot_rows = {});
+               std::vector<std::string> slot_rows = {}, HostCheck check = {});
   void Stop();
   int port() const { return port_; }
 
@@ -75,6 +86,11 @@ class ControlServer {
   std::set<std::string> SlurmSteps();
   // Ranks that reported a plan hash different from ours.
   std::set<int> HashMismatches();
+  // Checked hosts whose fingerprint differed (see Start).
+  std::set<std::string> ChangedHosts();
+  // Ranks whose `slot` request was held for a checked host (see Start) and
+  // never answered, whether or not their connection is still open.
+  std::set<int> HeldRanks();
   // A copy of every rank's record, by rank.
   std::map<int, RankRecord> Records();
   // The profiled steps each rank reported (--profile), by rank, in arrival
@@ -115,7 +131,8 @@ class ControlServer {
   // Under mu_: what a check-in and a metrics record change in `r`.
   void RecordCheckIn(Peer& peer, const ControlMessage& m, RankRecord& r, ControlClock::time_point now);
   void RecordMetric(const ControlMessage& m, RankRecord& r, ControlClock::time_point now);
-  void AnswerSlot(const Peer& peer, int rank) const;
+  void HandleSlot(const Peer& peer, const ControlMessage& m);
+  void AnswerSlot(int fd, int rank, bool changed) const;
   void Sync();
 
   int listen_fd_ = -1;
@@ -123,6 +140,11 @@ class ControlServer {
   int port_ = 0;
   std::string expected_hash_;
   std::vector<std::string> slot_rows_;  // set before the serving thread starts, then read only
+  HostCheck check_;                     // the same
+  // Serving thread only: checked hosts not yet seen, and the slot requests
+  // (fd, rank) waiting for them.
+  std::set<std::string> unverified_;
+  std::vector<std::pair<int, int>> deferred_slots_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
   std::vector<Peer> peers_;  // serving thread only
@@ -135,6 +157,8 @@ class ControlServer {
   std::set<int> stacks_pending_;  // asked for stacks, answer not complete
   int stop_signal_ = 0;           // the latest SignalAllRanks signal: sent to later check-ins too
   std::set<std::string> slurm_steps_;
+  std::set<std::string> changed_hosts_;
+  std::set<int> held_ranks_;
   std::map<int, std::vector<StepMetrics>> metrics_;
   int malformed_metrics_ = 0;
 };

@@ -23,6 +23,7 @@ StatusOr<BuiltCluster> BuildClusterTopology(const ClusterSource& source, const R
     GL_ASSIGN_OR_RETURN(ResolvedHosts hosts, ResolveHosts(source.hosts, settings));
     c.hosts = std::move(hosts.hosts);
     built.all_local = hosts.all_local;
+    built.cached_fingerprints = hosts.cached_fingerprints;
   }
   if (source.network) {
     GL_ASSIGN_OR_RETURN(c.network, ReadTopologyConf(*source.network));

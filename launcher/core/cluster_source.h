@@ -7,6 +7,7 @@
 // next step (policies/placement_engine.h), then MakeLaunchPlan() (plan.h).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -29,6 +30,9 @@ struct ClusterSource {
 struct BuiltCluster {
   ClusterTopology topology;
   bool all_local = false;          // every host is this machine (resolved hosts only)
+  // Hosts whose topology came from the cache, with their fingerprints
+  // (ResolvedHosts::cached_fingerprints): the launch confirms them.
+  std::map<std::string, std::string> cached_fingerprints;
   std::vector<std::string> notes;  // for the user (a deprecated spelling, ...), one line each
 };
 

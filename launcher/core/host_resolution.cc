@@ -9,6 +9,7 @@
 #include "common/host_spec.h"
 #include "common/strings.h"
 #include "launcher/discovery/hwloc_source.h"
+#include "launcher/discovery/remote_topology_cache.h"
 #include "launcher/discovery/topology_file.h"
 #include "launcher/base/host_identity.h"
 #include "launcher/base/process.h"
@@ -27,9 +28,9 @@ bool Resolves(const std::string& host) {
 }
 
 // Runs gpulaunch-probe once on each remote host through the engine (one
-// task per host, output labelled by task). Each XML is matched to its host by
-// the hostname hwloc recorded in it, or by position when that name is not
-// among the hosts.
+// task per host, output labelled by task) and keeps each report in the cache.
+// Each XML is matched to its host by the hostname hwloc recorded in it, or by
+// position when that name is not among the hosts.
 StatusOr<std::map<std::string, HostTopology>> ProbeRemote(const std::vector<std::string>& hosts,
                                                           const ResolveSettings& s) {
   const std::vector<std::string> argv = s.runner->OnEachHostArgv(hosts, s.probe_path, s.allow_run_as_root);
@@ -56,21 +57,54 @@ StatusOr<std::map<std::string, HostTopology>> ProbeRemote(const std::vector<std:
                        "installed at the same path. " + argv[0] + " said:\n" + run.err);
   }
   std::map<int, std::string> xml_of_rank = s.runner->SplitByTask(run.out);
-  std::map<std::string, HostTopology> out;
-  std::vector<HostTopology> unnamed;
+  std::map<std::string, std::pair<HostTopology, std::string>> out;  // host -> topology, report
+  std::vector<std::pair<HostTopology, std::string>> unnamed;
   for (size_t i = 0; i < hosts.size(); ++i) {
-    GL_ASSIGN_OR_RETURN(HostTopology t, LoadHwlocXmlText(xml_of_rank[static_cast<int>(i)], "topology of " + hosts[i]));
+    std::string& report = xml_of_rank[static_cast<int>(i)];
+    GL_ASSIGN_OR_RETURN(HostTopology t, LoadHwlocXmlText(report, "topology of " + hosts[i]));
     if (std::find(hosts.begin(), hosts.end(), t.hostname) != hosts.end() && !out.count(t.hostname)) {
-      out[t.hostname] = std::move(t);
+      const std::string name = t.hostname;
+      out.emplace(name, std::make_pair(std::move(t), std::move(report)));
     } else {
-      unnamed.push_back(std::move(t));
+      unnamed.emplace_back(std::move(t), std::move(report));
     }
   }
   for (const std::string& h : hosts) {
     if (!out.count(h) && !unnamed.empty()) {
-      out[h] = std::move(unnamed.front());
+      out.emplace(h, std::move(unnamed.front()));
       unnamed.erase(unnamed.begin());
     }
+  }
+  std::map<std::string, HostTopology> topologies;
+  for (auto& [host, probed] : out) {
+    StoreCachedProbe(host, s.probe_path, probed.second);
+    topologies.emplace(host, std::move(probed.first));
+  }
+  return topologies;
+}
+
+// The remote hosts' topologies: from the cache where allowed and present
+// (their fingerprints noted in `cached`), the others probed.
+StatusOr<std::map<std::string, HostTopology>> RemoteTopologies(const std::vector<std::string>& hosts,
+                                                               const ResolveSettings& s,
+                                                               std::map<std::string, std::string>& cached) {
+  std::map<std::string, HostTopology> out;
+  std::vector<std::string> to_probe;
+  for (const std::string& host : hosts) {
+    std::optional<CachedProbe> entry;
+    if (s.use_cached_probes) entry = ReadCachedProbe(host, s.probe_path);
+    auto topology = entry ? LoadHwlocXmlText(entry->output, "cached topology of " + host)
+                          : StatusOr<HostTopology>(NotFound(""));
+    if (!topology.ok()) {
+      to_probe.push_back(host);
+      continue;
+    }
+    out.emplace(host, std::move(topology).value());
+    cached[host] = entry->fingerprint;
+  }
+  if (!to_probe.empty()) {
+    GL_ASSIGN_OR_RETURN(auto probed, ProbeRemote(to_probe, s));
+    out.merge(probed);
   }
   return out;
 }
@@ -157,7 +191,7 @@ StatusOr<ResolvedHosts> DiscoveredHosts(const std::vector<HostSpec>& specs, cons
   std::map<std::string, HostTopology> probed;
   if (!remote.empty()) {
     out.all_local = false;
-    GL_ASSIGN_OR_RETURN(probed, ProbeRemote(remote, s));
+    GL_ASSIGN_OR_RETURN(probed, RemoteTopologies(remote, s, out.cached_fingerprints));
   }
   for (const HostSpec& h : specs) {
     const bool is_local = !probed.count(h.name);

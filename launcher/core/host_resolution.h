@@ -6,6 +6,7 @@
 // and GPUs there (slurm_job.h); --topology-file replaces discovery for every host (dry runs).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,12 +33,20 @@ struct HostRequest {
 struct ResolvedHosts {
   std::vector<ClusterHost> hosts;
   bool all_local = true;
+  // Remote hosts whose topology came from the cache
+  // (launcher/discovery/remote_topology_cache.h), with the fingerprint each
+  // must still show: the launch checks them before any rank runs.
+  std::map<std::string, std::string> cached_fingerprints;
 };
 
 struct ResolveSettings {
   std::string probe_path;       // gpulaunch-probe next to gpulaunch
   bool allow_run_as_root = false;
   const HostRunner* runner = nullptr;  // probes remote hosts (an engine); must outlive ResolveHosts
+  // Remote topologies may come from the cache: only for a launch, which
+  // confirms them (never inside a Slurm allocation, whose cgroups differ
+  // from job to job). Every live probe is stored either way.
+  bool use_cached_probes = false;
 };
 
 StatusOr<ResolvedHosts> ResolveHosts(const HostRequest& request, const ResolveSettings& settings);

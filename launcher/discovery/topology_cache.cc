@@ -14,6 +14,7 @@
 #include "common/env.h"
 #include "common/file_write.h"
 #include "common/sha256.h"
+#include "launcher/base/host_fingerprint.h"
 
 extern char** environ;
 
@@ -32,15 +33,8 @@ std::string Slurp(const std::string& path) {
 }
 
 std::string SortedEntries(const std::string& dir) {
-  std::vector<std::string> names;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.') names.emplace_back(e->d_name);
-    closedir(d);
-  }
-  std::sort(names.begin(), names.end());
   std::string out;
-  for (const std::string& n : names) out += n + "\n";
+  for (const std::string& n : SortedDirectoryNames(dir)) out += n + "\n";
   return out;
 }
 
@@ -67,8 +61,9 @@ std::optional<std::string> Fingerprint() {
   return f.str();
 }
 
-// The cache folder, made if missing; nullopt when it is not safely ours.
-std::optional<std::string> Folder() {
+}  // namespace
+
+std::optional<std::string> TopologyCacheFolder() {
   const std::string runtime = EnvOr("XDG_RUNTIME_DIR", "");
   const std::string dir = !runtime.empty() ? runtime + "/gpulaunch" : "/tmp/gpulaunch-" + std::to_string(getuid());
   mkdir(dir.c_str(), 0700);  // EEXIST is fine: checked below
@@ -79,8 +74,6 @@ std::optional<std::string> Folder() {
   return dir;
 }
 
-}  // namespace
-
 std::optional<std::string> TopologyCachePath() {
   if (EnvOr("GPULAUNCH_TOPOLOGY_CACHE", "1") == "0") return std::nullopt;
   // hwloc told to read a file, a synthetic description or another root:
@@ -89,7 +82,7 @@ std::optional<std::string> TopologyCachePath() {
     if (!EnvOr(input, "").empty()) return std::nullopt;
   const auto fingerprint = Fingerprint();
   if (!fingerprint) return std::nullopt;
-  const auto dir = Folder();
+  const auto dir = TopologyCacheFolder();
   if (!dir) return std::nullopt;
   return *dir + "/topology-" + Sha256Hex(*fingerprint).substr(0, 32) + ".xml";
 }

@@ -19,6 +19,9 @@
 
 namespace gpulaunch {
 
+// The cache's folder, made if missing; nullopt when it is not safely ours.
+std::optional<std::string> TopologyCacheFolder();
+
 // The entry for this process as things are now; nullopt when caching is off
 // or no safe folder exists.
 std::optional<std::string> TopologyCachePath();

@@ -232,9 +232,15 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
   std::vector<std::string> rows;
   rows.reserve(plan.placement.ranks.size());
   for (const RankSlot& r : plan.placement.ranks) rows.push_back(EncodeSlotRow(r));
+  // Cached topologies are confirmed before any rank gets its row.
+  HostCheck check;
+  if (!o.cached_fingerprints.empty()) {
+    for (const RankSlot& r : plan.placement.ranks) check.host_of_rank.push_back(r.host);
+    check.expected = o.cached_fingerprints;
+  }
   ControlServer control;
   if (Status s = control.Start(plan.all_local ? "127.0.0.1" : "0.0.0.0", plan.plan_hash,
-                               static_cast<int>(rows.size()), std::move(rows));
+                               static_cast<int>(rows.size()), std::move(rows), std::move(check));
       !s.ok()) {
     return Failed(s);
   }
@@ -263,6 +269,13 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
   const JobRunResult result = RunJob(*run);
 
   KillSurvivors(control);
+  if (std::set<std::string> changed = control.ChangedHosts(); !changed.empty()) {
+    LaunchOutcome out;  // no rank got its row, so none ran: nothing to report
+    out.exit_code = kExitLaunchFailure;
+    out.changed_hosts = std::move(changed);
+    return out;
+  }
+  job.held = control.HeldRanks();
   const std::set<int> mismatched = control.HashMismatches();
   const int checked_in = control.CheckedIn();
   control.Stop();

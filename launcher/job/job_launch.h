@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -27,6 +28,9 @@ struct RunSettings {
   int stall_timeout_s = 0;           // no progress for this long is a stall; 0: not watched
   std::string summary_path;          // gpulaunch-summary.json; empty: none
   bool profile = false;              // step metrics and a run report
+  // Hosts whose topology the plan took from the cache, with the fingerprint
+  // each must still show before any rank runs (control_server.h, HostCheck).
+  std::map<std::string, std::string> cached_fingerprints;
   std::string profile_dir;           // where the metrics files go
 };
 
@@ -40,6 +44,9 @@ struct LaunchOutcome {
   // A failure of the job itself, after it started (not a usage error, a
   // refusal, an engine that never started it, or a stop the user asked for).
   bool restartable = false;
+  // Cached hosts that no longer matched their fingerprint: no rank ran, and
+  // the job is to be planned again on a fresh discovery of them.
+  std::set<std::string> changed_hosts;
 };
 
 LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, const EngineSettings& engine_settings,

@@ -148,7 +148,10 @@ RootCause StartupTimeoutCause(const JobOutcome& job, const std::map<int, RankRec
   const int world = static_cast<int>(job.planned_hosts.size());
   std::vector<int> missing;
   for (int rank = 0; rank < world; ++rank)
-    if (!ranks.count(rank) || ranks.at(rank).pid <= 0) missing.push_back(rank);
+    if ((!ranks.count(rank) || ranks.at(rank).pid <= 0) && !job.held.count(rank)) missing.push_back(rank);
+  // Held ranks waited on the missing ones; if none is missing, name them.
+  const bool held_waited = !job.held.empty() && !missing.empty();
+  if (missing.empty()) missing.assign(job.held.begin(), job.held.end());
   RootCause cause;
   cause.headline = std::to_string(missing.size()) + " of " + std::to_string(world) +
                    " ranks did not check in within --startup-timeout " + std::to_string(job.limit_s) +
@@ -159,6 +162,11 @@ RootCause StartupTimeoutCause(const JobOutcome& job, const std::map<int, RankRec
                           "`ssh HOST true` quickly, or raise --startup-timeout");
   } else {
     cause.notes.push_back("check that those hosts are reachable and not overloaded, or raise --startup-timeout");
+  }
+  if (held_waited) {
+    cause.notes.push_back("the other " + std::to_string(job.held.size()) +
+                          " ranks reached gpulaunch and waited for them: the plan used cached host topologies, which "
+                          "one rank on each host confirms before any rank starts");
   }
   return cause;
 }

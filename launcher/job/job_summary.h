@@ -29,6 +29,9 @@ struct JobOutcome {
   int user_signal = 0;                     // with kUserSignal
   int limit_s = 0;                         // the timeout that expired (kTimeout, kStartupTimeout, kStall)
   std::set<int> stalled;                   // with kStall
+  // Ranks that reached gpulaunch but were still held, unstarted, until every
+  // host whose topology was cached had confirmed it (control_server.h).
+  std::set<int> held;
   int restart = 0;                         // GPULAUNCH_RESTART_COUNT of this run
   ControlClock::time_point started{};      // when the engine was started
   std::chrono::system_clock::time_point started_wall{};

@@ -69,10 +69,12 @@ bool ControlClient::Send(const ControlMessage& m, const std::string& payload) {
   return fd_ >= 0 && WriteAll(FormatControlLine(m) + payload);
 }
 
-StatusOr<std::string> ControlClient::FetchSlotRow(int rank, const std::string& plan_hash, int timeout_ms) {
+StatusOr<std::string> ControlClient::FetchSlotRow(int rank, const std::string& plan_hash, int timeout_ms,
+                                                  const std::string& fingerprint) {
   ControlMessage ask;
   ask.kind = ControlMessage::Kind::kSlot;
   ask.rank = rank;
+  ask.text = fingerprint;
   if (!Send(ask)) return Unavailable("gpulaunch's control connection closed before the rank's slot was asked");
   const std::string prefix = "slot " + std::to_string(rank) + " ";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);

@@ -29,9 +29,12 @@ class ControlClient {
   // Reads what gpulaunch sent and returns the complete lines; closes the
   // client when gpulaunch went away.
   std::vector<std::string> ReadRequests();
-  // Asks gpulaunch for this rank's row of the plan (`slot`) and waits up to
-  // timeout_ms for the answer: the row text, or an error saying what failed.
-  StatusOr<std::string> FetchSlotRow(int rank, const std::string& plan_hash, int timeout_ms);
+  // Asks gpulaunch for this rank's row of the plan (`slot`, with this host's
+  // fingerprint when not empty) and waits up to timeout_ms for the answer:
+  // the row text (kHostChangedRow when a host changed since the plan), or an
+  // error saying what failed.
+  StatusOr<std::string> FetchSlotRow(int rank, const std::string& plan_hash, int timeout_ms,
+                                     const std::string& fingerprint = "");
   void Close();
 
  private:

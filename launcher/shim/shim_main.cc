@@ -15,6 +15,7 @@
 
 #include "common/env.h"
 #include "launcher/base/exit_codes.h"
+#include "launcher/base/host_fingerprint.h"
 #include "launcher/base/host_identity.h"
 #include "launcher/shim/apply_slot.h"
 #include "launcher/shim/control_client.h"
@@ -49,20 +50,27 @@ bool ConnectWithRetries(ControlClient& control, const std::string& address) {
   return false;
 }
 
-// How long a rank waits for its row: the control server answers at once;
-// this only bounds a launching host that stopped.
+// How long a rank waits for its row: the control server answers once every
+// host whose topology was cached is confirmed, so this bounds a launching
+// host that stopped, or a host whose first rank never asked.
 constexpr int kSlotFetchTimeoutMs = 60000;
 
 // The rank's row: asked from gpulaunch (the usual case: the environment holds
-// only the header), or from the inline table.
-StatusOr<RankSlot> RowOf(ControlClient& control, const SlotTable& table, int rank) {
+// only the header), or from the inline table. The engine's local rank 0 adds
+// its host's fingerprint, so that gpulaunch can confirm a cached topology
+// once per host (host_fingerprint.h); nullopt when gpulaunch answered that a
+// host changed since the plan was made.
+StatusOr<std::optional<RankSlot>> RowOf(ControlClient& control, const SlotTable& table, const EngineIdentity& id) {
   if (!table.ranks.empty()) {
-    RankSlot slot = table.ranks[rank];
-    slot.rank = rank;
-    return slot;
+    RankSlot slot = table.ranks[id.rank];
+    slot.rank = id.rank;
+    return std::optional<RankSlot>(std::move(slot));
   }
-  GL_ASSIGN_OR_RETURN(std::string row, control.FetchSlotRow(rank, table.plan_hash, kSlotFetchTimeoutMs));
-  return DecodeSlotRow(row, rank);
+  const std::string fingerprint = id.local_rank.value_or(0) == 0 ? HostFingerprint() : "";
+  GL_ASSIGN_OR_RETURN(std::string row, control.FetchSlotRow(id.rank, table.plan_hash, kSlotFetchTimeoutMs, fingerprint));
+  if (row == kHostChangedRow) return std::optional<RankSlot>();
+  GL_ASSIGN_OR_RETURN(RankSlot slot, DecodeSlotRow(row, id.rank));
+  return std::optional<RankSlot>(std::move(slot));
 }
 
 // Applies the slot: binding, the environment contract, the rank's GPUs.
@@ -122,12 +130,18 @@ int main(int argc, char** argv) {
   auto id = ReadEngineIdentity(ProcessEnv());
   if (!id.ok()) return Refuse(control, -1, hostname, id.status().message());
   if (Status s = CheckWorld(*table, *id); !s.ok()) return Refuse(control, id->rank, hostname, s.message());
-  auto slot = RowOf(control, *table, id->rank);
-  if (!slot.ok()) return Refuse(control, id->rank, hostname, slot.status().message());
-  if (Status s = CheckSlot(*slot, *id, IsLocalHost, hostname); !s.ok()) {
+  auto row = RowOf(control, *table, *id);
+  if (!row.ok()) return Refuse(control, id->rank, hostname, row.status().message());
+  // A host changed since the plan, and no rank anywhere got its row: exit 0
+  // without starting, so that the engine ends this attempt without a failure
+  // report of its own; gpulaunch, which said so, explains once and launches
+  // again (launcher/discovery/remote_topology_cache.h).
+  if (!row->has_value()) return kExitOk;
+  const RankSlot& slot = **row;
+  if (Status s = CheckSlot(slot, *id, IsLocalHost, hostname); !s.ok()) {
     return Refuse(control, id->rank, hostname, s.message());
   }
-  if (Status s = Apply(*table, *slot); !s.ok()) return Refuse(control, id->rank, hostname, s.message());
+  if (Status s = Apply(*table, slot); !s.ok()) return Refuse(control, id->rank, hostname, s.message());
   unsetenv(kSlotTableEnv);  // the job has no use for it
 
   SuperviseOptions options;

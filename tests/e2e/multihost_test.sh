@@ -59,6 +59,43 @@ on_node1 "$BIN/gpulaunch" "${args[@]}" "$BIN/env_dump" > "$WORK/out-file" 2>&1
 check "--hostfile: exit 0" "$?" 0
 verify_against_plan "--hostfile" "$WORK/plan-file" "$WORK/out-file"
 
+# 2a. Remote topologies are cached on node1 (its own folder here): a launch
+#     that cannot run the probe still gets them; a host that changed since
+#     (a new network interface on node3) is found before any rank runs, and
+#     the job is planned on a fresh discovery and launched once, whole.
+cache_bin="$WORK/cache-bin"
+mkdir -p "$cache_bin" && cp "$BIN/gpulaunch" "$BIN/gpulaunch-shim" "$BIN/gpulaunch-probe" "$cache_bin/"
+mkdir -m 700 "$WORK/xdg"
+cached_launch() {  # name: launch 8 ranks of env_dump through the copy, with the private cache
+  XDG_RUNTIME_DIR="$WORK/xdg" on_node1 "$cache_bin/gpulaunch" --allow-run-as-root -H node1:2,node2:2,node3:2,node4:2 \
+    "$BIN/env_dump" > "$WORK/cache-$1.out" 2> "$WORK/cache-$1.err"
+}
+ranks_seen() { grep -c '^rank=' "$WORK/cache-$1.out"; }
+hosts_seen() { grep -o 'host=node[0-9]' "$WORK/cache-$1.out" | sort -u | wc -l; }
+cached_launch live
+check "cache: first launch exits 0" "$?" 0
+check "... node2..node4's reports kept on node1" "$(ls "$WORK/xdg/gpulaunch" | grep -c '^remote-.*\.xml$')" 3
+mv "$cache_bin/gpulaunch-probe" "$cache_bin/probe.away"
+cached_launch cached
+check "cache: with no probe to run, the next launch still exits 0" "$?" 0
+check "... 8 ranks on 4 hosts" "$(ranks_seen cached) $(hosts_seen cached)" "8 4"
+mv "$cache_bin/probe.away" "$cache_bin/gpulaunch-probe"
+trap 'ip netns exec "${NSP}n3" ip link del glcache0 2>/dev/null; rm -rf "$WORK"' EXIT
+ip netns exec "${NSP}n3" ip link add glcache0 type veth peer name glcache1
+cached_launch changed
+check "cache: node3 changed -> exit 0" "$?" 0
+check "... said once, before any rank ran" \
+  "$(grep -c '^gpulaunch: node3 has changed since gpulaunch cached its topology; no rank ran' "$WORK/cache-changed.err")" 1
+check "... and every rank ran exactly once, on 4 hosts" "$(ranks_seen changed) $(hosts_seen changed)" "8 4"
+# Changed back, and nothing to discover it with: no rank runs at all.
+ip netns exec "${NSP}n3" ip link del glcache0
+mv "$cache_bin/gpulaunch-probe" "$cache_bin/probe.away"
+cached_launch unconfirmed
+check "cache: node3 changed and the hosts cannot be discovered again -> exit 125" "$?" 125
+check "... no rank ran" "$(ranks_seen unconfirmed)" 0
+check "... the discovery failure is named" \
+  "$(grep -c 'could not discover the topology of node2, node3, node4' "$WORK/cache-unconfirmed.err")" 1
+
 # 2b. Discovering remote hosts as root without --allow-run-as-root: the root
 #     cause (mpirun refuses root) comes first, for plan and slurm-config alike,
 #     and both take --allow-run-as-root.

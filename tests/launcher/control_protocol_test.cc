@@ -44,6 +44,20 @@ TEST(ControlProtocol, EveryMessageReadsBackAsWritten) {
   ASSERT_TRUE(back);
   EXPECT_TRUE(back->told_to_stop);
 
+  // A slot request, with its host's fingerprint from one rank a host.
+  ControlMessage slot;
+  slot.kind = Kind::kSlot;
+  slot.rank = 7;
+  EXPECT_EQ(FormatControlLine(slot), "slot 7\n");
+  slot.text = "9f86d081884c7d659a2feaa0c55ad015";
+  line = FormatControlLine(slot);
+  EXPECT_EQ(line, "slot 7 9f86d081884c7d659a2feaa0c55ad015\n");
+  back = ParseControlLine(line.substr(0, line.size() - 1));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->kind, Kind::kSlot);
+  EXPECT_EQ(back->rank, 7);
+  EXPECT_EQ(back->text, slot.text);
+
   ControlMessage stacks;
   stacks.kind = Kind::kStacks;
   stacks.rank = 1;

@@ -54,6 +54,58 @@ TEST(ControlServer, ServesEachRankItsRowOfThePlan) {
   EXPECT_EQ(server.CheckedIn(), 1);
 }
 
+// With cached topologies, no rank gets its row before every checked host's
+// first rank confirmed the host's fingerprint.
+TEST(ControlServer, HoldsEveryRowUntilEachCachedHostIsConfirmed) {
+  ControlServer server;
+  HostCheck check{{"node2", "node2", "node3"}, {{"node2", "f2"}, {"node3", "f3"}}};
+  ASSERT_TRUE(server.Start("127.0.0.1", "H", 3, {"node2/0/2/0/0/-/-1/-/0/-", "node2/1/2/0/0/-/-1/-/0/-",
+                                                 "node3/0/1/1/0/-/-1/-/0/-"}, check).ok());
+  const std::string address = "127.0.0.1:" + std::to_string(server.port());
+  ControlClient a, b, c;
+  ASSERT_TRUE(a.Connect(address) && b.Connect(address) && c.Connect(address));
+  // node2's confirmed, node3's not yet: rank 1 waits (1 s is long enough to
+  // see that it is not answered).
+  ControlMessage ask;
+  ask.kind = Kind::kSlot;
+  ask.rank = 0;
+  ask.text = "f2";
+  ASSERT_TRUE(a.Send(ask));
+  auto early = b.FetchSlotRow(1, "H", 1000);
+  ASSERT_FALSE(early.ok());
+  EXPECT_NE(early.status().message().find("no answer"), std::string::npos) << early.status().message();
+  EXPECT_EQ(server.HeldRanks(), (std::set<int>{0, 1}));
+  // node3's rank confirms it: every row goes out.
+  auto row2 = c.FetchSlotRow(2, "H", 60000, "f3");
+  ASSERT_TRUE(row2.ok()) << row2.status().ToString();
+  EXPECT_EQ(*row2, "node3/0/1/1/0/-/-1/-/0/-");
+  auto row0 = a.FetchSlotRow(0, "H", 60000);  // answers both of rank 0's requests
+  ASSERT_TRUE(row0.ok()) << row0.status().ToString();
+  EXPECT_EQ(*row0, "node2/0/2/0/0/-/-1/-/0/-");
+  EXPECT_TRUE(server.ChangedHosts().empty());
+  EXPECT_TRUE(server.HeldRanks().empty());
+}
+
+TEST(ControlServer, AHostUnlikeItsCachedTopologyStopsEveryRank) {
+  ControlServer server;
+  HostCheck check{{"node2", "node3"}, {{"node2", "f2"}, {"node3", "f3"}}};
+  ASSERT_TRUE(server.Start("127.0.0.1", "H", 2, {"node2/0/1/0/0/-/-1/-/0/-", "node3/0/1/1/0/-/-1/-/0/-"}, check).ok());
+  const std::string address = "127.0.0.1:" + std::to_string(server.port());
+  ControlClient a, b, c;
+  ASSERT_TRUE(a.Connect(address) && b.Connect(address) && c.Connect(address));
+  std::thread waiting([&] {
+    auto row = a.FetchSlotRow(0, "H", 60000, "f2");  // node2 is as cached: waits for node3
+    ASSERT_TRUE(row.ok()) << row.status().ToString();
+    EXPECT_EQ(*row, kHostChangedRow);
+  });
+  auto changed = b.FetchSlotRow(1, "H", 60000, "something-else");
+  waiting.join();
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_EQ(*changed, kHostChangedRow);
+  EXPECT_EQ(*c.FetchSlotRow(0, "H", 60000), kHostChangedRow);  // a late rank too
+  EXPECT_EQ(server.ChangedHosts(), std::set<std::string>{"node3"});
+}
+
 // A job needs one socket per rank; one the open-file limit cannot hold is
 // refused at once with the limit and the fix.
 TEST(ControlServer, MoreRanksThanTheFileLimitAreRefusedByName) {

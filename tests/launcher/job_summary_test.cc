@@ -141,6 +141,20 @@ TEST(JobSummary, StopsByGpulaunchAreNamed) {
   ASSERT_TRUE(cause);
   EXPECT_EQ(cause->headline, "2 of 4 ranks did not check in within --startup-timeout 30 s: 1 on node1; 3 on node2");
 
+  // With cached topologies the ranks that reached gpulaunch were held for
+  // those that never did: only the latter are named.
+  Fixture held(4);
+  held.job.exit_code = 125;
+  held.job.stop = StopReason::kStartupTimeout;
+  held.job.limit_s = 10;
+  held.ranks.clear();
+  held.job.held = {0, 1, 2};
+  cause = FindRootCause(held.job, held.ranks);
+  ASSERT_TRUE(cause);
+  EXPECT_EQ(cause->headline, "1 of 4 ranks did not check in within --startup-timeout 10 s: 3 on node2");
+  EXPECT_NE(RenderRootCause(*cause, "").find("the other 3 ranks reached gpulaunch and waited for them"),
+            std::string::npos);
+
   Fixture g(2);
   g.job.exit_code = 124;
   g.job.stop = StopReason::kStall;

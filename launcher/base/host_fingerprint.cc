@@ -1,0 +1,64 @@
+#include "launcher/base/host_fingerprint.h"
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "common/sha256.h"
+#include "common/strings.h"
+
+namespace gpulaunch {
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The cgroup (v2) this process is in, from /proc/self/cgroup's "0::PATH".
+std::string CgroupPath(const std::string& root) {
+  for (const std::string& line : Split(Slurp(root + "/proc/self/cgroup"), '\n'))
+    if (line.rfind("0::", 0) == 0) return line.substr(3);
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> SortedDirectoryNames(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') names.emplace_back(e->d_name);
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string HostFingerprint(const std::string& root) {
+  std::ostringstream f;
+  f << "gpulaunch " << GPULAUNCH_VERSION << "\nboot " << Slurp(root + "/proc/sys/kernel/random/boot_id")
+    << "cpus " << Slurp(root + "/sys/devices/system/cpu/online") << "nodes "
+    << Slurp(root + "/sys/devices/system/node/online");
+  // What the cgroup allows, not its name: hwloc discovers only those CPUs.
+  const std::string cgroup = root + "/sys/fs/cgroup" + CgroupPath(root);
+  f << "cgroup cpus " << Slurp(cgroup + "/cpuset.cpus.effective") << "cgroup mems "
+    << Slurp(cgroup + "/cpuset.mems.effective") << "pci";
+  for (const std::string& d : SortedDirectoryNames(root + "/sys/bus/pci/devices")) f << " " << d;
+  f << "\nnet";
+  for (const std::string& n : SortedDirectoryNames(root + "/sys/class/net"))
+    f << " " << n << "=" << Trim(Slurp(root + "/sys/class/net/" + n + "/operstate"));
+  f << "\nib";
+  const std::string ib = root + "/sys/class/infiniband";
+  for (const std::string& dev : SortedDirectoryNames(ib))
+    for (const std::string& port : SortedDirectoryNames(ib + "/" + dev + "/ports"))
+      f << " " << dev << "/" << port << "=" << Trim(Slurp(ib + "/" + dev + "/ports/" + port + "/state"));
+  return Sha256Hex(f.str()).substr(0, 32);
+}
+
+}  // namespace gpulaunch
