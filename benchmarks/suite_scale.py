@@ -25,8 +25,11 @@ def scale(s):
     in the same run, interleaved. Also gpulaunch's own peak memory (VmHWM).
     --quick: the MPI hello at 64 ranks on this host only (plain mpirun of
     /bin/true hangs too often here for a test to wait on it; see
-    timed_launch)."""
-    sizes = [64] if s.args.quick else [64, 256, 1024, 2048]
+    timed_launch). Over the rig gpulaunch plans from the remote topologies
+    its --dry-run (for the anchor's rankfile) just discovered and cached;
+    at the smallest size the same launch with the cache off
+    (GPULAUNCH_TOPOLOGY_CACHE=0) is measured too, as a note."""
+    sizes = s.args.scale_sizes or ([64] if s.args.quick else [64, 256, 1024, 2048])
     reps_small = s.args.repeats or (1 if s.args.quick else 3)
     cores = os.cpu_count() or 1
     setups = [("this host", None)]
@@ -46,7 +49,7 @@ def scale(s):
                 if why:
                     s.note("scale", "%s, %d ranks, %s: skipped, %s" % (label, n, where, why))
                     continue
-                gl, mp, peak = [], [], 0
+                gl, mp, cold, peak = [], [], [], 0
                 for _ in range(reps_small if n <= 256 else 1):
                     anchor = mpirun_like_gpulaunch(s, n, program, rig_info)
                     guard = 20 + 0.1 * n if program == "/bin/true" else 60 + 1.0 * n
@@ -56,6 +59,10 @@ def scale(s):
                     took, hwm = timed_launch(s, gpulaunch_argv(s, n, program, rig_info), rig_info, True, guard)
                     gl.append(took)
                     peak = max(peak, hwm)
+                    if rig_info and n == sizes[0]:
+                        took, _ = timed_launch(s, gpulaunch_argv(s, n, program, rig_info), rig_info, True, guard,
+                                               {"GPULAUNCH_TOPOLOGY_CACHE": "0"})
+                        cold.append(took)
                 if not mp:
                     s.note("scale", "gpulaunch -n %d, %s, %s: %.2f s (median); no anchor: plain mpirun hung at "
                            "start-up in every attempt" % (n, label, where, statistics.median(gl)))
@@ -64,6 +71,11 @@ def scale(s):
                              "mpirun -n %d, same rankfile" % n, mp, target=(1.2, "at most 1.2 x mpirun"))
                 s.note("scale", "gpulaunch -n %d, %s, %s: its own peak memory %.1f MB" % (n, label, where,
                                                                                     peak / 1024.0))
+                if cold and mp:
+                    s.note("scale", "gpulaunch -n %d, %s, %s, every host discovered live (GPULAUNCH_TOPOLOGY_CACHE=0): "
+                           "%.2f s, %.2f x mpirun's %.2f s (medians)" % (n, label, where, statistics.median(cold),
+                                                                     statistics.median(cold) / statistics.median(mp),
+                                                                     statistics.median(mp)))
                 series.setdefault("%s, %s" % (label, where), []).append(
                     (n, statistics.median(gl), statistics.median(mp) if mp else float("nan"), peak))
     for name, points in series.items():
@@ -249,7 +261,7 @@ def mpirun_like_gpulaunch(s, ranks, program, rig_info):
 ENGINE_HUNG = "did not exit; gpulaunch killed it"
 
 
-def timed_launch(s, argv, rig_info, is_gpulaunch, guard):
+def timed_launch(s, argv, rig_info, is_gpulaunch, guard, extra_env=None):
     """Runs a launch to its end: (seconds, gpulaunch's own peak memory in KB,
     sampled from /proc every 20 ms, 0 for mpirun; the end itself is exact). A launch that outlives
     `guard` seconds (generous: /bin/true 20 s + 0.1 s a rank, 2,048 ranks
@@ -263,12 +275,12 @@ def timed_launch(s, argv, rig_info, is_gpulaunch, guard):
     too, since its time is mostly that wait. Plain mpirun (the anchor) gets 4
     attempts, and (None, 0) when all hung: over the namespace hosts it hung in
     8 of 8 attempts at 256 ranks of /bin/true on 2026-12-02. gpulaunch gets 8,
-    and the suite fails when all hang."""
+    and the suite fails when all hang. `extra_env`: more variables for the launch."""
     attempts = 8 if is_gpulaunch else 4
     for attempt in range(1, attempts + 1):
         started = time.monotonic()
-        proc = subprocess.Popen(rig_prefix(rig_info) + argv, env=rig_env(s, rig_info), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = subprocess.Popen(rig_prefix(rig_info) + argv, env=dict(rig_env(s, rig_info), **(extra_env or {})),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
         # The end is taken by a thread blocked on the launch, not by the
         # 20 ms memory sampling, which would round every time up.
         end = {}
