@@ -17,11 +17,20 @@ namespace {
 
 constexpr const char* kMarker = "<!-- gpulaunch-host-fingerprint: ";
 
+// Named by the host, the probe's path and, where this host has that file,
+// its size and modification time: a rebuilt or upgraded gpulaunch (installed
+// at the same path everywhere, as mpirun requires) starts afresh.
 std::optional<std::string> EntryPath(const std::string& host, const std::string& probe_path) {
   if (!RemoteTopologyCacheEnabled()) return std::nullopt;
   const auto dir = TopologyCacheFolder();
   if (!dir) return std::nullopt;
-  return *dir + "/remote-" + Sha256Hex(host + "\n" + probe_path).substr(0, 32) + ".xml";
+  std::string key = host + "\n" + probe_path;
+  struct stat st {};
+  if (stat(probe_path.c_str(), &st) == 0) {
+    key += "\n" + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+           std::to_string(st.st_mtim.tv_nsec);
+  }
+  return *dir + "/remote-" + Sha256Hex(key).substr(0, 32) + ".xml";
 }
 
 }  // namespace

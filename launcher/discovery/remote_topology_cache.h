@@ -13,7 +13,8 @@
 // are not used either.
 //
 // Where: the local topology cache's folder (topology_cache.h), one file a
-// host and probe path (another installation may report otherwise).
+// host and probe (its path, and its size and time here: another installation
+// or a rebuilt one may report otherwise).
 // GPULAUNCH_TOPOLOGY_CACHE=0 turns it off. Only launches use it: `plan`,
 // `--dry-run`, `check` and `nodes` discover every time (and store what they
 // found).

@@ -64,6 +64,16 @@ TEST_F(RemoteCacheTest, KeepsEachHostsReportWithItsFingerprint) {
   EXPECT_TRUE(ReadCachedProbe("node3", "/opt/gl/bin/gpulaunch-probe").has_value());
 }
 
+// A rebuilt probe at the same path may report otherwise: it starts afresh.
+TEST_F(RemoteCacheTest, ARebuiltProbeStartsAfresh) {
+  const std::string probe = folder_ + "/gpulaunch-probe";
+  std::ofstream(probe) << "version 1";
+  StoreCachedProbe("node2", probe, Report("f2"));
+  ASSERT_TRUE(ReadCachedProbe("node2", probe).has_value());
+  std::ofstream(probe, std::ios::trunc) << "version 2, longer";
+  EXPECT_FALSE(ReadCachedProbe("node2", probe).has_value());
+}
+
 TEST_F(RemoteCacheTest, ReportsWithoutAFingerprintOrCutShortAreNotUsed) {
   StoreCachedProbe("node2", "/p", "<topology></topology>\n");  // an older probe: nothing to confirm it by
   EXPECT_TRUE(Entries().empty());
