@@ -2,13 +2,18 @@
 // it; anything else is the launch command (launch_command.h). Each returns the
 // process's exit code (exit_codes.h).
 #include <signal.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <iostream>
 #include <string>
 #include <vector>
 
+#include "launcher/base/exit_codes.h"
 #include "launcher/check/check_command.h"
+#include "launcher/check/host_command.h"
 #include "launcher/launch_command.h"
-#include "launcher/check/linkcheck/linkcheck_command.h"
 #include "launcher/check/nodes_command.h"
 #include "launcher/plan_command.h"
 #include "launcher/sim/sim_command.h"
@@ -23,13 +28,26 @@ struct Subcommand {
   SubcommandMain run;
 };
 
+// `linkcheck` is its own binary next to this one (linkcheck_main.cc), so
+// that UCX loads only where it is used.
+int RunLinkcheck(const std::vector<std::string>& args) {
+  const std::string path = gpulaunch::SiblingBinary("gpulaunch-linkcheck");
+  std::vector<char*> argv = {const_cast<char*>(path.c_str())};
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execv(path.c_str(), argv.data());
+  std::cerr << "gpulaunch: linkcheck: cannot run " << path << ": " << std::strerror(errno)
+            << "; it belongs next to gpulaunch (cmake --install puts it there)\n";
+  return gpulaunch::kExitLaunchFailure;
+}
+
 constexpr Subcommand kSubcommands[] = {
     {"plan", gpulaunch::RunPlanCommand},
     {"slurm-config", gpulaunch::RunSlurmConfigCommand},
     {"submit", gpulaunch::RunSubmitCommand},
     {"check", gpulaunch::RunCheckCommand},
     {"nodes", gpulaunch::RunNodesCommand},
-    {"linkcheck", gpulaunch::RunLinkcheckCommand},
+    {"linkcheck", RunLinkcheck},
     {"sim", gpulaunch::RunSimCommand},
 };
 

@@ -150,14 +150,14 @@ std::vector<std::string> ClientArgs(const LinkcheckOptions& o) {
 
 LinkResult MeasurePair(const std::string& from, const std::string& to, const LinkcheckOptions& o,
                        const HostCommandTarget& target, const std::string& self) {
-  std::vector<std::string> server = {self, "linkcheck", "--server", "--once", "--port", std::to_string(o.port)};
+  std::vector<std::string> server = {self, "--server", "--once", "--port", std::to_string(o.port)};
   if (!o.ucx.tls.empty()) server.insert(server.end(), {"--tls", o.ucx.tls});
   if (!o.ucx.net_devices.empty()) server.insert(server.end(), {"--nic", o.ucx.net_devices});
   CapturedRun server_run;
   std::thread server_thread([&] {
     server_run = RunOnHost(to, server, *target.engine, o.allow_run_as_root, o.budget_s * 1000);
   });
-  std::vector<std::string> client = {self, "linkcheck", "--client", to};
+  std::vector<std::string> client = {self, "--client", to};
   const auto more = ClientArgs(o);
   client.insert(client.end(), more.begin(), more.end());
   const CapturedRun run = RunOnHost(from, client, *target.engine, o.allow_run_as_root, o.budget_s * 1000);
@@ -272,7 +272,7 @@ int RunLinkcheckCommand(const std::vector<std::string>& args) {
     for (size_t i = 0; i < hosts.size(); ++i)
       for (size_t j = i + 1; j < hosts.size(); ++j) pairs.emplace_back(hosts[i], hosts[j]);
   }
-  const std::string self = SiblingBinary("gpulaunch");
+  const std::string self = SiblingBinary("gpulaunch-linkcheck");  // this binary (linkcheck_main.cc)
   std::vector<LinkResult> links;
   for (size_t i = 0; i < pairs.size(); ++i) {
     std::cerr << "linkcheck: [" << i + 1 << "/" << pairs.size() << "] " << pairs[i].first << " -> " << pairs[i].second
