@@ -181,6 +181,13 @@ StatusOr<std::string> ReadTextFile(const std::string& path, const std::string& w
   return buf.str();
 }
 
+std::string ReadFileOrEmpty(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 StatusOr<std::vector<std::string>> ReadTextLines(const std::string& path, const std::string& what,
                                                  size_t max_line_bytes) {
   GL_ASSIGN_OR_RETURN(std::ifstream in, OpenTextFile(path, what));

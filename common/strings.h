@@ -50,6 +50,10 @@ inline constexpr size_t kMaxTextLineBytes = 1 << 16;
 // over kMaxTextFileBytes.
 StatusOr<std::string> ReadTextFile(const std::string& path, const std::string& what);
 
+// The whole file, or "" when it cannot be read: for /proc, /sys and cache
+// entries, where a missing file is an answer, not an error.
+std::string ReadFileOrEmpty(const std::string& path);
+
 // The file's lines (without "\n" or a trailing "\r"), read in blocks so that
 // a line over `max_line_bytes` is refused (path:line, its length so far)
 // without reading the rest of it; otherwise as ReadTextFile.

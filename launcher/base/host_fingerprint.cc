@@ -3,7 +3,6 @@
 #include <dirent.h>
 
 #include <algorithm>
-#include <fstream>
 #include <sstream>
 #include <vector>
 
@@ -13,16 +12,9 @@
 namespace gpulaunch {
 namespace {
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // The cgroup (v2) this process is in, from /proc/self/cgroup's "0::PATH".
 std::string CgroupPath(const std::string& root) {
-  for (const std::string& line : Split(Slurp(root + "/proc/self/cgroup"), '\n'))
+  for (const std::string& line : Split(ReadFileOrEmpty(root + "/proc/self/cgroup"), '\n'))
     if (line.rfind("0::", 0) == 0) return line.substr(3);
   return "";
 }
@@ -42,22 +34,22 @@ std::vector<std::string> SortedDirectoryNames(const std::string& dir) {
 
 std::string HostFingerprint(const std::string& root) {
   std::ostringstream f;
-  f << "gpulaunch " << GPULAUNCH_VERSION << "\nboot " << Slurp(root + "/proc/sys/kernel/random/boot_id")
-    << "cpus " << Slurp(root + "/sys/devices/system/cpu/online") << "nodes "
-    << Slurp(root + "/sys/devices/system/node/online");
+  f << "gpulaunch " << GPULAUNCH_VERSION << "\nboot " << ReadFileOrEmpty(root + "/proc/sys/kernel/random/boot_id")
+    << "cpus " << ReadFileOrEmpty(root + "/sys/devices/system/cpu/online") << "nodes "
+    << ReadFileOrEmpty(root + "/sys/devices/system/node/online");
   // What the cgroup allows, not its name: hwloc discovers only those CPUs.
   const std::string cgroup = root + "/sys/fs/cgroup" + CgroupPath(root);
-  f << "cgroup cpus " << Slurp(cgroup + "/cpuset.cpus.effective") << "cgroup mems "
-    << Slurp(cgroup + "/cpuset.mems.effective") << "pci";
+  f << "cgroup cpus " << ReadFileOrEmpty(cgroup + "/cpuset.cpus.effective") << "cgroup mems "
+    << ReadFileOrEmpty(cgroup + "/cpuset.mems.effective") << "pci";
   for (const std::string& d : SortedDirectoryNames(root + "/sys/bus/pci/devices")) f << " " << d;
   f << "\nnet";
   for (const std::string& n : SortedDirectoryNames(root + "/sys/class/net"))
-    f << " " << n << "=" << Trim(Slurp(root + "/sys/class/net/" + n + "/operstate"));
+    f << " " << n << "=" << Trim(ReadFileOrEmpty(root + "/sys/class/net/" + n + "/operstate"));
   f << "\nib";
   const std::string ib = root + "/sys/class/infiniband";
   for (const std::string& dev : SortedDirectoryNames(ib))
     for (const std::string& port : SortedDirectoryNames(ib + "/" + dev + "/ports"))
-      f << " " << dev << "/" << port << "=" << Trim(Slurp(ib + "/" + dev + "/ports/" + port + "/state"));
+      f << " " << dev << "/" << port << "=" << Trim(ReadFileOrEmpty(ib + "/" + dev + "/ports/" + port + "/state"));
   return Sha256Hex(f.str()).substr(0, 32);
 }
 

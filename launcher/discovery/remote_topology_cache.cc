@@ -10,6 +10,7 @@
 #include "common/env.h"
 #include "common/file_write.h"
 #include "common/sha256.h"
+#include "common/strings.h"
 #include "launcher/discovery/topology_cache.h"
 
 namespace gpulaunch {
@@ -54,13 +55,11 @@ std::optional<CachedProbe> ReadCachedProbe(const std::string& host, const std::s
   if (!path || lstat(path->c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) return std::nullopt;
   const auto age = std::chrono::seconds(std::time(nullptr) - st.st_mtime);
   if (age > kMaxCachedProbeAge || age.count() < 0) return std::nullopt;
-  std::ifstream in(*path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  const auto fingerprint = FingerprintIn(text.str());
+  std::string text = ReadFileOrEmpty(*path);
+  const auto fingerprint = FingerprintIn(text);
   // Cut short or from an older probe: not a whole report.
-  if (!fingerprint || text.str().find("</topology>") == std::string::npos) return std::nullopt;
-  return CachedProbe{text.str(), *fingerprint};
+  if (!fingerprint || text.find("</topology>") == std::string::npos) return std::nullopt;
+  return CachedProbe{std::move(text), *fingerprint};
 }
 
 void StoreCachedProbe(const std::string& host, const std::string& probe_path, const std::string& output) {

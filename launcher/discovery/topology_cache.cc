@@ -7,13 +7,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <sstream>
 #include <vector>
 
 #include "common/env.h"
 #include "common/file_write.h"
 #include "common/sha256.h"
+#include "common/strings.h"
 #include "launcher/base/host_fingerprint.h"
 
 extern char** environ;
@@ -25,13 +25,6 @@ namespace {
 constexpr const char* kDiscoverySettings = "io=all;-gl;-opencl;v1";
 constexpr size_t kKeptEntries = 16;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::string SortedEntries(const std::string& dir) {
   std::string out;
   for (const std::string& n : SortedDirectoryNames(dir)) out += n + "\n";
@@ -41,12 +34,12 @@ std::string SortedEntries(const std::string& dir) {
 // What the entry's name is made of: everything the topology hwloc would
 // discover now depends on.
 std::optional<std::string> Fingerprint() {
-  const std::string boot = Slurp("/proc/sys/kernel/random/boot_id");
+  const std::string boot = ReadFileOrEmpty("/proc/sys/kernel/random/boot_id");
   if (boot.empty()) return std::nullopt;  // no way to tell a reboot
   std::ostringstream f;
   f << kDiscoverySettings << "\nhwloc " << HWLOC_API_VERSION << " " << hwloc_get_api_version() << "\nboot "
-    << boot << "pci\n" << SortedEntries("/sys/bus/pci/devices") << "cpus " << Slurp("/sys/devices/system/cpu/online")
-    << "nodes " << Slurp("/sys/devices/system/node/online") << "cgroup " << Slurp("/proc/self/cgroup");
+    << boot << "pci\n" << SortedEntries("/sys/bus/pci/devices") << "cpus " << ReadFileOrEmpty("/sys/devices/system/cpu/online")
+    << "nodes " << ReadFileOrEmpty("/sys/devices/system/node/online") << "cgroup " << ReadFileOrEmpty("/proc/self/cgroup");
   cpu_set_t affinity;
   CPU_ZERO(&affinity);
   if (sched_getaffinity(0, sizeof affinity, &affinity) != 0) return std::nullopt;
@@ -90,7 +83,7 @@ std::optional<std::string> TopologyCachePath() {
 std::optional<std::string> ReadCachedTopology(const std::string& path) {
   struct stat st {};
   if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) return std::nullopt;
-  std::string xml = Slurp(path);
+  std::string xml = ReadFileOrEmpty(path);
   if (xml.find("</topology>") == std::string::npos) return std::nullopt;  // cut short: not a whole export
   return xml;
 }
