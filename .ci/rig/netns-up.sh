@@ -25,9 +25,11 @@ Host *
   ConnectTimeout 5
 CFG
 
+# Each host also answers to an alias, nodeI-ib (as a cluster names a host's
+# fabric address): a name that is not the host's own, for the shim's lookup.
 hosts_file() {
   echo "127.0.0.1 localhost"
-  for j in $(seq 1 "$N"); do echo "$NET.$j node$j"; done
+  for j in $(seq 1 "$N"); do echo "$NET.$j node$j node$j-ib"; done
 }
 
 ip netns add "${NSP}br"

@@ -1,16 +1,21 @@
-// Is a host name this machine? Used by the launcher (discover locally or
-// through the engine) and by the exec shim (does this rank run where the plan
-// says). A name is local when it is "localhost", equals gethostname() (short
-// or full), or resolves to an address configured on a local interface. The
-// answer for each name is kept for the life of the process (thread-safe).
+// Is a host name this machine, as the launcher asks it (discover locally or
+// through the engine; which ranks are local), resolving names through the
+// system's name service (getaddrinfo). The rules are IsThisHost's
+// (host_names.h); the answer for each name is kept for the life of the
+// process (thread-safe). Not linked into the exec shim, which is static and
+// brings its own lookup.
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include "launcher/base/host_names.h"
 
 namespace gpulaunch {
 
-std::string LocalHostname();
 bool IsLocalHost(const std::string& name);
+// A name's addresses through getaddrinfo, numeric; empty when it does not resolve.
+std::vector<std::string> AddressesByResolver(const std::string& name);
 // The local address that routes to `remote` (no packet is sent), or "" when
 // it cannot be determined. Remote ranks connect back to gpulaunch on it.
 std::string LocalAddressTowards(const std::string& remote);

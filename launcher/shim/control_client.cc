@@ -1,18 +1,47 @@
 #include "launcher/shim/control_client.h"
 
-#include <netdb.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 
 namespace gpulaunch {
 namespace {
 
 constexpr int kConnectTimeoutMs = 3000;
 constexpr int kSendTimeoutMs = 5000;
+
+// "ADDR:PORT" with a numeric IPv4 address, or "[ADDR]:PORT" with IPv6: what
+// gpulaunch advertises (a local interface's address), so no name lookup.
+bool ParseNumericAddress(const std::string& address, sockaddr_storage& out, socklen_t& len) {
+  const auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon + 1 >= address.size()) return false;
+  std::string host = address.substr(0, colon);
+  char* end = nullptr;
+  const long port = std::strtol(address.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || port <= 0 || port > 65535) return false;
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&out);
+  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<uint16_t>(port));
+    len = sizeof(sockaddr_in);
+    return true;
+  }
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&out);
+  if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<uint16_t>(port));
+    len = sizeof(sockaddr_in6);
+    return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -25,21 +54,17 @@ void ControlClient::Close() {
 
 bool ControlClient::Connect(const std::string& address) {
   Close();
-  const auto colon = address.rfind(':');
-  if (address.empty() || colon == std::string::npos) return false;
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (getaddrinfo(address.substr(0, colon).c_str(), address.substr(colon + 1).c_str(), &hints, &res) != 0) return false;
-  const int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_storage peer{};
+  socklen_t peer_len = 0;
+  if (!ParseNumericAddress(address, peer, peer_len)) return false;
+  const int fd = socket(peer.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   bool ok = false;
-  if (fd >= 0 && (connect(fd, res->ai_addr, res->ai_addrlen) == 0 || errno == EINPROGRESS)) {
+  if (fd >= 0 && (connect(fd, reinterpret_cast<const sockaddr*>(&peer), peer_len) == 0 || errno == EINPROGRESS)) {
     pollfd p{fd, POLLOUT, 0};
     int err = 0;
     socklen_t len = sizeof err;
     ok = poll(&p, 1, kConnectTimeoutMs) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
   }
-  freeaddrinfo(res);
   if (!ok) {
     if (fd >= 0) close(fd);
     return false;

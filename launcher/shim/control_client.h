@@ -19,8 +19,9 @@ class ControlClient {
   ControlClient(const ControlClient&) = delete;
   ControlClient& operator=(const ControlClient&) = delete;
 
-  // `address` is "HOST:PORT" from the slot table; false (and a closed client)
-  // when it cannot be reached within 3 s.
+  // `address` is "ADDR:PORT" from the slot table, numeric (IPv4, or IPv6 in
+  // brackets): the shim does no name lookup. False (and a closed client)
+  // when it is not numeric or cannot be reached within 3 s.
   bool Connect(const std::string& address);
   bool connected() const { return fd_ >= 0; }
   int fd() const { return fd_; }  // poll it for requests

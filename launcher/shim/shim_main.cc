@@ -16,9 +16,10 @@
 #include "common/env.h"
 #include "launcher/base/exit_codes.h"
 #include "launcher/base/host_fingerprint.h"
-#include "launcher/base/host_identity.h"
+#include "launcher/base/host_names.h"
 #include "launcher/shim/apply_slot.h"
 #include "launcher/shim/control_client.h"
+#include "launcher/shim/getent_lookup.h"
 #include "launcher/shim/inherited_fd_entries.h"
 #include "launcher/shim/rank_supervisor.h"
 
@@ -138,7 +139,10 @@ int main(int argc, char** argv) {
   // again (launcher/discovery/remote_topology_cache.h).
   if (!row->has_value()) return kExitOk;
   const RankSlot& slot = **row;
-  if (Status s = CheckSlot(slot, *id, IsLocalHost, hostname); !s.ok()) {
+  const auto is_this_host = [](const std::string& name) {
+    return IsThisHost(name, [](const std::string& n) { return AddressesByGetent(n); });
+  };
+  if (Status s = CheckSlot(slot, *id, is_this_host, hostname); !s.ok()) {
     return Refuse(control, id->rank, hostname, s.message());
   }
   if (Status s = Apply(*table, slot); !s.ok()) return Refuse(control, id->rank, hostname, s.message());

@@ -51,6 +51,19 @@ on_node1 "$BIN/gpulaunch" "${args[@]}" "$BIN/env_dump" > "$WORK/out-host" 2>&1
 check "--host: exit 0" "$?" 0
 verify_against_plan "--host" "$WORK/plan-host" "$WORK/out-host"
 
+# 1a. Hosts named by an alias (nodeI-ib in the rig's /etc/hosts, not the
+#     hosts' own names): each rank's shim looks the name up (getent, as the
+#     static shim resolves no names itself) and finds it is its own host.
+args=(--allow-run-as-root -H node1:4,node2-ib:4,node3-ib:4,node4-ib:4 -x FOO=bar)
+on_node1 "$BIN/gpulaunch" --dry-run "${args[@]}" "$BIN/env_dump" > "$WORK/plan-alias" 2>&1
+on_node1 "$BIN/gpulaunch" "${args[@]}" "$BIN/env_dump" > "$WORK/out-alias" 2>&1
+check "--host with aliases: exit 0" "$?" 0
+check "--host with aliases: 12 ranks planned on an alias" \
+  "$(awk '$1 ~ /^[0-9]+$/ && NF >= 6 && $2 ~ /-ib$/' "$WORK/plan-alias" | wc -l)" 12
+# A rank reports its host's own name (nodeI), the plan the alias (nodeI-ib).
+sed -E 's/(node[0-9])-ib/\1/g' "$WORK/plan-alias" > "$WORK/plan-alias-names"
+verify_against_plan "--host with aliases" "$WORK/plan-alias-names" "$WORK/out-alias"
+
 # 2. --hostfile (Slurm hostlist + Open MPI slots form, with a comment)
 printf '# the rig\nnode[1-4] slots=4\n' > "$WORK/hosts"
 args=(--allow-run-as-root --hostfile "$WORK/hosts" -x FOO=bar)

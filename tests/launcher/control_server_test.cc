@@ -29,6 +29,22 @@ ControlMessage Checkin(int rank, int pid, const std::string& hash) {
   return m;
 }
 
+// The shim connects to the numeric address gpulaunch advertises and resolves
+// no names (control_client.h): a host name or a malformed port is refused
+// without a connection.
+TEST(ControlClient, ConnectsOnlyToANumericAddress) {
+  ControlServer server;
+  ASSERT_TRUE(server.Start("127.0.0.1", "H", 1, {"node1/0/1/0/0/-/-1/-/0/-"}).ok());
+  const std::string port = std::to_string(server.port());
+  ControlClient client;
+  EXPECT_TRUE(client.Connect("127.0.0.1:" + port));
+  for (const std::string& bad : {"localhost:" + port, std::string("127.0.0.1:"), std::string("127.0.0.1:99999"),
+                                 "127.0.0.1:" + port + "x", std::string("127.0.0.1"), std::string("")}) {
+    EXPECT_FALSE(client.Connect(bad)) << bad;
+    EXPECT_FALSE(client.connected()) << bad;
+  }
+}
+
 // Each shim asks for its own row; the answer names the plan it belongs to.
 TEST(ControlServer, ServesEachRankItsRowOfThePlan) {
   ControlServer server;
