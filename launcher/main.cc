@@ -15,6 +15,7 @@
 #include "launcher/check/host_command.h"
 #include "launcher/launch_command.h"
 #include "launcher/check/nodes_command.h"
+#include "launcher/discovery/hwloc_source.h"
 #include "launcher/plan_command.h"
 #include "launcher/sim/sim_command.h"
 #include "launcher/submit_command.h"
@@ -55,6 +56,7 @@ constexpr Subcommand kSubcommands[] = {
 
 int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
+  gpulaunch::SkipUnusedHwlocPlugins();  // before any thread (it sets the environment)
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty()) {
     for (const Subcommand& sub : kSubcommands) {

@@ -22,6 +22,7 @@
 #include "launcher/check/storage_probe.h"
 
 int main(int argc, char** argv) {
+  gpulaunch::SkipUnusedHwlocPlugins();  // before any thread (it sets the environment)
   if (argc >= 2 && std::string(argv[1]) == "facts") {
     return gpulaunch::RunFactsProbe(std::vector<std::string>(argv + 2, argv + argc));
   }

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <functional>
 #include <iterator>
+#include <set>
 
 extern char** environ;
 
@@ -69,12 +70,28 @@ void WriteAll(int fd, const std::string& s) {
 
 }  // namespace
 
+namespace {
+
+// Set only once, before threads (SetEnvForThisProcessOnly); read afterwards.
+std::set<std::string>& OwnVariables() {
+  static std::set<std::string> names;
+  return names;
+}
+
+}  // namespace
+
+void SetEnvForThisProcessOnly(const std::string& name, const std::string& value) {
+  setenv(name.c_str(), value.c_str(), 1);
+  OwnVariables().insert(name);
+}
+
 std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string>& overrides) {
   std::vector<std::string> env;
+  const std::set<std::string>& own = OwnVariables();
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;
     const std::string key = kv.substr(0, kv.find('='));
-    if (!overrides.count(key)) env.push_back(kv);
+    if (!overrides.count(key) && !own.count(key)) env.push_back(kv);
   }
   for (const auto& [k, v] : overrides) env.push_back(k + "=" + v);
   return env;

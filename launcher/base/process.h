@@ -10,8 +10,14 @@
 
 namespace gpulaunch {
 
-// This process's environment with `overrides` applied, as "K=V" strings.
+// This process's environment with `overrides` applied, as "K=V" strings,
+// without what SetEnvForThisProcessOnly set: the environment children get.
 std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string>& overrides);
+
+// setenv() for this process's own libraries, kept out of EnvironmentWith so
+// that no engine, rank or tool started from here inherits it. Not
+// thread-safe (setenv): call it at the start of main, before any thread.
+void SetEnvForThisProcessOnly(const std::string& name, const std::string& value);
 
 struct CapturedRun {
   int wait_status = 0;

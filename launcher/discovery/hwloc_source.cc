@@ -12,6 +12,7 @@
 
 #include "common/env.h"
 #include "common/strings.h"
+#include "launcher/base/process.h"
 #include "launcher/discovery/hwloc_devices.h"
 #include "launcher/discovery/nvml_gpus.h"
 #include "launcher/discovery/topology_cache.h"
@@ -103,6 +104,11 @@ StatusOr<TopologyPtr> LoadLocal() {
 }
 
 }  // namespace
+
+void SkipUnusedHwlocPlugins() {
+  if (HasEnv("HWLOC_PLUGINS_BLACKLIST") || HasEnv("HWLOC_COMPONENTS")) return;
+  SetEnvForThisProcessOnly("HWLOC_PLUGINS_BLACKLIST", "hwloc_gl,hwloc_opencl");
+}
 
 StatusOr<HostTopology> DiscoverLocalHost() {
   GL_ASSIGN_OR_RETURN(TopologyPtr topo, LoadLocal());

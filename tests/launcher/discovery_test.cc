@@ -8,7 +8,10 @@
 #include <fstream>
 #include <optional>
 #include <fcntl.h>
+#include <hwloc.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/cluster_json.h"
 #include "launcher/discovery/hwloc_source.h"
@@ -270,6 +273,40 @@ TEST(LocalHost, DiscoversThisMachine) {
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_FALSE(t->cores.empty());
   EXPECT_FALSE(t->hostname.empty());
+}
+
+// In a child process: whether, with a topology open (hwloc loads its
+// plugins at the first hwloc_topology_init and unloads them with the last
+// topology), an hwloc_gl or hwloc_opencl plugin is mapped. Exit code 0:
+// none, 1: one is, 2: hwloc failed.
+int PluginsMappedWithATopologyOpen(bool skip) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    unsetenv("HWLOC_PLUGINS_BLACKLIST");
+    unsetenv("HWLOC_COMPONENTS");
+    if (skip) SkipUnusedHwlocPlugins();
+    hwloc_topology_t topology = nullptr;
+    if (hwloc_topology_init(&topology) != 0) _exit(2);
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    int code = 0;
+    while (std::getline(maps, line)) {
+      if (line.find("hwloc_gl") != std::string::npos || line.find("hwloc_opencl") != std::string::npos) code = 1;
+    }
+    hwloc_topology_destroy(topology);
+    _exit(code);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(HwlocPlugins, TheOpenGlAndOpenClPluginsAreNotLoaded) {
+  // Without the call hwloc maps them, where they are installed: the control.
+  const int without = PluginsMappedWithATopologyOpen(false);
+  ASSERT_NE(without, 2) << "hwloc_topology_init failed";
+  if (without == 0) GTEST_SKIP() << "hwloc has no OpenGL or OpenCL plugin installed here";
+  EXPECT_EQ(PluginsMappedWithATopologyOpen(true), 0);
 }
 
 }  // namespace

@@ -5,12 +5,28 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <thread>
 
 namespace gpulaunch {
 namespace {
+
+// A variable set for this process only reaches no child: EnvironmentWith
+// leaves it out, unless the caller passes it on by name.
+TEST(EnvironmentWith, LeavesOutWhatThisProcessSetForItself) {
+  SetEnvForThisProcessOnly("GL_TEST_OWN_VARIABLE", "mine");
+  ASSERT_STREQ(getenv("GL_TEST_OWN_VARIABLE"), "mine");
+  const auto has = [](const std::vector<std::string>& env, const std::string& kv) {
+    return std::find(env.begin(), env.end(), kv) != env.end();
+  };
+  EXPECT_FALSE(has(EnvironmentWith({}), "GL_TEST_OWN_VARIABLE=mine"));
+  EXPECT_TRUE(has(EnvironmentWith({{"GL_TEST_OWN_VARIABLE", "given"}}), "GL_TEST_OWN_VARIABLE=given"));
+  const CapturedRun run = RunCaptured({"sh", "-c", "echo ${GL_TEST_OWN_VARIABLE:-unset}"}, EnvironmentWith({}), 10000);
+  EXPECT_EQ(run.out, "unset\n");
+  unsetenv("GL_TEST_OWN_VARIABLE");
+}
 
 TEST(RunCaptured, CapturesOutputAndStatus) {
   auto r = RunCaptured({"sh", "-c", "echo out; echo err >&2; exit 4"}, EnvironmentWith({}), 10000);
