@@ -132,7 +132,9 @@ StatusOr<std::string> ControlClient::FetchSlotRow(int rank, const std::string& p
       Close();
     }
   }
-  return Unavailable("no answer from gpulaunch about the rank's slot within " + std::to_string(timeout_ms / 1000) + " s");
+  return Unavailable("no answer from gpulaunch about the rank's slot within " + std::to_string(timeout_ms / 1000) +
+                     " s: gpulaunch stopped answering, or it still waits for the first rank of a host it planned "
+                     "from its cache to confirm that host (docs/launch.md, \"Cached remote topologies\")");
 }
 
 std::vector<std::string> ControlClient::ReadRequests() {

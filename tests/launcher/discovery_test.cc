@@ -305,7 +305,8 @@ TEST(HwlocPlugins, TheOpenGlAndOpenClPluginsAreNotLoaded) {
   // Without the call hwloc maps them, where they are installed: the control.
   const int without = PluginsMappedWithATopologyOpen(false);
   ASSERT_NE(without, 2) << "hwloc_topology_init failed";
-  if (without == 0) GTEST_SKIP() << "hwloc has no OpenGL or OpenCL plugin installed here";
+  if (without == 0) GTEST_SKIP() << "hwloc mapped neither its OpenGL nor its OpenCL plugin here (not installed, or not "
+                                     "loadable in this build)";
   EXPECT_EQ(PluginsMappedWithATopologyOpen(true), 0);
 }
 
