@@ -1,6 +1,5 @@
 #include "launcher/submit_command.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -48,7 +47,7 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
     // sbatch answers on stderr: "Job N to start at T using C processors on
     // nodes ... in partition P", or why not.
     const CapturedRun ask = RunCaptured({"sbatch", "--test-only", path}, EnvironmentWith({}), 60000);
-    const bool would_run = !ask.timed_out && WIFEXITED(ask.wait_status) && WEXITSTATUS(ask.wait_status) == 0;
+    const bool would_run = ask.Succeeded();
     if (parsed->test_only || !would_run) {
       if (!parsed->script) std::remove(path.c_str());
       std::cout << ask.err << ask.out;
@@ -60,7 +59,7 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
   const CapturedRun run = RunCaptured({"sbatch", "--parsable", path}, EnvironmentWith({}), 60000);
   if (!parsed->script) std::remove(path.c_str());  // sbatch keeps its own copy
   const std::string id(Trim(run.out.substr(0, run.out.find(';'))));
-  if (run.timed_out || !WIFEXITED(run.wait_status) || WEXITSTATUS(run.wait_status) != 0 || id.empty()) {
+  if (!run.Succeeded() || id.empty()) {
     std::cerr << "gpulaunch: sbatch did not accept the job: " << run.err;
     return kExitLaunchFailure;
   }

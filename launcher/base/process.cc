@@ -97,6 +97,8 @@ std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string
   return env;
 }
 
+bool CapturedRun::Succeeded() const { return !timed_out && WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0; }
+
 CapturedRun RunCaptured(const std::vector<std::string>& argv_in, const std::vector<std::string>& env, int timeout_ms) {
   CapturedRun r;
   int out[2], err[2];

@@ -24,6 +24,8 @@ struct CapturedRun {
   bool timed_out = false;
   std::string out;
   std::string err;
+  // Ended by itself, in time, with exit code 0.
+  bool Succeeded() const;
 };
 
 // Runs argv to completion (killed after `timeout_ms`), capturing its output.

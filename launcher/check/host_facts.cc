@@ -5,7 +5,6 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -38,7 +37,7 @@ std::string FirstLine(const std::string& path) {
 // First line of a command's output, or "" when it does not run.
 std::string CommandLine(const std::vector<std::string>& argv) {
   const CapturedRun run = RunCaptured(argv, EnvironmentWith({}), 5000);
-  if (run.timed_out || !WIFEXITED(run.wait_status) || WEXITSTATUS(run.wait_status) != 0) return "";
+  if (!run.Succeeded()) return "";
   const auto lines = Split(run.out, '\n');
   return lines.empty() ? "" : std::string(Trim(lines.front()));
 }

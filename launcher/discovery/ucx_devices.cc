@@ -1,7 +1,5 @@
 #include "launcher/discovery/ucx_devices.h"
 
-#include <sys/wait.h>
-
 #include <sstream>
 
 #include "common/strings.h"
@@ -24,7 +22,7 @@ std::set<std::string> ParseUcxDevices(const std::string& text) {
 
 std::optional<std::set<std::string>> QueryUcxDevices() {
   const CapturedRun run = RunCaptured({"ucx_info", "-d"}, EnvironmentWith({}), 5000);
-  if (run.timed_out || !WIFEXITED(run.wait_status) || WEXITSTATUS(run.wait_status) != 0) return std::nullopt;
+  if (!run.Succeeded()) return std::nullopt;
   return ParseUcxDevices(run.out);
 }
 

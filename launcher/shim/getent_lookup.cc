@@ -1,7 +1,5 @@
 #include "launcher/shim/getent_lookup.h"
 
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <sstream>
 
@@ -26,7 +24,7 @@ std::vector<std::string> AddressesByGetent(const std::string& name, int timeout_
   // A name that starts with '-' would be read as an option.
   if (name.empty() || name[0] == '-') return {};
   const CapturedRun run = RunCaptured({"getent", "ahosts", name}, EnvironmentWith({}), timeout_ms);
-  if (run.timed_out || !WIFEXITED(run.wait_status) || WEXITSTATUS(run.wait_status) != 0) return {};
+  if (!run.Succeeded()) return {};
   return ParseGetentHosts(run.out);
 }
 

@@ -34,11 +34,14 @@ TEST(RunCaptured, CapturesOutputAndStatus) {
   EXPECT_EQ(r.err, "err\n");
   ASSERT_TRUE(WIFEXITED(r.wait_status));
   EXPECT_EQ(WEXITSTATUS(r.wait_status), 4);
+  EXPECT_FALSE(r.Succeeded());
+  EXPECT_TRUE(RunCaptured({"true"}, EnvironmentWith({}), 10000).Succeeded());
 }
 
 TEST(RunCaptured, TimesOut) {
   auto r = RunCaptured({"sleep", "30"}, EnvironmentWith({}), 200);
   EXPECT_TRUE(r.timed_out);
+  EXPECT_FALSE(r.Succeeded());
 }
 
 // Delivering a stop to thousands of ranks takes time; the ranks' SIGKILL
