@@ -100,12 +100,19 @@ std::optional<ControlMessage> ParseControlLine(const std::string& line) {
   return std::nullopt;
 }
 
+CheckinLineParts CheckinLineAround(const ControlMessage& m) {
+  return {"checkin " + std::to_string(m.rank) + " ",
+          " " + std::to_string(m.world) + " " + m.host + " " + m.plan_hash + " " +
+              (m.slurm_step.empty() ? "-" : m.slurm_step) + "\n"};
+}
+
 std::string FormatControlLine(const ControlMessage& m) {
   const std::string r = std::to_string(m.rank);
   switch (m.kind) {
-    case ControlMessage::Kind::kCheckin:
-      return "checkin " + r + " " + std::to_string(m.pid) + " " + std::to_string(m.world) + " " + m.host + " " +
-             m.plan_hash + " " + (m.slurm_step.empty() ? "-" : m.slurm_step) + "\n";
+    case ControlMessage::Kind::kCheckin: {
+      const CheckinLineParts parts = CheckinLineAround(m);
+      return parts.before_pid + std::to_string(m.pid) + parts.after_pid;
+    }
     case ControlMessage::Kind::kRefuse:
       return "refuse " + r + " " + m.host + " " + SafeText(m.text) + "\n";
     case ControlMessage::Kind::kBeat:

@@ -85,4 +85,12 @@ std::optional<ControlMessage> ParseControlLine(const std::string& line);
 // kMaxMetricBytes; a longer one is dropped whole, never cut).
 std::string FormatControlLine(const ControlMessage& m);
 
+// A check-in line cut where its pid goes: before + decimal pid + after is
+// FormatControlLine of `m` with that pid. The shim's job process sends it
+// itself between vfork and exec, when only system calls are allowed.
+struct CheckinLineParts {
+  std::string before_pid, after_pid;
+};
+CheckinLineParts CheckinLineAround(const ControlMessage& m);
+
 }  // namespace gpulaunch

@@ -1,6 +1,6 @@
 // Where ranks check in and report (protocol: control_protocol.h). Each rank's
-// exec shim keeps one connection for the rank's lifetime: it checks in just
-// before the job process execs, sends progress heartbeats, the last lines of
+// exec shim keeps one connection for the rank's lifetime: it checks in as
+// soon as the job process exists, sends progress heartbeats, the last lines of
 // its stderr and how the process ended, and answers stack requests.
 // gpulaunch uses this to tell an engine failure (no rank ever started) from a
 // job failure, to know local rank pids for a forced kill and the Slurm step

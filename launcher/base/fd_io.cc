@@ -28,8 +28,18 @@ bool WriteAll(int fd, const void* data, size_t n) {
   return Loop(data, n, [fd](const char* p, size_t k) { return write(fd, p, k); });
 }
 
-bool SendAll(int fd, const void* data, size_t n) {
-  return Loop(data, n, [fd](const char* p, size_t k) { return send(fd, p, k, MSG_NOSIGNAL); });
+bool SendAll(int fd, const void* data, size_t n, int writable_wait_ms) {
+  return Loop(data, n, [fd, writable_wait_ms](const char* p, size_t k) {
+    for (;;) {
+      const ssize_t w = send(fd, p, k, MSG_NOSIGNAL);
+      if (w >= 0 || errno != EAGAIN || writable_wait_ms <= 0) return w;
+      pollfd room{fd, POLLOUT, 0};
+      if (poll(&room, 1, writable_wait_ms) != 1) {
+        errno = EAGAIN;  // a timeout sets none
+        return w;
+      }
+    }
+  });
 }
 
 bool ReadExact(int fd, void* data, size_t n, int timeout_ms) {

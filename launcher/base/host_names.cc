@@ -64,9 +64,14 @@ bool IsThisHost(const std::string& name, const AddressLookup& lookup) {
   if (name == "localhost") return true;
   const std::string self = LocalHostname();
   if (name == self || ShortName(name) == ShortName(self)) return true;
+  if (const std::string numeric = CanonicalAddress(name); !numeric.empty()) {
+    return IsLocalAddress(numeric, LocalInterfaceAddresses());
+  }
+  // The interfaces are listed only for a name the lookup knows.
+  const std::vector<std::string> found = lookup(name);
+  if (found.empty()) return false;
   const std::vector<std::string> local = LocalInterfaceAddresses();
-  if (const std::string numeric = CanonicalAddress(name); !numeric.empty()) return IsLocalAddress(numeric, local);
-  for (const std::string& address : lookup(name)) {
+  for (const std::string& address : found) {
     const std::string canonical = CanonicalAddress(address);
     if (!canonical.empty() && IsLocalAddress(canonical, local)) return true;
   }

@@ -1,5 +1,7 @@
 #include "launcher/shim/control_client.h"
 
+#include "launcher/base/fd_io.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -75,18 +77,7 @@ bool ControlClient::Connect(const std::string& address) {
 }
 
 bool ControlClient::WriteAll(const std::string& bytes) {
-  size_t off = 0;
-  while (fd_ >= 0 && off < bytes.size()) {
-    const ssize_t n = send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n > 0) {
-      off += static_cast<size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    pollfd p{fd_, POLLOUT, 0};
-    if (n < 0 && errno == EAGAIN && poll(&p, 1, kSendTimeoutMs) == 1) continue;
-    Close();
-  }
+  if (fd_ >= 0 && !SendAll(fd_, bytes.data(), bytes.size(), kSendTimeoutMs)) Close();
   return fd_ >= 0;
 }
 

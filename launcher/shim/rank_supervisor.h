@@ -5,8 +5,11 @@
 // Contracts:
 // - The child dies with the shim (PR_SET_PDEATHSIG): an engine that kills
 //   the shim with SIGKILL kills the rank too, so nothing is orphaned.
-// - The job execs only after `on_started(pid)` returned (the check-in), so
-//   a rank that runs has checked in.
+// - The job execs only after its check-in was sent, so a rank that runs has
+//   checked in. The job process starts with vfork (the shim's memory is not
+//   copied) and sends `check_in` itself before it execs; the shim resumes once
+//   it exec'd, or could not: then the job's stderr says why, and it exits 127
+//   when the program was not found, 126 otherwise.
 // - SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGCONT sent to the
 //   shim are passed to the child as the same signal when `forward_signals`.
 //   Then the child runs in its own process group: Open MPI signals the
@@ -39,16 +42,24 @@
 
 #include <chrono>
 #include <functional>
+#include <string>
 
 #include "launcher/shim/control_client.h"
 
 namespace gpulaunch {
 
+// A line the job process sends before it execs, its pid written between the
+// two parts in decimal (CheckinLineAround, control_protocol.h).
+struct CheckInLine {
+  int fd = -1;  // a connected socket; -1: nothing to send
+  std::string before_pid, after_pid;
+};
+
 struct SuperviseOptions {
   int rank = 0;
   bool forward_signals = true;
   ControlClient* control = nullptr;        // may be unconnected
-  std::function<void(int pid)> on_started;  // before the child execs
+  CheckInLine check_in;
   std::function<void()> once_settled;
   std::chrono::milliseconds settle_after{1000};
   long* wakeups = nullptr;                   // when set, counts the supervision loop's turns (tests)

@@ -83,9 +83,10 @@ Status Apply(const SlotTable& table, const RankSlot& slot) {
   return Status::Ok();
 }
 
-// The check-in, sent once the job process exists and before it execs.
-std::function<void(int)> CheckIn(ControlClient& control, const SlotTable& table, const EngineIdentity& id,
-                                 const std::string& hostname) {
+// The check-in line, which the job process sends just before it execs
+// (rank_supervisor.h); nothing to send without a control connection.
+CheckInLine CheckIn(const ControlClient& control, const SlotTable& table, const EngineIdentity& id,
+                    const std::string& hostname) {
   ControlMessage m;
   m.kind = ControlMessage::Kind::kCheckin;
   m.rank = id.rank;
@@ -95,13 +96,8 @@ std::function<void(int)> CheckIn(ControlClient& control, const SlotTable& table,
   const std::optional<std::string> slurm_job = GetEnv("SLURM_JOB_ID");
   const std::optional<std::string> slurm_step = GetEnv("SLURM_STEP_ID");
   if (slurm_job && slurm_step) m.slurm_step = *slurm_job + "." + *slurm_step;
-  const std::string address = table.control;
-  return [&control, m, address](int pid) mutable {
-    m.pid = pid;
-    if (control.connected() && !control.Send(m)) {
-      std::fprintf(stderr, "gpulaunch-shim: rank %d could not check in at %s\n", m.rank, address.c_str());
-    }
-  };
+  CheckinLineParts parts = CheckinLineAround(m);
+  return {control.connected() ? control.fd() : -1, std::move(parts.before_pid), std::move(parts.after_pid)};
 }
 
 }  // namespace
@@ -155,7 +151,7 @@ int main(int argc, char** argv) {
   // process of the step, the job included; Open MPI signals only the shim's
   // process group (rank_supervisor.h).
   options.forward_signals = !(HasEnv("SLURM_STEP_ID") && !HasEnv("OMPI_COMM_WORLD_SIZE"));
-  options.on_started = CheckIn(control, *table, *id, hostname);
+  options.check_in = CheckIn(control, *table, *id, hostname);
   // The engine's /proc entries left on this process, dropped while the rank
   // runs rather than all at once when the job is torn down
   // (inherited_fd_entries.h); parent: the engine's daemon that forked us.

@@ -26,6 +26,11 @@ TEST(ControlProtocol, EveryMessageReadsBackAsWritten) {
   EXPECT_EQ(back->host, "node2");
   EXPECT_EQ(back->slurm_step, "60.1");
 
+  // Cut where the pid goes, for the job process to fill in (rank_supervisor.h).
+  const CheckinLineParts parts = CheckinLineAround(checkin);
+  EXPECT_EQ(parts.before_pid + "4242" + parts.after_pid, FormatControlLine(checkin));
+  EXPECT_EQ(parts.before_pid, "checkin 3 ");
+
   ControlMessage exit_msg;
   exit_msg.kind = Kind::kExit;
   exit_msg.rank = 5;

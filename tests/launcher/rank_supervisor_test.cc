@@ -2,11 +2,16 @@
 // while nothing happens, whatever the job does with the pipes it was given.
 #include "launcher/shim/rank_supervisor.h"
 
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -41,7 +46,13 @@ TEST(RankSupervisor, ReturnsTheChildsExitStatus) {
 }
 
 TEST(RankSupervisor, SleepsWhenTheJobClosesItsHeartbeatPipe) {
+  // However many descriptors the shim holds (close-on-exec, as all of its
+  // own are), the job's heartbeat end is low enough for a shell to name: dash
+  // redirects only 0 to 9.
+  std::vector<int> held;
+  for (int i = 0; i < 12; ++i) held.push_back(open("/dev/null", O_RDONLY | O_CLOEXEC));
   const Supervised r = Supervise("eval \"exec $GPULAUNCH_HEARTBEAT_FD>&-\"; sleep 0.3; exit 0");
+  for (int fd : held) close(fd);
   ASSERT_TRUE(WIFEXITED(r.wait_status));
   EXPECT_EQ(WEXITSTATUS(r.wait_status), 0);
   EXPECT_LT(r.wakeups, kFewTurns) << "the shim spun on the closed heartbeat pipe";
@@ -58,6 +69,47 @@ TEST(RankSupervisor, HeartbeatsKeepTheLoopAwakeOnlyWhileTheyCome) {
   ASSERT_TRUE(WIFEXITED(r.wait_status));
   EXPECT_GE(r.wakeups, 2);  // at least a beat and the end
   EXPECT_LT(r.wakeups, kFewTurns);
+}
+
+// The job process sends the check-in itself, with its own pid, before it
+// execs: the job finds the whole line already waiting on the other end (a
+// non-blocking read gets nothing when the line is sent any later).
+TEST(RankSupervisor, TheJobHasCheckedInWithItsPidBeforeItRuns) {
+  int ends[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends), 0);
+  ASSERT_EQ(fcntl(ends[1], F_SETFD, 0), 0);  // the job reads this end
+  char dir_template[] = "/tmp/gl-checkin-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string seen = std::string(dir_template) + "/seen";
+  SuperviseOptions options;
+  options.check_in = {ends[0], "checkin 7 ", " 16 node3 abc -\n"};
+  const Supervised r = Supervise("dd iflag=nonblock bs=4096 count=1 <&" + std::to_string(ends[1]) + " >" + seen +
+                                     " 2>/dev/null; echo \"pid $$\" >>" + seen,
+                                 options);
+  close(ends[0]);
+  close(ends[1]);
+  ASSERT_TRUE(WIFEXITED(r.wait_status));
+  std::ifstream in(seen);
+  std::string line, pid_line;
+  std::getline(in, line);
+  std::getline(in, pid_line);
+  std::filesystem::remove_all(dir_template);
+  ASSERT_EQ(pid_line.rfind("pid ", 0), 0u) << "the job did not run: " << pid_line;
+  EXPECT_EQ(line, "checkin 7 " + pid_line.substr(4) + " 16 node3 abc -");
+}
+
+TEST(RankSupervisor, AProgramThatCannotRunExits127WhenMissingAnd126Otherwise) {
+  std::vector<std::string> missing = {"/no/such/program"};
+  std::vector<std::string> not_executable = {"/tmp"};  // a directory: EACCES
+  for (auto* words : {&missing, &not_executable}) {
+    std::vector<char*> argv = {(*words)[0].data(), nullptr};
+    testing::internal::CaptureStderr();  // the job's stderr, relayed by the shim
+    const int status = SuperviseRank(argv.data(), SuperviseOptions{});
+    const std::string said = testing::internal::GetCapturedStderr();
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), words == &missing ? 127 : 126) << (*words)[0];
+    EXPECT_NE(said.find("rank 0 cannot execute '" + (*words)[0] + "'"), std::string::npos) << said;
+  }
 }
 
 // Options whose once_settled, due `after` the child started, counts its runs.
