@@ -1,5 +1,7 @@
 #include "launcher/base/process.h"
 
+#include "common/env.h"
+#include "common/strings.h"
 #include "launcher/base/engine_activity.h"
 #include "launcher/base/tag_demux.h"
 
@@ -78,11 +80,42 @@ std::set<std::string>& OwnVariables() {
   return names;
 }
 
+// The subset of OwnVariables() the engine gets too, with their values.
+std::map<std::string, std::string>& EngineVariables() {
+  static std::map<std::string, std::string> values;
+  return values;
+}
+
 }  // namespace
 
 void SetEnvForThisProcessOnly(const std::string& name, const std::string& value) {
   setenv(name.c_str(), value.c_str(), 1);
   OwnVariables().insert(name);
+}
+
+void SetEnvForThisProcessAndEngine(const std::string& name, const std::string& value) {
+  SetEnvForThisProcessOnly(name, value);
+  EngineVariables()[name] = value;
+}
+
+std::map<std::string, std::string> EngineOnlyEnvironment(const std::map<std::string, std::string>& engine_env) {
+  std::map<std::string, std::string> added;
+  std::string names;
+  for (const auto& [name, value] : EngineVariables()) {
+    if (engine_env.count(name)) continue;
+    added[name] = value;
+    names += (names.empty() ? "" : ",") + name;
+  }
+  if (!names.empty()) added[kEngineOnlyEnv] = names;
+  return added;
+}
+
+void DropEngineOnlyEnvironment() {
+  const std::optional<std::string> names = GetEnv(kEngineOnlyEnv);
+  if (!names) return;
+  for (const std::string& name : Split(*names, ','))
+    if (!name.empty()) unsetenv(name.c_str());
+  unsetenv(kEngineOnlyEnv);
 }
 
 std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string>& overrides) {

@@ -19,6 +19,25 @@ std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string
 // thread-safe (setenv): call it at the start of main, before any thread.
 void SetEnvForThisProcessOnly(const std::string& name, const std::string& value);
 
+// Names, comma-separated, of the variables in the engine's environment that
+// are there for the engine's own process only: the shim removes each of
+// them, and this one, before the job starts (DropEngineOnlyEnvironment), so
+// the job sees the environment it would have had without them.
+inline constexpr const char* kEngineOnlyEnv = "GPULAUNCH_ENGINE_ONLY";
+
+// SetEnvForThisProcessOnly, and the same setting for the engine gpulaunch
+// starts (EngineOnlyEnvironment), never for the job. Same caveat.
+void SetEnvForThisProcessAndEngine(const std::string& name, const std::string& value);
+
+// What the engine's environment adds for the engine alone: each variable set
+// with SetEnvForThisProcessAndEngine that `engine_env` (what the engine gets
+// otherwise) does not already set (a value given for the job wins and
+// reaches it), and kEngineOnlyEnv naming them; empty when there is none.
+std::map<std::string, std::string> EngineOnlyEnvironment(const std::map<std::string, std::string>& engine_env);
+
+// In a rank's process: removes what kEngineOnlyEnv names, and it.
+void DropEngineOnlyEnvironment();
+
 struct CapturedRun {
   int wait_status = 0;
   bool timed_out = false;

@@ -107,7 +107,7 @@ StatusOr<TopologyPtr> LoadLocal() {
 
 void SkipUnusedHwlocPlugins() {
   if (HasEnv("HWLOC_PLUGINS_BLACKLIST") || HasEnv("HWLOC_COMPONENTS")) return;
-  SetEnvForThisProcessOnly("HWLOC_PLUGINS_BLACKLIST", "hwloc_gl,hwloc_opencl");
+  SetEnvForThisProcessAndEngine("HWLOC_PLUGINS_BLACKLIST", "hwloc_gl,hwloc_opencl");
 }
 
 StatusOr<HostTopology> DiscoverLocalHost() {

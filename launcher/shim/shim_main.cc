@@ -17,6 +17,7 @@
 #include "launcher/base/exit_codes.h"
 #include "launcher/base/host_fingerprint.h"
 #include "launcher/base/host_names.h"
+#include "launcher/base/process.h"
 #include "launcher/shim/apply_slot.h"
 #include "launcher/shim/control_client.h"
 #include "launcher/shim/getent_lookup.h"
@@ -109,6 +110,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: gpulaunch-shim [--] PROGRAM [ARGS...] (started by gpulaunch, not by hand)\n");
     return kExitUsage;
   }
+  DropEngineOnlyEnvironment();  // before anything starts a process: the job and getent see the user's environment
   ControlClient control;
   const std::string hostname = LocalHostname();
   const std::optional<std::string> table_text = GetEnv(kSlotTableEnv);

@@ -87,6 +87,38 @@ TEST(Launch, SixteenRanksOversubscribedGetTheirPlannedEnvironment) {
   EXPECT_EQ(ports.begin()->rfind("127.0.0.1:", 0), 0u);
 }
 
+// gpulaunch keeps hwloc's OpenGL and OpenCL plugins out of its mpirun as out
+// of itself (a cheaper start), but the job's environment stays the user's:
+// the shim removes the setting before the job starts. A value the user set
+// is theirs: it reaches the job untouched.
+TEST(Launch, TheEngineSkipsUnusedHwlocPluginsAndTheJobNeverSeesIt) {
+  if (getenv("HWLOC_PLUGINS_BLACKLIST") || getenv("HWLOC_COMPONENTS")) {
+    GTEST_SKIP() << "HWLOC_PLUGINS_BLACKLIST or HWLOC_COMPONENTS is set here: gpulaunch leaves hwloc alone";
+  }
+  // The job's own view, then its engine's: the shim's parent (one host: mpirun).
+  const std::string script =
+      "echo \"job=${HWLOC_PLUGINS_BLACKLIST:-unset},${GPULAUNCH_ENGINE_ONLY:-unset}\"; "
+      "tr '\\0' '\\n' < /proc/$(awk '{print $4}' /proc/$PPID/stat)/environ | grep '^HWLOC_PLUGINS_BLACKLIST='";
+  const std::vector<std::string> job = {"-n", "2", "--allow-run-as-root", "--no-summary", "sh", "-c", script};
+  const CapturedRun run = Launch(job);
+  ASSERT_EQ(ExitCode(run), 0) << run.out << run.err;
+  const auto count = [](const std::string& text, const std::string& line) {
+    int n = 0;
+    for (const std::string& l : Split(text, '\n')) n += l == line;
+    return n;
+  };
+  EXPECT_EQ(count(run.out, "job=unset,unset"), 2) << run.out;
+  EXPECT_EQ(count(run.out, "HWLOC_PLUGINS_BLACKLIST=hwloc_gl,hwloc_opencl"), 2)
+      << "mpirun did not get the setting: " << run.out;
+
+  std::vector<std::string> argv = job;
+  argv.insert(argv.begin(), kLaunch);
+  const CapturedRun own = RunCaptured(argv, EnvironmentWith({{"HWLOC_PLUGINS_BLACKLIST", "hwloc_gl"}}), 120000);
+  ASSERT_EQ(ExitCode(own), 0) << own.out << own.err;
+  EXPECT_EQ(count(own.out, "job=hwloc_gl,unset"), 2) << own.out;
+  EXPECT_EQ(count(own.out, "HWLOC_PLUGINS_BLACKLIST=hwloc_gl"), 2) << own.out;
+}
+
 TEST(Launch, BoundRanksRunOnTheirPlannedCores) {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   const std::vector<std::string> job = {"-n", std::to_string(cores), "--allow-run-as-root", kBin + "/env_dump"};

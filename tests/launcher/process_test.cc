@@ -13,19 +13,50 @@
 namespace gpulaunch {
 namespace {
 
+bool Has(const std::vector<std::string>& env, const std::string& kv) {
+  return std::find(env.begin(), env.end(), kv) != env.end();
+}
+
 // A variable set for this process only reaches no child: EnvironmentWith
 // leaves it out, unless the caller passes it on by name.
 TEST(EnvironmentWith, LeavesOutWhatThisProcessSetForItself) {
   SetEnvForThisProcessOnly("GL_TEST_OWN_VARIABLE", "mine");
   ASSERT_STREQ(getenv("GL_TEST_OWN_VARIABLE"), "mine");
-  const auto has = [](const std::vector<std::string>& env, const std::string& kv) {
-    return std::find(env.begin(), env.end(), kv) != env.end();
-  };
-  EXPECT_FALSE(has(EnvironmentWith({}), "GL_TEST_OWN_VARIABLE=mine"));
-  EXPECT_TRUE(has(EnvironmentWith({{"GL_TEST_OWN_VARIABLE", "given"}}), "GL_TEST_OWN_VARIABLE=given"));
+  EXPECT_FALSE(Has(EnvironmentWith({}), "GL_TEST_OWN_VARIABLE=mine"));
+  EXPECT_TRUE(Has(EnvironmentWith({{"GL_TEST_OWN_VARIABLE", "given"}}), "GL_TEST_OWN_VARIABLE=given"));
   const CapturedRun run = RunCaptured({"sh", "-c", "echo ${GL_TEST_OWN_VARIABLE:-unset}"}, EnvironmentWith({}), 10000);
   EXPECT_EQ(run.out, "unset\n");
   unsetenv("GL_TEST_OWN_VARIABLE");
+}
+
+// A setting for gpulaunch and its engine: the engine's environment gets it
+// with the list of what to remove, unless the engine's environment already
+// sets that variable (a value given for the job wins and stays).
+TEST(EngineOnlyEnvironment, AddsTheSettingAndNamesIt) {
+  SetEnvForThisProcessAndEngine("GL_TEST_ENGINE_VARIABLE", "fast");
+  EXPECT_FALSE(Has(EnvironmentWith({}), "GL_TEST_ENGINE_VARIABLE=fast")) << "the job would inherit it";
+  auto added = EngineOnlyEnvironment({{"GPULAUNCH_SLOT_TABLE", "v3|x"}});
+  EXPECT_EQ(added["GL_TEST_ENGINE_VARIABLE"], "fast");
+  EXPECT_NE(("," + added[kEngineOnlyEnv] + ",").find(",GL_TEST_ENGINE_VARIABLE,"), std::string::npos)
+      << added[kEngineOnlyEnv];
+  added = EngineOnlyEnvironment({{"GL_TEST_ENGINE_VARIABLE", "the job's"}});
+  EXPECT_EQ(added.count("GL_TEST_ENGINE_VARIABLE"), 0u);
+  EXPECT_EQ(("," + added[kEngineOnlyEnv] + ",").find(",GL_TEST_ENGINE_VARIABLE,"), std::string::npos);
+}
+
+// In a rank: what the list names goes, and the list; nothing else.
+TEST(EngineOnlyEnvironment, TheRankDropsWhatTheListNames) {
+  setenv("GL_A", "1", 1);
+  setenv("GL_B", "2", 1);
+  setenv("GL_C", "3", 1);
+  setenv(kEngineOnlyEnv, "GL_A,GL_B", 1);
+  DropEngineOnlyEnvironment();
+  EXPECT_EQ(getenv("GL_A"), nullptr);
+  EXPECT_EQ(getenv("GL_B"), nullptr);
+  EXPECT_EQ(getenv(kEngineOnlyEnv), nullptr);
+  ASSERT_NE(getenv("GL_C"), nullptr);
+  EXPECT_STREQ(getenv("GL_C"), "3");
+  unsetenv("GL_C");
 }
 
 TEST(RunCaptured, CapturesOutputAndStatus) {
