@@ -73,6 +73,7 @@ bool ControlClient::Connect(const std::string& address) {
   }
   DetectVanishedPeer(fd);
   fd_ = fd;
+  address_ = address;
   return true;
 }
 

@@ -25,6 +25,7 @@ class ControlClient {
   bool Connect(const std::string& address);
   bool connected() const { return fd_ >= 0; }
   int fd() const { return fd_; }  // poll it for requests
+  const std::string& address() const { return address_; }  // the last one connected to, for messages
 
   bool Send(const ControlMessage& m, const std::string& payload = "");
   // Reads what gpulaunch sent and returns the complete lines; closes the
@@ -41,6 +42,7 @@ class ControlClient {
  private:
   bool WriteAll(const std::string& bytes);
   int fd_ = -1;
+  std::string address_;
   std::string buffer_;
 };
 

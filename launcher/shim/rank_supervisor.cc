@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,16 +13,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "common/env.h"
 #include "launcher/base/fd_io.h"
 #include "launcher/shim/child_streams.h"
+#include "launcher/shim/job_start.h"
 #include "launcher/shim/stack_dump.h"
-
-extern char** environ;
 
 namespace gpulaunch {
 namespace {
@@ -36,8 +33,6 @@ constexpr auto kBeatInterval = std::chrono::seconds(1);
 // process it left behind) before the shim reports without the rest.
 constexpr auto kDrainLimit = std::chrono::milliseconds(500);
 constexpr int kStackToolTimeoutMs = 15000;
-// How long the job process waits for room to send its check-in.
-constexpr int kCheckInSendWaitMs = 5000;
 // From SIGTERM to SIGKILL for a rank whose gpulaunch went away.
 constexpr auto kOrphanGrace = std::chrono::seconds(10);
 
@@ -53,95 +48,6 @@ void OnSignal(int sig) {
   const unsigned char b = static_cast<unsigned char>(sig);
   [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &b, 1);
   errno = saved;
-}
-
-// What the job process needs between vfork and exec, all prepared by the
-// shim beforehand: the vfork child shares the shim's memory until it execs,
-// so it makes system calls only (no allocation, no stdio, no setenv).
-struct JobStart {
-  char** argv;
-  char** envp;             // the shim's environment with the job's descriptors named
-  pid_t shim;
-  bool own_group;
-  int err_fd;              // becomes the job's stderr
-  int beat_fd, beat_as;    // the heartbeat pipe's end, and the number the job has it as
-  int metrics_fd, metrics_as;  // the same for step records; -1: none
-  const CheckInLine* check_in;
-  char* line;              // room for the check-in line with any pid
-  // Written by the child, read by the shim once it resumes (shared memory;
-  // volatile, or the compiler may keep the values it knew before vfork).
-  volatile bool check_in_failed = false;
-  volatile int exec_errno = 0;
-};
-
-// Writes v in decimal at out; returns the digits written.
-size_t WriteDecimal(char* out, long v) {
-  char digits[24];
-  size_t n = 0;
-  do {
-    digits[n++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v > 0);
-  for (size_t i = 0; i < n; ++i) out[i] = digits[n - 1 - i];
-  return n;
-}
-
-// In the vfork child: checks in, then becomes the job, or exits 126/127.
-// The shim's pipe ends are close-on-exec; the descriptors the job keeps were
-// duplicated without that flag by the shim. Every signal is blocked on entry
-// (the shim blocked them around vfork): the shim's handlers are reset first,
-// so a signal that came meanwhile reaches the job as it would have without
-// the shim, never the shim's handler in this process.
-[[noreturn]] void BecomeJob(JobStart& s) {
-  for (int sig : kHandled) signal(sig, SIG_DFL);  // this process's own table: vfork does not share it
-  if (s.own_group) setpgid(0, 0);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != s.shim) _exit(128 + SIGKILL);  // the shim died before prctl took effect
-  prctl(PR_SET_PTRACER, s.shim, 0, 0, 0);         // EINVAL without Yama: nothing to allow
-  if (s.check_in->fd >= 0) {
-    const std::string& before = s.check_in->before_pid;
-    const std::string& after = s.check_in->after_pid;
-    size_t n = before.copy(s.line, before.size());
-    n += WriteDecimal(s.line + n, getpid());
-    n += after.copy(s.line + n, after.size());
-    s.check_in_failed = !SendAll(s.check_in->fd, s.line, n, kCheckInSendWaitMs);
-  }
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  dup2(s.err_fd, STDERR_FILENO);
-  dup2(s.beat_fd, s.beat_as);  // dup2 leaves the copy open across exec
-  if (s.metrics_fd >= 0) dup2(s.metrics_fd, s.metrics_as);
-  execvpe(s.argv[0], s.argv, s.envp);
-  s.exec_errno = errno;
-  _exit(errno == ENOENT ? 127 : 126);
-}
-
-// The lowest descriptor number from 3 up that the job may have: one the shim
-// has not open, or has close-on-exec (gone at exec) and that the job process
-// does not use before it execs (`in_use`).
-int NumberForJob(std::initializer_list<int> in_use) {
-  for (int fd = 3;; ++fd) {
-    if (std::find(in_use.begin(), in_use.end(), fd) != in_use.end()) continue;
-    const int flags = fcntl(fd, F_GETFD);
-    if (flags < 0 || (flags & FD_CLOEXEC)) return fd;
-  }
-}
-
-// `environ` with each NAME=VALUE of `add` replacing or adding NAME; the
-// pointers stay valid while `add` and the environment are unchanged.
-std::vector<char*> JobEnvironment(const std::vector<std::string>& add) {
-  std::vector<char*> env;
-  for (char** e = environ; *e; ++e) {
-    const bool replaced = std::any_of(add.begin(), add.end(), [&](const std::string& kv) {
-      const size_t name_len = kv.find('=') + 1;
-      return std::strncmp(*e, kv.c_str(), name_len) == 0;
-    });
-    if (!replaced) env.push_back(*e);
-  }
-  for (const std::string& kv : add) env.push_back(const_cast<char*>(kv.c_str()));
-  env.push_back(nullptr);
-  return env;
 }
 
 // The pipes between the shim and its child, by what they carry.
@@ -356,43 +262,6 @@ bool OpenPipes(ChildPipes& p) {
   return signals && pipe2(p.err, O_CLOEXEC) == 0 && pipe2(p.beat, O_CLOEXEC | O_NONBLOCK) == 0;
 }
 
-// Starts the job process (BecomeJob) and returns its pid, or -1 after saying
-// why it could not. The shim's copies of the job's pipe ends are closed here.
-pid_t StartJob(char** argv, const SuperviseOptions& o, ChildPipes& p) {
-  // The numbers the job has its pipe ends as, low as they were without the
-  // shim (a shell script can redirect only 0 to 9), named in its environment.
-  const int beat = NumberForJob({p.err[1], p.beat[1], p.metrics[1], o.check_in.fd});
-  const int metrics = p.metrics[1] >= 0 ? NumberForJob({p.err[1], p.beat[1], p.metrics[1], o.check_in.fd, beat}) : -1;
-  std::vector<std::string> job_vars = {"GPULAUNCH_HEARTBEAT_FD=" + std::to_string(beat)};
-  if (metrics >= 0) job_vars.push_back("GPULAUNCH_METRICS_FD=" + std::to_string(metrics));
-  std::vector<char*> envp = JobEnvironment(job_vars);
-  std::string line(o.check_in.before_pid.size() + 24 + o.check_in.after_pid.size(), '\0');
-  JobStart start{argv,     envp.data(), getpid(), o.forward_signals, p.err[1], p.beat[1], beat, p.metrics[1],
-                 metrics,  &o.check_in, line.data()};
-  // vfork: no copy of the shim's address space; the shim resumes once the
-  // job exec'd (or failed to).
-  sigset_t all, shims_mask;
-  sigfillset(&all);
-  sigprocmask(SIG_BLOCK, &all, &shims_mask);
-  const pid_t child = vfork();
-  if (child == 0) BecomeJob(start);
-  const int fork_errno = errno;
-  sigprocmask(SIG_SETMASK, &shims_mask, nullptr);
-  if (child > 0 && start.check_in_failed) {
-    std::fprintf(stderr, "gpulaunch-shim: rank %d could not check in with gpulaunch\n", o.rank);
-  }
-  if (child > 0 && start.exec_errno != 0) {  // said on the job's stderr, as the job would have
-    const std::string why = "gpulaunch-shim: rank " + std::to_string(o.rank) + " cannot execute '" + argv[0] +
-                            "': " + std::strerror(start.exec_errno) + "\n";
-    WriteAll(p.err[1], why.data(), why.size());
-  }
-  for (int fd : {p.err[1], p.beat[1], p.metrics[1]}) {
-    if (fd >= 0) close(fd);
-  }
-  if (child < 0) std::fprintf(stderr, "gpulaunch-shim: rank %d: cannot fork: %s\n", o.rank, std::strerror(fork_errno));
-  return child;
-}
-
 }  // namespace
 
 int SuperviseRank(char** argv, const SuperviseOptions& o) {
@@ -407,9 +276,19 @@ int SuperviseRank(char** argv, const SuperviseOptions& o) {
   sigemptyset(&sa.sa_mask);
   for (int sig : kHandled) sigaction(sig, &sa, nullptr);
 
-  const pid_t child = StartJob(argv, o, p);
-  if (child < 0) return 125 << 8;
-  return Supervision(o, child, p).Run();
+  JobStartOptions start;
+  start.rank = o.rank;
+  start.own_group = o.forward_signals;
+  start.check_in = &o.check_in;
+  start.reset_signals = kHandled;
+  const StartedJob job = StartJob(argv, start, {p.err[1], p.beat[1], p.metrics[1]});
+  if (job.pid < 0) return 125 << 8;
+  if (job.check_in_failed && o.control && o.control->connected()) {
+    std::fprintf(stderr, "gpulaunch-shim: rank %d could not check in with gpulaunch at %s; the rank runs without reporting\n",
+                 o.rank, o.control->address().c_str());
+    o.control->Close();
+  }
+  return Supervision(o, job.pid, p).Run();
 }
 
 void ExitLike(int wait_status) {

@@ -3,13 +3,10 @@
 // lines of its stderr, its progress heartbeats and, on request, its stacks.
 //
 // Contracts:
-// - The child dies with the shim (PR_SET_PDEATHSIG): an engine that kills
-//   the shim with SIGKILL kills the rank too, so nothing is orphaned.
-// - The job execs only after its check-in was sent, so a rank that runs has
-//   checked in. The job process starts with vfork (the shim's memory is not
-//   copied) and sends `check_in` itself before it execs; the shim resumes once
-//   it exec'd, or could not: then the job's stderr says why, and it exits 127
-//   when the program was not found, 126 otherwise.
+// - The job process starts as job_start.h says: it dies with the shim, and
+//   it runs only after its check-in was sent. A check-in it could not send
+//   closes the control connection: the rank runs without reporting, as one
+//   that could not reach gpulaunch at all.
 // - SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGCONT sent to the
 //   shim are passed to the child as the same signal when `forward_signals`.
 //   Then the child runs in its own process group: Open MPI signals the
@@ -45,15 +42,9 @@
 #include <string>
 
 #include "launcher/shim/control_client.h"
+#include "launcher/shim/job_start.h"
 
 namespace gpulaunch {
-
-// A line the job process sends before it execs, its pid written between the
-// two parts in decimal (CheckinLineAround, control_protocol.h).
-struct CheckInLine {
-  int fd = -1;  // a connected socket; -1: nothing to send
-  std::string before_pid, after_pid;
-};
 
 struct SuperviseOptions {
   int rank = 0;

@@ -2,7 +2,9 @@
 // while nothing happens, whatever the job does with the pipes it was given.
 #include "launcher/shim/rank_supervisor.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -98,6 +100,39 @@ TEST(RankSupervisor, TheJobHasCheckedInWithItsPidBeforeItRuns) {
   EXPECT_EQ(line, "checkin 7 " + pid_line.substr(4) + " 16 node3 abc -");
 }
 
+// A check-in that cannot be sent (here: nobody reads the other end) does not
+// keep the rank from running; the shim says so and closes its connection, as
+// for a rank that never reached gpulaunch.
+TEST(RankSupervisor, ACheckInThatCannotBeSentClosesTheConnectionAndTheJobRuns) {
+  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), len), 0);
+  ASSERT_EQ(listen(listener, 1), 0);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  ControlClient control;
+  ASSERT_TRUE(control.Connect(address));
+  int ends[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends), 0);
+  close(ends[1]);  // the check-in line goes nowhere: EPIPE
+  SuperviseOptions options;
+  options.control = &control;
+  options.check_in = {ends[0], "checkin 7 ", " 16 node3 abc -\n"};
+  testing::internal::CaptureStderr();
+  const Supervised r = Supervise("echo ran >&2; exit 4", options);
+  const std::string said = testing::internal::GetCapturedStderr();
+  close(ends[0]);
+  close(listener);
+  ASSERT_TRUE(WIFEXITED(r.wait_status));
+  EXPECT_EQ(WEXITSTATUS(r.wait_status), 4);
+  EXPECT_NE(said.find("ran\n"), std::string::npos) << said;
+  EXPECT_NE(said.find("rank 0 could not check in with gpulaunch at " + address), std::string::npos) << said;
+  EXPECT_FALSE(control.connected());
+}
+
 TEST(RankSupervisor, AProgramThatCannotRunExits127WhenMissingAnd126Otherwise) {
   std::vector<std::string> missing = {"/no/such/program"};
   std::vector<std::string> not_executable = {"/tmp"};  // a directory: EACCES
@@ -144,7 +179,7 @@ TEST(RankSupervisor, AStoppedJobDropsOnceSettled) {
   const SuperviseOptions options = CountingOnceSettled(std::chrono::milliseconds(300), runs);
   // The job asks its shim (this process) to stop it; the shim passes SIGTERM
   // on, and the settle time passes while the job takes its time to end.
-  const Supervised r = Supervise("trap 'kill $!; sleep 0.6; exit 5' TERM; kill -TERM $PPID; sleep 5 & wait", options);
+  const Supervised r = Supervise("sleep 5 & trap 'kill $!; sleep 0.6; exit 5' TERM; kill -TERM $PPID; wait", options);
   ASSERT_TRUE(WIFEXITED(r.wait_status));
   EXPECT_EQ(WEXITSTATUS(r.wait_status), 5);
   EXPECT_EQ(runs, 0);
