@@ -20,6 +20,7 @@
 #include "launcher/core/options.h"
 #include "launcher/core/plan.h"
 #include "launcher/core/slurm_job.h"
+#include "launcher/discovery/hwloc_source.h"
 #include "launcher/discovery/remote_topology_cache.h"
 #include "policies/placement_engine.h"
 #include "policies/slot_placement.h"
@@ -152,6 +153,7 @@ EngineSettings EngineSettingsFor(const LaunchOptions& o, const fs::path& bin, bo
   settings.allow_run_as_root = root_allowed;
   settings.loopback_only = all_local;
   settings.kill_grace_s = o.kill_grace_s;
+  if (all_local && !o.dry_run) settings.local_topology_xml = LocalTopologyXmlForEngine();
   return settings;
 }
 

@@ -98,14 +98,16 @@ void SetEnvForThisProcessAndEngine(const std::string& name, const std::string& v
   EngineVariables()[name] = value;
 }
 
-std::map<std::string, std::string> EngineOnlyEnvironment(const std::map<std::string, std::string>& engine_env) {
+std::map<std::string, std::string> EngineOnlyEnvironment(const std::map<std::string, std::string>& engine_env,
+                                                         const std::map<std::string, std::string>& for_engine) {
   std::map<std::string, std::string> added;
-  std::string names;
-  for (const auto& [name, value] : EngineVariables()) {
-    if (engine_env.count(name)) continue;
-    added[name] = value;
-    names += (names.empty() ? "" : ",") + name;
+  const std::map<std::string, std::string>& own = EngineVariables();
+  for (const auto* settings : {&own, &for_engine}) {
+    for (const auto& [name, value] : *settings)
+      if (!engine_env.count(name)) added.emplace(name, value);
   }
+  std::string names;
+  for (const auto& [name, value] : added) names += (names.empty() ? "" : ",") + name;
   if (!names.empty()) added[kEngineOnlyEnv] = names;
   return added;
 }

@@ -30,10 +30,12 @@ inline constexpr const char* kEngineOnlyEnv = "GPULAUNCH_ENGINE_ONLY";
 void SetEnvForThisProcessAndEngine(const std::string& name, const std::string& value);
 
 // What the engine's environment adds for the engine alone: each variable set
-// with SetEnvForThisProcessAndEngine that `engine_env` (what the engine gets
+// with SetEnvForThisProcessAndEngine, and each of `for_engine` (the engine's
+// own settings for this job), that `engine_env` (what the engine gets
 // otherwise) does not already set (a value given for the job wins and
 // reaches it), and kEngineOnlyEnv naming them; empty when there is none.
-std::map<std::string, std::string> EngineOnlyEnvironment(const std::map<std::string, std::string>& engine_env);
+std::map<std::string, std::string> EngineOnlyEnvironment(const std::map<std::string, std::string>& engine_env,
+                                                         const std::map<std::string, std::string>& for_engine = {});
 
 // In a rank's process: removes what kEngineOnlyEnv names, and it.
 void DropEngineOnlyEnvironment();

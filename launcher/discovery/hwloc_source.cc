@@ -69,16 +69,29 @@ StatusOr<TopologyPtr> Open() {
   return topo;
 }
 
+// The last topology DiscoverLocalHost loaded of this machine as it is (the
+// cache was usable: no other input for hwloc), kept for
+// LocalTopologyXmlForEngine.
+TopologyPtr& ThisMachineAsLoaded() {
+  static TopologyPtr topo;
+  return topo;
+}
+
+struct LocalTopology {
+  TopologyPtr topo;
+  bool this_machine_as_is = false;  // not from another input, such as HWLOC_XMLFILE
+};
+
 // This machine's topology: from its cache entry when that is current
 // (topology_cache.h), else discovered live and kept for the next launch.
-StatusOr<TopologyPtr> LoadLocal() {
+StatusOr<LocalTopology> LoadLocal() {
   const std::optional<std::string> cache = TopologyCachePath();
   if (cache) {
     if (const std::optional<std::string> xml = ReadCachedTopology(*cache)) {
       GL_ASSIGN_OR_RETURN(TopologyPtr topo, Open());
       if (hwloc_topology_set_xmlbuffer(topo.get(), xml->data(), static_cast<int>(xml->size()) + 1) == 0 &&
           hwloc_topology_load(topo.get()) == 0) {
-        return topo;
+        return LocalTopology{std::move(topo), true};
       }
     }
   }
@@ -100,7 +113,7 @@ StatusOr<TopologyPtr> LoadLocal() {
       hwloc_free_xmlbuffer(topo.get(), buf);
     }
   }
-  return topo;
+  return LocalTopology{std::move(topo), cache.has_value()};
 }
 
 }  // namespace
@@ -111,8 +124,9 @@ void SkipUnusedHwlocPlugins() {
 }
 
 StatusOr<HostTopology> DiscoverLocalHost() {
-  GL_ASSIGN_OR_RETURN(TopologyPtr topo, LoadLocal());
-  HostTopology host = Convert(topo.get());
+  GL_ASSIGN_OR_RETURN(LocalTopology local, LoadLocal());
+  HostTopology host = Convert(local.topo.get());
+  ThisMachineAsLoaded() = local.this_machine_as_is ? std::move(local.topo) : nullptr;
   char name[256] = {0};
   if (gethostname(name, sizeof name - 1) == 0) host.hostname = name;
   // Link speeds from sysfs: InfiniBand "rate" ("100 Gb/sec (4X EDR)"), else
@@ -225,6 +239,19 @@ StatusOr<HostTopology> LoadHwlocXmlText(const std::string& xml, const std::strin
     words >> host.slurm_topology_addr >> host.slurm_topology_pattern;
   }
   return host;
+}
+
+std::optional<std::string> LocalTopologyXmlForEngine() {
+  const TopologyPtr& topo = ThisMachineAsLoaded();
+  if (!topo) return std::nullopt;
+  char* buf = nullptr;
+  int len = 0;
+  if (hwloc_topology_export_xmlbuffer(topo.get(), &buf, &len, HWLOC_TOPOLOGY_EXPORT_XML_FLAG_V1) != 0) {
+    return std::nullopt;
+  }
+  std::string xml(buf, len > 0 ? static_cast<size_t>(len - 1) : 0);
+  hwloc_free_xmlbuffer(topo.get(), buf);
+  return xml;
 }
 
 StatusOr<std::string> ExportLocalHwlocXml() {

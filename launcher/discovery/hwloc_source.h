@@ -5,6 +5,7 @@
 // opencl0d0, card0 and renderD128 at once.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "common/host_topology.h"
@@ -20,6 +21,15 @@ StatusOr<HostTopology> LoadHwlocXmlFile(const std::string& path);
 
 // Loads a topology from hwloc XML text (as exported by `gpulaunch-probe`).
 StatusOr<HostTopology> LoadHwlocXmlText(const std::string& xml, const std::string& origin);
+
+// This machine's topology as DiscoverLocalHost last loaded it in this
+// process, as hwloc v1 XML, for an engine to read instead of discovering the
+// host again (Open MPI's hwloc_base_topo_file). v1 because every hwloc
+// release reads it, and an engine's hwloc may be older than gpulaunch's.
+// Only this machine as it is now: nullopt unless the topology cache was in
+// use (topology_cache.h: no GPULAUNCH_TOPOLOGY_CACHE=0, no other input such as
+// HWLOC_XMLFILE), or when DiscoverLocalHost has not run.
+std::optional<std::string> LocalTopologyXmlForEngine();
 
 // Exports this machine's topology as hwloc XML (I/O objects included).
 StatusOr<std::string> ExportLocalHwlocXml();

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -35,6 +36,10 @@ struct EngineSettings {
   // Open MPI (ORTE) stops ranks with SIGCONT, sleep(grace), SIGTERM,
   // sleep(grace), SIGKILL, always sleeping the full grace: unset keeps its 1 s.
   std::optional<int> kill_grace_s;
+  // This host's topology as hwloc XML, given when every rank runs on this
+  // host and gpulaunch has it (LocalTopologyXmlForEngine, hwloc_source.h):
+  // an engine may read it instead of discovering the host again.
+  std::optional<std::string> local_topology_xml;
 };
 
 // How a planned job is started: the engine's argv and what it adds to the
@@ -42,6 +47,9 @@ struct EngineSettings {
 struct EngineJob {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
+  // Settings for the engine's own process that the job must not see: the
+  // shims remove them before the job starts (EngineOnlyEnvironment, process.h).
+  std::map<std::string, std::string> engine_only_env;
 };
 
 class Engine : public HostRunner {

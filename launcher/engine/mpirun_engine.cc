@@ -72,7 +72,19 @@ StatusOr<EngineJob> MpirunEngine::PrepareJob(const LaunchPlan& plan, EngineSetti
   std::ofstream rankfile(settings.rankfile);
   WriteRankfile(rankfile, plan.placement);
   if (!rankfile.flush()) return Internal("cannot write the rankfile " + settings.rankfile);
-  return EngineJob{BuildMpirunArgv(plan, settings), {}};
+  EngineJob job{BuildMpirunArgv(plan, settings), {}, {}};
+  // Every rank on this host: mpirun reads the topology gpulaunch has instead
+  // of discovering the host again (reading every PCI device's configuration
+  // space, among others). Not for other hosts: their daemons would get the
+  // setting too. A user's own setting wins; a file that cannot be written
+  // only costs the discovery.
+  if (settings.loopback_only && settings.local_topology_xml && !HasEnv("OMPI_MCA_hwloc_base_topo_file")) {
+    const std::filesystem::path topology = job_dir / "topology.xml";
+    std::ofstream out(topology);
+    out << *settings.local_topology_xml;
+    if (out.flush()) job.engine_only_env["OMPI_MCA_hwloc_base_topo_file"] = topology.string();
+  }
+  return job;
 }
 
 void MpirunEngine::DescribeJob(std::ostream& out, const LaunchPlan& plan, EngineSettings settings) const {

@@ -69,7 +69,7 @@ StatusOr<EngineJob> SrunEngine::PrepareJob(const LaunchPlan& plan, EngineSetting
   std::ofstream hostfile(hostfile_path);
   WriteSlurmHostfile(hostfile, plan.placement);
   if (!hostfile.flush()) return Internal("cannot write the Slurm hostfile " + hostfile_path);
-  return EngineJob{BuildSrunArgv(plan, settings), {{"SLURM_HOSTFILE", hostfile_path}}};
+  return EngineJob{BuildSrunArgv(plan, settings), {{"SLURM_HOSTFILE", hostfile_path}}, {}};
 }
 
 void SrunEngine::DescribeJob(std::ostream& out, const LaunchPlan& plan, EngineSettings settings) const {

@@ -107,9 +107,11 @@ StatusOr<JobRunOptions> EngineRun(const LaunchPlan& plan, const Engine& engine, 
   for (const EnvAssignment& e : engine_plan.env)
     if (e.value) engine_env[e.name] = *e.value;
   for (const auto& [name, value] : engine_job.env) engine_env[name] = value;  // the engine's own files win
-  // Settings for the engine's own process (hwloc_source.h), which the shims
-  // remove again before the jobs start.
-  for (auto& [name, value] : EngineOnlyEnvironment(engine_env)) engine_env.emplace(name, value);
+  // Settings for the engine's own process (hwloc_source.h, and the engine's
+  // own), which the shims remove again before the jobs start.
+  for (auto& [name, value] : EngineOnlyEnvironment(engine_env, engine_job.engine_only_env)) {
+    engine_env.emplace(name, value);
+  }
 
   JobRunOptions run;
   run.argv = engine_job.argv;

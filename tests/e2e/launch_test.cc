@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -117,6 +118,49 @@ TEST(Launch, TheEngineSkipsUnusedHwlocPluginsAndTheJobNeverSeesIt) {
   ASSERT_EQ(ExitCode(own), 0) << own.out << own.err;
   EXPECT_EQ(count(own.out, "job=hwloc_gl,unset"), 2) << own.out;
   EXPECT_EQ(count(own.out, "HWLOC_PLUGINS_BLACKLIST=hwloc_gl"), 2) << own.out;
+}
+
+// Every rank on this host: mpirun reads the topology gpulaunch already has
+// (hwloc v1 XML, in the job's folder) instead of discovering the host again.
+// The setting is the engine's alone, and GPULAUNCH_TOPOLOGY_CACHE=0 leaves
+// mpirun to discover the host itself.
+TEST(Launch, MpirunReadsThisHostsTopologyFromGpulaunchAndTheJobNeverSeesIt) {
+  if (getenv("OMPI_MCA_hwloc_base_topo_file") || getenv("GPULAUNCH_TOPOLOGY_CACHE")) {
+    GTEST_SKIP() << "hwloc_base_topo_file or GPULAUNCH_TOPOLOGY_CACHE is set here";
+  }
+  // The job's view, then its engine's (the shim's parent: mpirun) and the
+  // file the engine's setting names, which every rank's binding came from.
+  const std::string script =
+      "echo \"job=${OMPI_MCA_hwloc_base_topo_file:-unset}\"; "
+      "f=$(tr '\\0' '\\n' < /proc/$(awk '{print $4}' /proc/$PPID/stat)/environ | "
+      "sed -n 's/^OMPI_MCA_hwloc_base_topo_file=//p'); "
+      "echo \"engine=${f:-unset}\"; "
+      "if [ -n \"$f\" ] && grep -q '<topology>' \"$f\" && grep -q 'type=\"PU\"' \"$f\"; then echo file=v1; fi; "
+      "echo \"bound=$(grep Cpus_allowed_list /proc/self/status | cut -f2)\"";
+  const std::vector<std::string> job = {"-n", "2", "--allow-run-as-root", "--no-summary", "sh", "-c", script};
+  std::vector<std::string> dry = {"--dry-run", "-n", "2", "--allow-run-as-root", "true"};
+  const auto planned = PlannedCpus(Launch(dry).out);
+  const CapturedRun run = Launch(job);
+  ASSERT_EQ(ExitCode(run), 0) << run.out << run.err;
+  const std::vector<std::string> lines = Split(run.out, '\n');
+  const auto count = [&lines](const std::string& prefix) {
+    return std::count_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.rfind(prefix, 0) == 0; });
+  };
+  EXPECT_EQ(count("job=unset"), 2) << run.out;
+  EXPECT_EQ(count("engine=/"), 2) << "mpirun did not get the setting: " << run.out;
+  EXPECT_EQ(count("file=v1"), 2) << run.out;
+  std::multiset<std::string> bound, want;
+  for (const std::string& l : lines)
+    if (l.rfind("bound=", 0) == 0) bound.insert(l.substr(6));
+  for (const auto& [rank, cpus] : planned) want.insert(cpus);
+  EXPECT_EQ(bound, want) << "the ranks are not bound as planned: " << run.out;
+
+  std::vector<std::string> argv = job;
+  argv.insert(argv.begin(), kLaunch);
+  const CapturedRun live = RunCaptured(argv, EnvironmentWith({{"GPULAUNCH_TOPOLOGY_CACHE", "0"}}), 120000);
+  ASSERT_EQ(ExitCode(live), 0) << live.out << live.err;
+  const std::vector<std::string> live_lines = Split(live.out, '\n');
+  EXPECT_EQ(std::count(live_lines.begin(), live_lines.end(), "engine=unset"), 2) << live.out;
 }
 
 TEST(Launch, BoundRanksRunOnTheirPlannedCores) {

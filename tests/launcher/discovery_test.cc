@@ -268,6 +268,37 @@ TEST(LocalHost, ACurrentCacheEntryGivesTheSameTopologyAndABadOneIsReplaced) {
   std::filesystem::remove_all(folder);
 }
 
+// The topology an engine may read instead of discovering this host again:
+// hwloc v1 XML of this machine as DiscoverLocalHost loaded it, and nothing
+// when hwloc read another input or the cache is off.
+TEST(LocalHost, AnEngineGetsThisMachinesTopologyAsV1XmlOnlyWhenItIsThisMachine) {
+  char folder[] = "/tmp/gl-topology-cache-XXXXXX";
+  ASSERT_NE(mkdtemp(folder), nullptr);
+  ScopedEnv runtime("XDG_RUNTIME_DIR", folder);
+  for (int load = 0; load < 2; ++load) {  // live, then from the cache entry
+    auto live = DiscoverLocalHost();
+    ASSERT_TRUE(live.ok()) << live.status().message();
+    const std::optional<std::string> xml = LocalTopologyXmlForEngine();
+    ASSERT_TRUE(xml.has_value()) << "load " << load;
+    EXPECT_NE(xml->find("<topology>"), std::string::npos) << "not v1: " << xml->substr(0, 300);
+    auto back = LoadHwlocXmlText(*xml, "engine");
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(back->cores.size(), live->cores.size());
+    EXPECT_EQ(back->numa_nodes.size(), live->numa_nodes.size());
+  }
+  {
+    ScopedEnv file("HWLOC_XMLFILE", PathOf("mpibind/g4dnmetal.xml"));
+    ASSERT_TRUE(DiscoverLocalHost().ok());
+    EXPECT_FALSE(LocalTopologyXmlForEngine().has_value()) << "another machine's topology for this one's engine";
+  }
+  {
+    ScopedEnv off("GPULAUNCH_TOPOLOGY_CACHE", "0");
+    ASSERT_TRUE(DiscoverLocalHost().ok());
+    EXPECT_FALSE(LocalTopologyXmlForEngine().has_value());
+  }
+  std::filesystem::remove_all(folder);
+}
+
 TEST(LocalHost, DiscoversThisMachine) {
   auto t = DiscoverLocalHost();
   ASSERT_TRUE(t.ok()) << t.status().ToString();

@@ -3,6 +3,11 @@
 #include "launcher/core/plan.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "policies/slot_placement.h"
 #include "tests/testing/synthetic_host.h"
@@ -70,6 +75,36 @@ TEST(Plan, LoopbackOnlyKeepsTcpOnLo) {
   const std::string joined = [&] { std::string j; for (auto& a : argv) j += a + " "; return j; }();
   EXPECT_NE(joined.find("--mca oob_tcp_if_include lo"), std::string::npos);
   EXPECT_NE(joined.find("--mca btl_tcp_if_include lo"), std::string::npos);
+}
+
+// With every rank on this host, mpirun reads gpulaunch's topology from the
+// job's folder, through a setting for the engine alone; never for other
+// hosts (their daemons would get it too), nor over a user's own setting.
+TEST(Plan, MpirunReadsTheLocalTopologyOnlyWhenEveryRankIsLocal) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("gl-plan-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  unsetenv("OMPI_MCA_hwloc_base_topo_file");
+  EngineSettings s;
+  s.local_topology_xml = "<topology>this host</topology>\n";
+  s.loopback_only = true;
+  auto job = MpirunEngine().PrepareJob(Plan(2), s, dir);
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  const std::string file = (dir / "topology.xml").string();
+  EXPECT_EQ(job->engine_only_env["OMPI_MCA_hwloc_base_topo_file"], file);
+  std::ifstream in(file);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), *s.local_topology_xml);
+  EXPECT_EQ(job->env.count("OMPI_MCA_hwloc_base_topo_file"), 0u) << "the job would see it";
+
+  s.loopback_only = false;
+  EXPECT_TRUE(MpirunEngine().PrepareJob(Plan(2), s, dir)->engine_only_env.empty());
+  s.loopback_only = true;
+  s.local_topology_xml.reset();
+  EXPECT_TRUE(MpirunEngine().PrepareJob(Plan(2), s, dir)->engine_only_env.empty());
+  s.local_topology_xml = "<topology/>";
+  setenv("OMPI_MCA_hwloc_base_topo_file", "/users/own.xml", 1);
+  EXPECT_TRUE(MpirunEngine().PrepareJob(Plan(2), s, dir)->engine_only_env.empty());
+  unsetenv("OMPI_MCA_hwloc_base_topo_file");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Plan, OversubscribedHostsYieldWhenIdle) {

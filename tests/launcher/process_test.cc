@@ -44,6 +44,17 @@ TEST(EngineOnlyEnvironment, AddsTheSettingAndNamesIt) {
   EXPECT_EQ(("," + added[kEngineOnlyEnv] + ",").find(",GL_TEST_ENGINE_VARIABLE,"), std::string::npos);
 }
 
+// The engine's own settings for one job join the list the same way.
+TEST(EngineOnlyEnvironment, NamesTheEnginesOwnSettingsForTheJob) {
+  auto added = EngineOnlyEnvironment({{"GPULAUNCH_SLOT_TABLE", "v3|x"}}, {{"GL_TEST_ENGINE_FILE", "/job/f.xml"}});
+  EXPECT_EQ(added["GL_TEST_ENGINE_FILE"], "/job/f.xml");
+  EXPECT_NE(("," + added[kEngineOnlyEnv] + ",").find(",GL_TEST_ENGINE_FILE,"), std::string::npos)
+      << added[kEngineOnlyEnv];
+  added = EngineOnlyEnvironment({{"GL_TEST_ENGINE_FILE", "the job's"}}, {{"GL_TEST_ENGINE_FILE", "/job/f.xml"}});
+  EXPECT_EQ(added.count("GL_TEST_ENGINE_FILE"), 0u);
+  EXPECT_EQ(("," + added[kEngineOnlyEnv] + ",").find(",GL_TEST_ENGINE_FILE,"), std::string::npos);
+}
+
 // In a rank: what the list names goes, and the list; nothing else.
 TEST(EngineOnlyEnvironment, TheRankDropsWhatTheListNames) {
   setenv("GL_A", "1", 1);
