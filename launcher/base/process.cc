@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,11 +44,18 @@ std::vector<char*> CStrings(const std::vector<std::string>& v) {
 }
 
 // fork + exec; the child gets default signal handling and the given fds.
-pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, int out_fd, int err_fd) {
+// With `die_with_us` it gets SIGTERM when this thread ends (PR_SET_PDEATHSIG).
+pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, int out_fd, int err_fd,
+            bool die_with_us = false) {
   auto args = CStrings(argv);
   auto envp = CStrings(env);
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid != 0) return pid;
+  if (die_with_us) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(128 + SIGTERM);  // gone before prctl took effect
+  }
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -355,7 +363,7 @@ JobRunResult RunJob(const JobRunOptions& o) {
     restore();
     return failed;
   }
-  const pid_t pid = Spawn(o.argv, o.env, out[1], err[1]);
+  const pid_t pid = Spawn(o.argv, o.env, out[1], err[1], /*die_with_us=*/true);
   if (o.tag) {
     close(out[1]);
     close(err[1]);

@@ -106,6 +106,11 @@ struct JobRunResult {
 // not sent twice (except with signal_all_ranks). A second SIGINT/SIGTERM
 // kills the job. On return SIGINT, SIGTERM and SIGHUP are ignored (the job is
 // over; the caller finishes its report), the other handlers restored.
+// Should this process die without stopping the engine (SIGKILL, a crash),
+// the engine gets SIGTERM (PR_SET_PDEATHSIG) and stops the job as for a
+// user's SIGTERM, rather than running on with nobody to report to. The
+// kernel ties that to the calling thread: call RunJob from one that lives
+// as long as the job (gpulaunch's main thread).
 JobRunResult RunJob(const JobRunOptions& options);
 
 }  // namespace gpulaunch

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 namespace gpulaunch {
@@ -138,6 +140,45 @@ TEST(RunJob, AnEngineIsKilledAfterItsJobOnlyOnceItIsQuiet) {
   ASSERT_TRUE(WIFSIGNALED(result.wait_status));
   EXPECT_EQ(WTERMSIG(result.wait_status), SIGKILL);
   EXPECT_EQ(rounds, 20) << "killed while it was still writing";
+}
+
+// True while some process's command line holds `marker`.
+bool SomeProcessHas(const std::string& marker) {
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream in(e.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find(marker) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Waits up to `ms` (a cap far beyond a healthy run) for SomeProcessHas to say `want`.
+bool WaitForProcessWith(const std::string& marker, bool want, int ms) {
+  for (int waited = 0; waited < ms; waited += 20) {
+    if (SomeProcessHas(marker) == want) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return SomeProcessHas(marker) == want;
+}
+
+// A launcher killed outright (SIGKILL) takes its engine with it: the engine
+// would otherwise run on (here: sleep for 1,000 s) with nobody to report to.
+TEST(RunJob, TheEngineEndsWhenTheLauncherIsKilled) {
+  const std::string marker = "1000." + std::to_string(getpid());  // sleep's own argument: unique here
+  const pid_t launcher = fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    JobRunOptions o;
+    o.argv = {"sleep", marker};
+    o.env = EnvironmentWith({});
+    RunJob(o);
+    _exit(0);
+  }
+  ASSERT_TRUE(WaitForProcessWith(marker, true, 60000)) << "the engine never started";
+  kill(launcher, SIGKILL);
+  int status = 0;
+  waitpid(launcher, &status, 0);
+  EXPECT_TRUE(WaitForProcessWith(marker, false, 30000)) << "the engine outlived its launcher";
 }
 
 TEST(EnvironmentWith, OverridesWin) {
