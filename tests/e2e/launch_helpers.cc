@@ -22,22 +22,6 @@ CapturedRun Launch(std::vector<std::string> args, int timeout_ms) {
 
 int ExitCode(const CapturedRun& r) { return WIFEXITED(r.wait_status) ? WEXITSTATUS(r.wait_status) : -1; }
 
-// Processes whose command line contains `marker` (left-behind ranks).
-std::vector<int> ProcessesWith(const std::string& marker) {
-  std::vector<int> pids;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos || std::stoi(name) == getpid()) continue;
-    std::ifstream f(entry.path() / "cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    for (char& c : cmd)
-      if (c == '\0') c = ' ';
-    if (cmd.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
-  }
-  return pids;
-}
-
-
 // Starts argv (stdout to /dev/null) and returns its pid, for tests that signal it.
 pid_t StartInBackground(const std::vector<std::string>& argv) {
   std::vector<char*> cargv;
@@ -52,15 +36,6 @@ pid_t StartInBackground(const std::vector<std::string>& argv) {
   return pid;
 }
 
-
-std::vector<int> WaitUntilGone(const std::string& marker, int timeout_ms) {
-  std::vector<int> left = ProcessesWith(marker);
-  for (int waited = 0; waited < timeout_ms && !left.empty(); waited += 50) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    left = ProcessesWith(marker);
-  }
-  return left;
-}
 
 int FilesPresent(const std::string& dir, const std::string& prefix, int n) {
   int present = 0;

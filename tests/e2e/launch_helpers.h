@@ -10,8 +10,12 @@
 #include <vector>
 
 #include "launcher/base/process.h"
+#include "tests/testing/process_scan.h"
 
 namespace gpulaunch {
+
+using testing::ProcessesWith;
+using testing::WaitUntilGone;
 
 inline const std::string kBin = GL_BIN_DIR;
 inline const std::string kLaunch = kBin + "/gpulaunch";
@@ -20,19 +24,12 @@ inline const std::string kLaunch = kBin + "/gpulaunch";
 CapturedRun Launch(std::vector<std::string> args, int timeout_ms = 120000);
 int ExitCode(const CapturedRun& r);  // -1 when it did not exit normally
 
-// Processes whose command line contains `marker` (left-behind ranks).
-std::vector<int> ProcessesWith(const std::string& marker);
-
 // Waiting on events, not on the clock: a test waits for what it needs (files
 // written, processes gone) and gives up only after a cap far beyond any
 // healthy run on a loaded 2-core machine. Bounds that are the feature itself
 // (a job gone within --kill-grace + 2 s) are measured from their event.
 inline constexpr int kStartMs = 120000;         // ranks up and ready
 inline constexpr int kGoneAfterExitMs = 30000;  // the engine's children reaped after gpulaunch exited
-
-// Waits up to timeout_ms until no process's command line contains `marker`;
-// returns those still there.
-std::vector<int> WaitUntilGone(const std::string& marker, int timeout_ms);
 
 // Starts argv (stdout to /dev/null) and returns its pid, for tests that signal it.
 pid_t StartInBackground(const std::vector<std::string>& argv);

@@ -7,10 +7,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <thread>
+
+#include "tests/testing/process_scan.h"
 
 namespace gpulaunch {
 namespace {
@@ -93,7 +93,7 @@ TEST(RunCaptured, TimesOut) {
 // after the delivery ended.
 TEST(RunJob, TheKillGraceCountsFromTheStopRequest) {
   using Clock = std::chrono::steady_clock;
-  const std::string pid_file = testing::TempDir() + "engine_pid_" + std::to_string(getpid());
+  const std::string pid_file = ::testing::TempDir() + "engine_pid_" + std::to_string(getpid());
   JobRunOptions o;
   o.argv = {"/bin/sh", "-c", "echo $$ > \"$0\"; exec sleep 30", pid_file};
   o.env = EnvironmentWith({});
@@ -125,7 +125,7 @@ TEST(RunJob, TheKillGraceCountsFromTheStopRequest) {
 // output): here it writes for 20 rounds of 100 ms, far past the 300 ms
 // allowed, then hangs the way Open MPI 4.1.4's mpirun can.
 TEST(RunJob, AnEngineIsKilledAfterItsJobOnlyOnceItIsQuiet) {
-  const std::string count_file = testing::TempDir() + "engine_rounds_" + std::to_string(getpid());
+  const std::string count_file = ::testing::TempDir() + "engine_rounds_" + std::to_string(getpid());
   JobRunOptions o;
   o.argv = {"/bin/sh", "-c",
             "i=0; while [ $i -lt 20 ]; do i=$((i+1)); echo $i > \"$0\"; sleep 0.1; done; exec sleep 600",
@@ -142,25 +142,6 @@ TEST(RunJob, AnEngineIsKilledAfterItsJobOnlyOnceItIsQuiet) {
   EXPECT_EQ(rounds, 20) << "killed while it was still writing";
 }
 
-// True while some process's command line holds `marker`.
-bool SomeProcessHas(const std::string& marker) {
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    std::ifstream in(e.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmdline.find(marker) != std::string::npos) return true;
-  }
-  return false;
-}
-
-// Waits up to `ms` (a cap far beyond a healthy run) for SomeProcessHas to say `want`.
-bool WaitForProcessWith(const std::string& marker, bool want, int ms) {
-  for (int waited = 0; waited < ms; waited += 20) {
-    if (SomeProcessHas(marker) == want) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return SomeProcessHas(marker) == want;
-}
-
 // A launcher killed outright (SIGKILL) takes its engine with it: the engine
 // would otherwise run on (here: sleep for 1,000 s) with nobody to report to.
 TEST(RunJob, TheEngineEndsWhenTheLauncherIsKilled) {
@@ -174,11 +155,11 @@ TEST(RunJob, TheEngineEndsWhenTheLauncherIsKilled) {
     RunJob(o);
     _exit(0);
   }
-  ASSERT_TRUE(WaitForProcessWith(marker, true, 60000)) << "the engine never started";
+  ASSERT_TRUE(testing::WaitUntilRunning(marker, 60000)) << "the engine never started";
   kill(launcher, SIGKILL);
   int status = 0;
   waitpid(launcher, &status, 0);
-  EXPECT_TRUE(WaitForProcessWith(marker, false, 30000)) << "the engine outlived its launcher";
+  EXPECT_TRUE(testing::WaitUntilGone(marker, 30000).empty()) << "the engine outlived its launcher";
 }
 
 TEST(EnvironmentWith, OverridesWin) {
