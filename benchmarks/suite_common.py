@@ -50,8 +50,14 @@ class Suite:
         value, anchor_value = statistics.median(values), statistics.median(anchor_values)
         ratio = value / anchor_value if anchor_value else float("nan")
         spread = [min(ratios), max(ratios)] if ratios else [ratio, ratio]
+        # How far the anchor alone moved between its own repeats (slowest /
+        # fastest): a ratio that differs from 1 by less than this is within
+        # the machine's noise for that measurement, whatever the target says.
+        low = min(anchor_values)
+        anchor_swing = max(anchor_values) / low if low > 0 else 1.0
         fig = {
-            "name": name, "unit": unit, "value": value, "anchor": {"name": anchor, "value": anchor_value},
+            "name": name, "unit": unit, "value": value,
+            "anchor": {"name": anchor, "value": anchor_value, "swing": anchor_swing},
             "ratio": ratio, "spread": {"min": spread[0], "max": spread[1]},
             "repeats": len(values), "lower_is_better": lower_is_better,
         }

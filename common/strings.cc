@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <limits>
 
 namespace gpulaunch {
@@ -65,6 +68,28 @@ std::optional<int64_t> ParseInt(std::string_view s) {
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || ptr != s.data() + s.size() || s[0] == '+') return std::nullopt;
   return v;
+}
+
+namespace {
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+}  // namespace
+
+std::optional<std::string_view> Words::Next() {
+  while (at_ < text_.size() && IsSpace(text_[at_])) ++at_;
+  if (at_ == text_.size()) return std::nullopt;
+  const size_t start = at_;
+  while (at_ < text_.size() && !IsSpace(text_[at_])) ++at_;
+  return text_.substr(start, at_ - start);
+}
+
+std::string_view Words::RestOfLine() {
+  if (at_ < text_.size() && text_[at_] == ' ') ++at_;
+  const size_t end = std::min(text_.find('\n', at_), text_.size());
+  const std::string_view rest = text_.substr(at_, end - at_);
+  at_ = end < text_.size() ? end + 1 : end;
+  return rest;
 }
 
 std::string FormatIdList(const std::vector<int>& ids) {
@@ -155,47 +180,95 @@ std::string Excerpt(std::string_view text, size_t max_bytes) {
 
 namespace {
 
-// Opens `path` for reading: NotFound when it cannot be read, InvalidArgument
-// for a directory or a file over kMaxTextFileBytes.
-StatusOr<std::ifstream> OpenTextFile(const std::string& path, const std::string& what) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
+// A file descriptor opened for reading, closed when it goes.
+class ReadOnlyFile {
+ public:
+  explicit ReadOnlyFile(const std::string& path) : fd_(open(path.c_str(), O_RDONLY | O_CLOEXEC)) {}
+  ~ReadOnlyFile() {
+    if (fd_ >= 0) close(fd_);
+  }
+  ReadOnlyFile(const ReadOnlyFile&) = delete;
+  ReadOnlyFile& operator=(const ReadOnlyFile&) = delete;
+
+  bool is_open() const { return fd_ >= 0; }
+
+  // The size of a regular file; 0 for anything else (a pipe, /proc).
+  uint64_t RegularFileSize() const {
+    struct stat about {};
+    return fstat(fd_, &about) == 0 && S_ISREG(about.st_mode) ? static_cast<uint64_t>(about.st_size) : 0;
+  }
+
+  // Up to `size` bytes into `buffer`, retried when a signal interrupts:
+  // 0 at the end of the file, -1 on an error.
+  ssize_t Read(char* buffer, size_t size) {
+    ssize_t got;
+    do {
+      got = read(fd_, buffer, size);
+    } while (got < 0 && errno == EINTR);
+    return got;
+  }
+
+  // Everything from here to the end; false when a read failed.
+  bool ReadRest(std::string& out) {
+    char block[1 << 16];
+    for (;;) {
+      const ssize_t got = Read(block, sizeof block);
+      if (got < 0) return false;
+      if (got == 0) return true;
+      out.append(block, static_cast<size_t>(got));
+    }
+  }
+
+ private:
+  int fd_;
+};
+
+// Checks that `path` names a readable file gpulaunch may read whole (without
+// std::filesystem, which would bring the stream library into the shim):
+// NotFound when it cannot be opened, InvalidArgument for a directory or a
+// file over kMaxTextFileBytes. `file` is left open on it.
+Status CheckTextFile(const std::string& path, const std::string& what, const ReadOnlyFile& file) {
+  struct stat about {};
+  if (stat(path.c_str(), &about) == 0 && S_ISDIR(about.st_mode)) {
     return InvalidArgument(what + " '" + path + "' is a directory; give the file in it");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("cannot read " + what + " '" + path + "': check the path and its permissions");
-  const auto size = std::filesystem::file_size(path, ec);
-  if (!ec && size > kMaxTextFileBytes) {
+  if (!file.is_open()) return NotFound("cannot read " + what + " '" + path + "': check the path and its permissions");
+  const uint64_t size = file.RegularFileSize();
+  if (size > kMaxTextFileBytes) {
     return InvalidArgument(what + " '" + path + "' is " + std::to_string(size) + " bytes, over the " +
                            std::to_string(kMaxTextFileBytes) + " gpulaunch reads: is it the right file?");
   }
-  return in;
+  return Status::Ok();
 }
 
 }  // namespace
 
 StatusOr<std::string> ReadTextFile(const std::string& path, const std::string& what) {
-  GL_ASSIGN_OR_RETURN(std::ifstream in, OpenTextFile(path, what));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
+  ReadOnlyFile file(path);
+  GL_RETURN_IF_ERROR(CheckTextFile(path, what, file));
+  std::string text;
+  if (!file.ReadRest(text)) return NotFound("cannot read " + what + " '" + path + "': " + std::strerror(errno));
+  return text;
 }
 
 std::string ReadFileOrEmpty(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  ReadOnlyFile file(path);
+  std::string text;
+  if (!file.is_open() || !file.ReadRest(text)) return "";
+  return text;
 }
 
 StatusOr<std::vector<std::string>> ReadTextLines(const std::string& path, const std::string& what,
                                                  size_t max_line_bytes) {
-  GL_ASSIGN_OR_RETURN(std::ifstream in, OpenTextFile(path, what));
+  ReadOnlyFile file(path);
+  GL_RETURN_IF_ERROR(CheckTextFile(path, what, file));
   std::vector<std::string> lines(1);
   std::vector<char> block(1 << 20);
-  while (in) {
-    in.read(block.data(), static_cast<std::streamsize>(block.size()));
-    const size_t got = static_cast<size_t>(in.gcount());
+  for (;;) {
+    const ssize_t read = file.Read(block.data(), block.size());
+    if (read < 0) return NotFound("cannot read " + what + " '" + path + "': " + std::strerror(errno));
+    if (read == 0) break;
+    const size_t got = static_cast<size_t>(read);
     for (size_t i = 0; i < got; ++i) {
       if (block[i] == '\n') {
         if (!lines.back().empty() && lines.back().back() == '\r') lines.back().pop_back();

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,39 @@ bool StartsWith(std::string_view s, std::string_view prefix);
 
 // Whole-string decimal parse; nullopt on any junk, sign or overflow.
 std::optional<int64_t> ParseInt(std::string_view s);
+
+// The words of a text one after another, as `>>` on a string stream reads
+// them (separated by spaces, tabs and line ends), without the C++ stream
+// library: the per-rank shim links no streams, whose locale set-up alone
+// costs every process that links them about 20 page faults and a third of
+// the shim's start (docs/benchmarks.md).
+class Words {
+ public:
+  explicit Words(std::string_view text) : text_(text) {}
+
+  // The next word; nullopt at the end of the text.
+  std::optional<std::string_view> Next();
+
+  // The next word as a whole decimal integer that fits T (ParseInt); nullopt
+  // when there is none or it is not one (the word is consumed either way).
+  template <typename T>
+  std::optional<T> NextInt() {
+    const std::optional<std::string_view> word = Next();
+    if (!word) return std::nullopt;
+    const std::optional<int64_t> v = ParseInt(*word);
+    if (!v || *v < static_cast<int64_t>(std::numeric_limits<T>::min())) return std::nullopt;
+    if (*v > 0 && static_cast<uint64_t>(*v) > static_cast<uint64_t>(std::numeric_limits<T>::max())) return std::nullopt;
+    return static_cast<T>(*v);
+  }
+
+  // The rest of the current line after the last word read, less one
+  // separating space (free text at the end of a line); moves to the next line.
+  std::string_view RestOfLine();
+
+ private:
+  std::string_view text_;
+  size_t at_ = 0;
+};
 
 // A word quoted for a POSIX shell, unchanged when it needs no quoting.
 std::string ShellQuote(const std::string& word);

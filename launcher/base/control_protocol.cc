@@ -4,7 +4,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
-#include <sstream>
+#include "common/strings.h"
 
 namespace gpulaunch {
 namespace {
@@ -16,14 +16,6 @@ std::string SafeText(const std::string& s) {
   for (char& c : out)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
   return out;
-}
-
-// The rest of the stream after one separating space (free text).
-std::string Rest(std::istringstream& in) {
-  std::string rest;
-  std::getline(in, rest);
-  if (!rest.empty() && rest[0] == ' ') rest.erase(0, 1);
-  return rest;
 }
 
 bool IsStep(const std::string& s) {
@@ -43,26 +35,36 @@ void DetectVanishedPeer(int fd) {
 }
 
 std::optional<ControlMessage> ParseControlLine(const std::string& line) {
-  std::istringstream in(line);
-  std::string word;
+  Words in(line);
   ControlMessage m;
-  if (!(in >> word >> m.rank) || m.rank < 0) return std::nullopt;
+  const std::optional<std::string_view> word = in.Next();
+  const std::optional<int> rank = in.NextInt<int>();
+  if (!word || !rank || *rank < 0) return std::nullopt;
+  m.rank = *rank;
   if (word == "checkin") {
-    std::string step;
-    if (!(in >> m.pid >> m.world >> m.host >> m.plan_hash >> step) || m.pid <= 0 || m.world <= 0) return std::nullopt;
+    const std::optional<int> pid = in.NextInt<int>();
+    const std::optional<int> world = in.NextInt<int>();
+    const std::optional<std::string_view> host = in.Next(), plan_hash = in.Next(), step = in.Next();
+    if (!pid || !world || !step || *pid <= 0 || *world <= 0) return std::nullopt;
     m.kind = ControlMessage::Kind::kCheckin;
-    if (IsStep(step)) m.slurm_step = step;
+    m.pid = *pid;
+    m.world = *world;
+    m.host = *host;
+    m.plan_hash = *plan_hash;
+    if (IsStep(std::string(*step))) m.slurm_step = *step;
     return m;
   }
   if (word == "refuse") {
-    if (!(in >> m.host)) return std::nullopt;
+    const std::optional<std::string_view> host = in.Next();
+    if (!host) return std::nullopt;
     m.kind = ControlMessage::Kind::kRefuse;
-    m.text = Rest(in);
+    m.host = *host;
+    m.text = in.RestOfLine();
     return m;
   }
   if (word == "slot") {
     m.kind = ControlMessage::Kind::kSlot;
-    in >> m.text;  // the host's fingerprint, when this rank reports it
+    m.text = in.Next().value_or("");  // the host's fingerprint, when this rank reports it
     return m;
   }
   if (word == "beat") {
@@ -71,30 +73,32 @@ std::optional<ControlMessage> ParseControlLine(const std::string& line) {
   }
   if (word == "tail") {
     m.kind = ControlMessage::Kind::kTail;
-    m.text = Rest(in);
+    m.text = in.RestOfLine();
     return m;
   }
   if (word == "exit") {
-    std::string how;
-    if (!(in >> how >> m.value) || (how != "code" && how != "signal")) return std::nullopt;
+    const std::optional<std::string_view> how = in.Next();
+    const std::optional<int> value = in.NextInt<int>();
+    if (!how || !value || (how != "code" && how != "signal")) return std::nullopt;
     m.kind = ControlMessage::Kind::kExit;
+    m.value = *value;
     m.signaled = how == "signal";
-    std::string stopped;
-    if (in >> stopped && stopped != "stopped") return std::nullopt;
-    m.told_to_stop = stopped == "stopped";
+    const std::optional<std::string_view> stopped = in.Next();
+    if (stopped && stopped != "stopped") return std::nullopt;
+    m.told_to_stop = stopped.has_value();
     return m;
   }
   if (word == "metric") {
     m.kind = ControlMessage::Kind::kMetric;
-    m.text = Rest(in);
+    m.text = in.RestOfLine();
     if (m.text.empty() || m.text.size() > kMaxMetricBytes) return std::nullopt;
     return m;
   }
   if (word == "stacks") {
-    long long bytes = -1;
-    if (!(in >> bytes) || bytes < 0 || bytes > (1 << 20)) return std::nullopt;
+    const std::optional<int64_t> bytes = in.NextInt<int64_t>();
+    if (!bytes || *bytes < 0 || *bytes > (1 << 20)) return std::nullopt;
     m.kind = ControlMessage::Kind::kStacks;
-    m.payload_bytes = static_cast<size_t>(bytes);
+    m.payload_bytes = static_cast<size_t>(*bytes);
     return m;
   }
   return std::nullopt;

@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "common/strings.h"
 
 namespace gpulaunch {
 
@@ -14,24 +14,25 @@ EngineActivity::EngineActivity(pid_t pid) : pid_(pid) {}
 
 std::optional<EngineActivity::Counters> EngineActivity::Read() const {
   const std::string proc = "/proc/" + std::to_string(pid_);
-  std::ifstream stat_file(proc + "/stat");
-  std::string stat;
-  if (!std::getline(stat_file, stat)) return std::nullopt;
+  const std::string stat = ReadFileOrEmpty(proc + "/stat");
+  if (stat.empty()) return std::nullopt;
   // Fields after the command name, which is in parentheses and may hold
   // spaces: state is field 3, utime and stime fields 14 and 15.
   const auto close_paren = stat.rfind(')');
   if (close_paren == std::string::npos) return std::nullopt;
-  std::istringstream fields(stat.substr(close_paren + 1));
-  std::string field;
+  Words fields(std::string_view(stat).substr(close_paren + 1));
   Counters c;
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i == 14 || i == 15) c.cpu_ticks += std::strtoull(field.c_str(), nullptr, 10);
+  int i = 3;
+  for (std::optional<std::string_view> field = fields.Next(); field && i <= 15; field = fields.Next(), ++i) {
+    if (i == 14 || i == 15) c.cpu_ticks += static_cast<uint64_t>(ParseInt(*field).value_or(0));
   }
-  std::ifstream io_file(proc + "/io");
-  std::string key;
-  uint64_t value = 0;
-  while (io_file >> key >> value)
-    if (key == "rchar:" || key == "wchar:") c.io_bytes += value;
+  const std::string io = ReadFileOrEmpty(proc + "/io");
+  Words io_fields(io);
+  for (std::optional<std::string_view> key = io_fields.Next(); key; key = io_fields.Next()) {
+    const std::optional<int64_t> value = io_fields.NextInt<int64_t>();
+    if (!value) break;
+    if (key == "rchar:" || key == "wchar:") c.io_bytes += static_cast<uint64_t>(*value);
+  }
   return c;
 }
 

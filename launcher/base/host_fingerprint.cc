@@ -3,7 +3,7 @@
 #include <dirent.h>
 
 #include <algorithm>
-#include <sstream>
+#include <string>
 #include <vector>
 
 #include "common/sha256.h"
@@ -33,24 +33,29 @@ std::vector<std::string> SortedDirectoryNames(const std::string& dir) {
 }
 
 std::string HostFingerprint(const std::string& root) {
-  std::ostringstream f;
-  f << "gpulaunch " << GPULAUNCH_VERSION << "\nboot " << ReadFileOrEmpty(root + "/proc/sys/kernel/random/boot_id")
-    << "cpus " << ReadFileOrEmpty(root + "/sys/devices/system/cpu/online") << "nodes "
-    << ReadFileOrEmpty(root + "/sys/devices/system/node/online");
+  std::string f = std::string("gpulaunch ") + GPULAUNCH_VERSION + "\nboot " +
+                  ReadFileOrEmpty(root + "/proc/sys/kernel/random/boot_id") + "cpus " +
+                  ReadFileOrEmpty(root + "/sys/devices/system/cpu/online") + "nodes " +
+                  ReadFileOrEmpty(root + "/sys/devices/system/node/online");
   // What the cgroup allows, not its name: hwloc discovers only those CPUs.
   const std::string cgroup = root + "/sys/fs/cgroup" + CgroupPath(root);
-  f << "cgroup cpus " << ReadFileOrEmpty(cgroup + "/cpuset.cpus.effective") << "cgroup mems "
-    << ReadFileOrEmpty(cgroup + "/cpuset.mems.effective") << "pci";
-  for (const std::string& d : SortedDirectoryNames(root + "/sys/bus/pci/devices")) f << " " << d;
-  f << "\nnet";
-  for (const std::string& n : SortedDirectoryNames(root + "/sys/class/net"))
-    f << " " << n << "=" << Trim(ReadFileOrEmpty(root + "/sys/class/net/" + n + "/operstate"));
-  f << "\nib";
+  f += "cgroup cpus " + ReadFileOrEmpty(cgroup + "/cpuset.cpus.effective") + "cgroup mems " +
+       ReadFileOrEmpty(cgroup + "/cpuset.mems.effective") + "pci";
+  for (const std::string& d : SortedDirectoryNames(root + "/sys/bus/pci/devices")) f += " " + d;
+  f += "\nnet";
+  for (const std::string& n : SortedDirectoryNames(root + "/sys/class/net")) {
+    f += " " + n + "=";
+    f += Trim(ReadFileOrEmpty(root + "/sys/class/net/" + n + "/operstate"));
+  }
+  f += "\nib";
   const std::string ib = root + "/sys/class/infiniband";
-  for (const std::string& dev : SortedDirectoryNames(ib))
-    for (const std::string& port : SortedDirectoryNames(ib + "/" + dev + "/ports"))
-      f << " " << dev << "/" << port << "=" << Trim(ReadFileOrEmpty(ib + "/" + dev + "/ports/" + port + "/state"));
-  return Sha256Hex(f.str()).substr(0, 32);
+  for (const std::string& dev : SortedDirectoryNames(ib)) {
+    for (const std::string& port : SortedDirectoryNames(ib + "/" + dev + "/ports")) {
+      f += " " + dev + "/" + port + "=";
+      f += Trim(ReadFileOrEmpty(ib + "/" + dev + "/ports/" + port + "/state"));
+    }
+  }
+  return Sha256Hex(f).substr(0, 32);
 }
 
 }  // namespace gpulaunch

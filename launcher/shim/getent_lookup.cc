@@ -1,21 +1,17 @@
 #include "launcher/shim/getent_lookup.h"
 
 #include <algorithm>
-#include <sstream>
 
+#include "common/strings.h"
 #include "launcher/base/process.h"
 
 namespace gpulaunch {
 
 std::vector<std::string> ParseGetentHosts(const std::string& output) {
   std::vector<std::string> out;
-  std::istringstream lines(output);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream fields(line);
-    std::string address;
-    if (!(fields >> address)) continue;
-    if (std::find(out.begin(), out.end(), address) == out.end()) out.push_back(address);
+  for (const std::string& line : Split(output, '\n')) {
+    const std::optional<std::string_view> address = Words(line).Next();
+    if (address && std::find(out.begin(), out.end(), *address) == out.end()) out.emplace_back(*address);
   }
   return out;
 }

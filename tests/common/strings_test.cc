@@ -94,6 +94,43 @@ TEST(ParseInt, RejectsJunk) {
   for (const char* bad : {"", "+1", "1x", " 1", "99999999999999999999"}) EXPECT_FALSE(ParseInt(bad)) << bad;
 }
 
+// Words reads what `>>` on a string stream would: words between any white
+// space, integers only when the whole word is one that fits.
+TEST(Words, ReadsWordsIntegersAndTheRestOfALine) {
+  Words w(" checkin\t12  -3 host  free text here \nnext 99999999999 x1");
+  EXPECT_EQ(w.Next(), "checkin");
+  EXPECT_EQ(w.NextInt<int>(), 12);
+  EXPECT_EQ(w.NextInt<int>(), -3);
+  EXPECT_EQ(w.Next(), "host");
+  EXPECT_EQ(w.RestOfLine(), " free text here ");  // one separating space dropped, the rest kept
+  EXPECT_EQ(w.Next(), "next");
+  EXPECT_EQ(w.NextInt<int>(), std::nullopt) << "over int's range";
+  EXPECT_EQ(w.NextInt<int>(), std::nullopt) << "not a number";
+  EXPECT_EQ(w.Next(), std::nullopt);
+  EXPECT_EQ(w.RestOfLine(), "");
+  EXPECT_EQ(Words("7").NextInt<uint8_t>(), 7);
+  EXPECT_EQ(Words("-1").NextInt<uint64_t>(), std::nullopt);
+  EXPECT_EQ(Words("300").NextInt<uint8_t>(), std::nullopt);
+  EXPECT_EQ(Words("\n\r\v\f ").Next(), std::nullopt);
+}
+
+// Files are read whole whatever their reported size: /proc files say 0.
+TEST(ReadTextFile, ReadsFilesWholeIncludingProcFiles) {
+  const std::string path = (std::filesystem::temp_directory_path() / ("gl-read-" + std::to_string(getpid()))).string();
+  const std::string big(200000, 'z');  // several reads
+  std::ofstream(path) << big << "\nend";
+  auto text = ReadTextFile(path, "hostfile");
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  EXPECT_EQ(*text, big + "\nend");
+  EXPECT_EQ(ReadFileOrEmpty(path), big + "\nend");
+  std::remove(path.c_str());
+  EXPECT_EQ(ReadTextFile(path, "hostfile").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(ReadFileOrEmpty(path), "");
+  auto status = ReadTextFile("/proc/self/status", "status");
+  ASSERT_TRUE(status.ok());
+  EXPECT_NE(status->find("Pid:\t" + std::to_string(getpid()) + "\n"), std::string::npos) << *status;
+}
+
 TEST(SplitOutsideBrackets, KeepsBracketCommas) {
   EXPECT_EQ(SplitOutsideBrackets("a[1,2]:2,b", ','), (std::vector<std::string>{"a[1,2]:2", "b"}));
 }
