@@ -1,13 +1,13 @@
 #include "common/strings.h"
 
-#include <algorithm>
-#include <charconv>
-#include <cstdio>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 

@@ -3,7 +3,6 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "common/strings.h"
