@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -43,29 +44,51 @@ std::vector<char*> CStrings(const std::vector<std::string>& v) {
   return out;
 }
 
-// fork + exec; the child gets default signal handling and the given fds.
-// With `die_with_us` it gets SIGTERM when this thread ends (PR_SET_PDEATHSIG).
+// The handlers gpulaunch may install; a spawned program starts with defaults.
+constexpr int kResetInChild[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD, SIGPIPE};
+
+// vfork + exec; the child gets default signal handling, no blocked signal and
+// the given fds. With `die_with_us` it gets SIGTERM when this thread ends
+// (PR_SET_PDEATHSIG).
+//
+// vfork, not fork: gpulaunch's address space is neither copied nor left
+// copy-on-write, which a fork of it costs at every launch (page tables of
+// every library it maps, then a fault per page it writes afterwards). The
+// child shares this process's memory until it execs, so it makes system
+// calls only: everything is prepared before, and a failed exec is reported
+// here, after the child is gone. Every signal is blocked across vfork, so no
+// handler of this process runs in the child before it resets them.
 pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, int out_fd, int err_fd,
             bool die_with_us = false) {
   auto args = CStrings(argv);
   auto envp = CStrings(env);
   const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid != 0) return pid;
-  if (die_with_us) {
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(128 + SIGTERM);  // gone before prctl took effect
+  sigset_t all, callers_mask;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &callers_mask);
+  volatile int exec_errno = 0;  // written by the child, read once it is gone
+  const pid_t pid = vfork();
+  if (pid == 0) {
+    if (die_with_us) {
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != parent) _exit(128 + SIGTERM);  // gone before prctl took effect
+    }
+    for (int sig : kResetInChild) signal(sig, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (out_fd >= 0) dup2(out_fd, STDOUT_FILENO);
+    if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
+    execvpe(args[0], args.data(), envp.data());
+    exec_errno = errno;
+    _exit(errno == ENOENT ? 127 : 126);
   }
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD, SIGPIPE}) signal(sig, SIG_DFL);
-  if (out_fd >= 0) dup2(out_fd, STDOUT_FILENO);
-  if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
-  execvpe(argv[0].c_str(), args.data(), envp.data());
-  const char* why = strerror(errno);
-  dprintf(STDERR_FILENO, "gpulaunch: cannot execute '%s': %s\n", argv[0].c_str(), why);
-  _exit(errno == ENOENT ? 127 : 126);
+  pthread_sigmask(SIG_SETMASK, &callers_mask, nullptr);
+  if (pid > 0 && exec_errno != 0) {  // where the program's own stderr would have said it
+    dprintf(err_fd >= 0 ? err_fd : STDERR_FILENO, "gpulaunch: cannot execute '%s': %s\n", argv[0].c_str(),
+            std::strerror(exec_errno));
+  }
+  return pid;
 }
 
 void WriteAll(int fd, const std::string& s) {

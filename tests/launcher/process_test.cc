@@ -1,11 +1,13 @@
 #include "launcher/base/process.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -80,6 +82,45 @@ TEST(RunCaptured, CapturesOutputAndStatus) {
   EXPECT_EQ(WEXITSTATUS(r.wait_status), 4);
   EXPECT_FALSE(r.Succeeded());
   EXPECT_TRUE(RunCaptured({"true"}, EnvironmentWith({}), 10000).Succeeded());
+}
+
+// What a shell says of a program it cannot run, and its exit codes: 127 not
+// found, 126 found but not executable. The child reports nothing itself (it
+// shares the launcher's memory until exec); the launcher says it on the
+// child's stderr.
+TEST(RunCaptured, AProgramThatCannotRunSaysWhyOnItsStderrAsAShellWould) {
+  auto missing = RunCaptured({"/no/such/program"}, EnvironmentWith({}), 10000);
+  ASSERT_TRUE(WIFEXITED(missing.wait_status));
+  EXPECT_EQ(WEXITSTATUS(missing.wait_status), 127);
+  EXPECT_NE(missing.err.find("cannot execute '/no/such/program': No such file or directory"), std::string::npos)
+      << missing.err;
+  const std::string not_executable = ::testing::TempDir() + "/gpulaunch-not-executable." + std::to_string(getpid());
+  std::ofstream(not_executable) << "#!/bin/sh\n";
+  auto denied = RunCaptured({not_executable}, EnvironmentWith({}), 10000);
+  std::remove(not_executable.c_str());
+  ASSERT_TRUE(WIFEXITED(denied.wait_status));
+  EXPECT_EQ(WEXITSTATUS(denied.wait_status), 126);
+  EXPECT_NE(denied.err.find("cannot execute '" + not_executable + "': Permission denied"), std::string::npos)
+      << denied.err;
+}
+
+// The launcher blocks every signal while it starts a program and may have
+// handled or ignored some; the program starts as from a shell: nothing
+// blocked, and none of those ignored.
+TEST(RunCaptured, AProgramStartsWithNoSignalBlockedOrIgnored) {
+  sigset_t usr1, before;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &usr1, &before);
+  struct sigaction ignore {}, old_pipe {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, &old_pipe);
+  auto r = RunCaptured({"cat", "/proc/self/status"}, EnvironmentWith({}), 10000);
+  sigaction(SIGPIPE, &old_pipe, nullptr);
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  ASSERT_TRUE(r.Succeeded()) << r.err;
+  EXPECT_NE(r.out.find("SigBlk:\t0000000000000000\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("SigIgn:\t0000000000000000\n"), std::string::npos) << r.out;
 }
 
 TEST(RunCaptured, TimesOut) {
