@@ -10,8 +10,17 @@
 namespace gpulaunch {
 namespace {
 
-const std::regex kName("^[A-Za-z][A-Za-z0-9_-]{0,31}$");
-const std::regex kTime("^(now|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2})?)$");
+// Compiled on first use, not at every start of every program that links
+// this file (gpulaunch itself, whose launches never read a policy).
+const std::regex& NamePattern() {
+  static const std::regex name("^[A-Za-z][A-Za-z0-9_-]{0,31}$");
+  return name;
+}
+
+const std::regex& TimePattern() {
+  static const std::regex time("^(now|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2})?)$");
+  return time;
+}
 
 StatusOr<int> Count(const Json& j, const std::string& key, const std::string& where, int fallback, int lo, int hi) {
   const Json* v = j.Find(key);
@@ -75,7 +84,7 @@ Status ReadTeamUsers(const Json& t, const std::string& origin, const std::string
   if (!users) return Status::Ok();
   if (!users->is(Json::Type::kArray)) return InvalidArgument(where + ": \"users\" must be an array of names");
   for (const Json& u : users->items()) {
-    if (!u.is(Json::Type::kString) || !std::regex_match(u.AsString(), kName)) {
+    if (!u.is(Json::Type::kString) || !std::regex_match(u.AsString(), NamePattern())) {
       return InvalidArgument(where + ": user names must be like \"alice\"");
     }
     const auto [it, fresh] = team_of_user.emplace(u.AsString(), team.name);
@@ -96,7 +105,7 @@ StatusOr<PolicyTeam> ReadTeam(const Json& t, const std::string& origin) {
   GL_RETURN_IF_ERROR(
       OnlyKnownKeys(t, {"name", "guarantee", "nominal", "borrow_limit", "lend_limit", "users"}, origin, "a team"));
   PolicyTeam team;
-  GL_ASSIGN_OR_RETURN(team.name, Text(t, "name", where, kName, "\"ml\" (a letter, then letters, digits, _ or -)"));
+  GL_ASSIGN_OR_RETURN(team.name, Text(t, "name", where, NamePattern(), "\"ml\" (a letter, then letters, digits, _ or -)"));
   GL_ASSIGN_OR_RETURN(team.nominal, Count(t, "nominal", where, -1, 0, 10000000));
   if (team.nominal < 0) return InvalidArgument(where + ": team " + team.name + " needs \"nominal\" (GPUs)");
   GL_ASSIGN_OR_RETURN(team.guarantee, Count(t, "guarantee", where, 0, 0, 10000000));
@@ -115,10 +124,10 @@ StatusOr<PolicyReservation> ReadReservation(const Json& r, const std::string& or
   GL_RETURN_IF_ERROR(OnlyKnownKeys(r, {"name", "team", "start", "nodes", "minutes"}, origin, "a reservation"));
   PolicyReservation res;
   res.where = where;
-  GL_ASSIGN_OR_RETURN(res.name, Text(r, "name", where, kName, "\"demo\""));
-  GL_ASSIGN_OR_RETURN(res.team, Text(r, "team", where, kName, "\"ml\""));
+  GL_ASSIGN_OR_RETURN(res.name, Text(r, "name", where, NamePattern(), "\"demo\""));
+  GL_ASSIGN_OR_RETURN(res.team, Text(r, "team", where, NamePattern(), "\"ml\""));
   if (!teams.count(res.team)) return InvalidArgument(where + ": reservation " + res.name + " names unknown team " + res.team);
-  GL_ASSIGN_OR_RETURN(res.start, Text(r, "start", where, kTime, "\"2026-12-01T10:00:00\" or \"now\""));
+  GL_ASSIGN_OR_RETURN(res.start, Text(r, "start", where, TimePattern(), "\"2026-12-01T10:00:00\" or \"now\""));
   if (!RealTime(res.start)) return InvalidArgument(where + ": \"start\" " + res.start + " is not a date and time");
   GL_ASSIGN_OR_RETURN(res.nodes, Count(r, "nodes", where, 1, 1, 100000));
   GL_ASSIGN_OR_RETURN(res.minutes, Count(r, "minutes", where, 60, 1, 525600));
