@@ -18,7 +18,7 @@ std::string SafeText(const std::string& s) {
   return out;
 }
 
-bool IsStep(const std::string& s) {
+bool IsStep(std::string_view s) {
   return !s.empty() && s.find_first_not_of("0123456789.") == std::string::npos && s.find('.') != std::string::npos;
 }
 
@@ -45,13 +45,13 @@ std::optional<ControlMessage> ParseControlLine(const std::string& line) {
     const std::optional<int> pid = in.NextInt<int>();
     const std::optional<int> world = in.NextInt<int>();
     const std::optional<std::string_view> host = in.Next(), plan_hash = in.Next(), step = in.Next();
-    if (!pid || !world || !step || *pid <= 0 || *world <= 0) return std::nullopt;
+    if (!pid || !world || !host || !plan_hash || !step || *pid <= 0 || *world <= 0) return std::nullopt;
     m.kind = ControlMessage::Kind::kCheckin;
     m.pid = *pid;
     m.world = *world;
     m.host = *host;
     m.plan_hash = *plan_hash;
-    if (IsStep(std::string(*step))) m.slurm_step = *step;
+    if (IsStep(*step)) m.slurm_step = *step;
     return m;
   }
   if (word == "refuse") {
