@@ -1,8 +1,5 @@
 #include "launcher/discovery/nccl_topology.h"
 
-#include <libxml/parser.h>
-#include <libxml/tree.h>
-
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -12,6 +9,7 @@
 #include <tuple>
 
 #include "common/strings.h"
+#include "launcher/discovery/libxml2_library.h"
 #include "launcher/discovery/nccl_format.h"
 
 namespace gpulaunch {
@@ -25,20 +23,20 @@ std::string Name(xmlNodePtr n) { return reinterpret_cast<const char*>(n->name); 
 
 bool IsElement(xmlNodePtr n) { return n->type == XML_ELEMENT_NODE; }
 
-std::string Attr(xmlNodePtr n, const char* name) {
-  xmlChar* v = xmlGetProp(n, reinterpret_cast<const xmlChar*>(name));
-  if (!v) return "";
-  std::string out = reinterpret_cast<const char*>(v);
-  xmlFree(v);
-  return out;
-}
-
 class Loader {
  public:
-  explicit Loader(const std::string& origin) : origin_(origin) {}
+  Loader(const Libxml2& xml, const std::string& origin) : xml_(xml), origin_(origin) {}
 
   Status Error(xmlNodePtr at, const std::string& what) const {
-    return InvalidArgument(origin_ + ":" + std::to_string(xmlGetLineNo(at)) + ": " + what);
+    return InvalidArgument(origin_ + ":" + std::to_string(xml_.GetLineNo(at)) + ": " + what);
+  }
+
+  std::string Attr(xmlNodePtr n, const char* name) const {
+    xmlChar* v = xml_.GetProp(n, reinterpret_cast<const xmlChar*>(name));
+    if (!v) return "";
+    std::string out = reinterpret_cast<const char*>(v);
+    xml_.Free(v);
+    return out;
   }
 
   StatusOr<HostTopology> Load(xmlNodePtr root) {
@@ -239,6 +237,7 @@ class Loader {
     return true;
   }
 
+  const Libxml2& xml_;
   std::string origin_;
   HostTopology t_;
   std::set<int> numas_, pus_seen_;
@@ -285,23 +284,26 @@ void KeepFirstXmlError(void* sink, xmlErrorPtr e) {
 }  // namespace
 
 StatusOr<HostTopology> LoadNcclTopologyText(const std::string& xml, const std::string& origin) {
-  std::unique_ptr<xmlParserCtxt, decltype(&xmlFreeParserCtxt)> ctxt(xmlNewParserCtxt(), xmlFreeParserCtxt);
+  std::string why;
+  const Libxml2* lib = LoadLibxml2(&why);
+  if (!lib) return FailedPrecondition(origin + ": " + why);
+  std::unique_ptr<xmlParserCtxt, decltype(lib->FreeParserCtxt)> ctxt(lib->NewParserCtxt(), lib->FreeParserCtxt);
   if (!ctxt) return Internal("libxml2 could not make a parser");
   FirstXmlError first;
-  xmlSetStructuredErrorFunc(&first, KeepFirstXmlError);  // gpulaunch parses on one thread
+  lib->SetStructuredErrorFunc(&first, KeepFirstXmlError);  // gpulaunch parses on one thread
   const int options = XML_PARSE_NONET | XML_PARSE_NOWARNING | XML_PARSE_BIG_LINES;
-  std::unique_ptr<xmlDoc, decltype(&xmlFreeDoc)> doc(
-      xmlCtxtReadMemory(ctxt.get(), xml.data(), static_cast<int>(xml.size()), origin.c_str(), nullptr, options),
-      xmlFreeDoc);
-  xmlSetStructuredErrorFunc(nullptr, nullptr);
+  std::unique_ptr<xmlDoc, decltype(lib->FreeDoc)> doc(
+      lib->CtxtReadMemory(ctxt.get(), xml.data(), static_cast<int>(xml.size()), origin.c_str(), nullptr, options),
+      lib->FreeDoc);
+  lib->SetStructuredErrorFunc(nullptr, nullptr);
   if (!doc || !first.message.empty()) {
     return InvalidArgument(origin + ":" + std::to_string(std::max(first.line, 1)) + ": " +
                            (first.message.empty() ? "not well-formed XML" : first.message) +
                            "; NCCL writes such files with NCCL_TOPO_DUMP_FILE");
   }
-  xmlNodePtr root = xmlDocGetRootElement(doc.get());
+  xmlNodePtr root = lib->DocGetRootElement(doc.get());
   if (!root) return InvalidArgument(origin + ":1: no root element");
-  return Loader(origin).Load(root);
+  return Loader(*lib, origin).Load(root);
 }
 
 }  // namespace gpulaunch
