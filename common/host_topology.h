@@ -15,16 +15,22 @@ struct Core {
   std::vector<int> pus;    // OS indices of its hardware threads
   int numa_node = -1;      // OS index of the NUMA node holding it
   int package = -1;        // OS index of its package (socket), -1 when unknown
+
+  bool operator==(const Core&) const = default;
 };
 
 struct Package {
   int os_index = 0;
   std::vector<int> pus;
+
+  bool operator==(const Package&) const = default;
 };
 
 struct NumaNode {
   int os_index = 0;
   std::vector<int> pus;    // OS PU indices local to it (empty for GPU-memory nodes)
+
+  bool operator==(const NumaNode&) const = default;
 };
 
 // Where a PCI device sits: the chain of bridge ids from the host bridge down
@@ -42,6 +48,8 @@ struct Gpu {
   int numa_node = -1;         // nearest NUMA node with CPUs, -1 when unknown
   std::vector<int> local_pus; // PUs of the GPU's locality (its non-I/O ancestor)
   PciPath pci_path;
+
+  bool operator==(const Gpu&) const = default;
 };
 
 struct Nic {
@@ -52,6 +60,8 @@ struct Nic {
   std::vector<int> local_pus; // PUs of the NIC's locality (its non-I/O ancestor), empty when unknown
   PciPath pci_path;
   double gbps = 0;            // link speed in GB/s when known (sysfs on live hosts), else 0
+
+  bool operator==(const Nic&) const = default;
 };
 
 struct HostTopology {
@@ -76,6 +86,8 @@ struct HostTopology {
   double NicGbps() const;
   int NumPus() const;
   std::vector<int> AllPus() const;
+
+  bool operator==(const HostTopology&) const = default;
 };
 
 }  // namespace gpulaunch

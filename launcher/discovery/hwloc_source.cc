@@ -69,30 +69,37 @@ StatusOr<TopologyPtr> Open() {
   return topo;
 }
 
-// The last topology DiscoverLocalHost loaded of this machine as it is (the
-// cache was usable: no other input for hwloc), kept for
-// LocalTopologyXmlForEngine.
-TopologyPtr& ThisMachineAsLoaded() {
-  static TopologyPtr topo;
-  return topo;
+// hwloc's XML of `topo` (with `flags`), or nullopt when hwloc cannot export it.
+std::optional<std::string> ExportXml(hwloc_topology_t topo, unsigned long flags) {
+  char* buf = nullptr;
+  int len = 0;
+  if (hwloc_topology_export_xmlbuffer(topo, &buf, &len, flags) != 0) return std::nullopt;
+  std::string xml(buf, len > 0 ? static_cast<size_t>(len - 1) : 0);
+  hwloc_free_xmlbuffer(topo, buf);
+  return xml;
+}
+
+// The hwloc v1 XML of this machine as the last DiscoverLocalHost found it,
+// for LocalTopologyXmlForEngine; nullopt when that was another input (such
+// as HWLOC_XMLFILE) or the cache is off.
+std::optional<std::string>& EngineXmlOfThisMachine() {
+  static std::optional<std::string> xml;
+  return xml;
 }
 
 struct LocalTopology {
-  TopologyPtr topo;
-  bool this_machine_as_is = false;  // not from another input, such as HWLOC_XMLFILE
+  HostTopology host;                      // as hwloc gives it (Convert)
+  std::optional<std::string> engine_xml;  // this machine as it is: the cache is usable
 };
 
 // This machine's topology: from its cache entry when that is current
-// (topology_cache.h), else discovered live and kept for the next launch.
+// (topology_cache.h), without starting hwloc, else discovered live and kept
+// for the next launch.
 StatusOr<LocalTopology> LoadLocal() {
   const std::optional<std::string> cache = TopologyCachePath();
   if (cache) {
-    if (const std::optional<std::string> xml = ReadCachedTopology(*cache)) {
-      GL_ASSIGN_OR_RETURN(TopologyPtr topo, Open());
-      if (hwloc_topology_set_xmlbuffer(topo.get(), xml->data(), static_cast<int>(xml->size()) + 1) == 0 &&
-          hwloc_topology_load(topo.get()) == 0) {
-        return LocalTopology{std::move(topo), true};
-      }
+    if (std::optional<CachedTopology> entry = ReadCachedTopology(*cache)) {
+      return LocalTopology{std::move(entry->host), std::move(entry->engine_xml)};
     }
   }
   GL_ASSIGN_OR_RETURN(TopologyPtr topo, Open());
@@ -105,15 +112,12 @@ StatusOr<LocalTopology> LoadLocal() {
     hwloc_topology_set_components(topo.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, plugin);
   }
   if (hwloc_topology_load(topo.get()) != 0) return Internal("hwloc could not read this machine's topology");
+  LocalTopology local{Convert(topo.get()), std::nullopt};
   if (cache) {
-    char* buf = nullptr;
-    int len = 0;
-    if (hwloc_topology_export_xmlbuffer(topo.get(), &buf, &len, 0) == 0) {
-      StoreCachedTopology(*cache, std::string(buf, len > 0 ? static_cast<size_t>(len - 1) : 0));
-      hwloc_free_xmlbuffer(topo.get(), buf);
-    }
+    local.engine_xml = ExportXml(topo.get(), HWLOC_TOPOLOGY_EXPORT_XML_FLAG_V1);
+    if (local.engine_xml) StoreCachedTopology(*cache, CachedTopology{local.host, *local.engine_xml});
   }
-  return LocalTopology{std::move(topo), cache.has_value()};
+  return local;
 }
 
 }  // namespace
@@ -125,8 +129,8 @@ void SkipUnusedHwlocPlugins() {
 
 StatusOr<HostTopology> DiscoverLocalHost() {
   GL_ASSIGN_OR_RETURN(LocalTopology local, LoadLocal());
-  HostTopology host = Convert(local.topo.get());
-  ThisMachineAsLoaded() = local.this_machine_as_is ? std::move(local.topo) : nullptr;
+  HostTopology host = std::move(local.host);
+  EngineXmlOfThisMachine() = std::move(local.engine_xml);
   char name[256] = {0};
   if (gethostname(name, sizeof name - 1) == 0) host.hostname = name;
   // Link speeds from sysfs: InfiniBand "rate" ("100 Gb/sec (4X EDR)"), else
@@ -241,28 +245,14 @@ StatusOr<HostTopology> LoadHwlocXmlText(const std::string& xml, const std::strin
   return host;
 }
 
-std::optional<std::string> LocalTopologyXmlForEngine() {
-  const TopologyPtr& topo = ThisMachineAsLoaded();
-  if (!topo) return std::nullopt;
-  char* buf = nullptr;
-  int len = 0;
-  if (hwloc_topology_export_xmlbuffer(topo.get(), &buf, &len, HWLOC_TOPOLOGY_EXPORT_XML_FLAG_V1) != 0) {
-    return std::nullopt;
-  }
-  std::string xml(buf, len > 0 ? static_cast<size_t>(len - 1) : 0);
-  hwloc_free_xmlbuffer(topo.get(), buf);
-  return xml;
-}
+std::optional<std::string> LocalTopologyXmlForEngine() { return EngineXmlOfThisMachine(); }
 
 StatusOr<std::string> ExportLocalHwlocXml() {
   GL_ASSIGN_OR_RETURN(TopologyPtr topo, Open());
   if (hwloc_topology_load(topo.get()) != 0) return Internal("hwloc could not read this machine's topology");
-  char* buf = nullptr;
-  int len = 0;
-  if (hwloc_topology_export_xmlbuffer(topo.get(), &buf, &len, 0) != 0) return Internal("hwloc XML export failed");
-  std::string xml(buf, len > 0 ? len - 1 : 0);
-  hwloc_free_xmlbuffer(topo.get(), buf);
-  return xml;
+  std::optional<std::string> xml = ExportXml(topo.get(), 0);
+  if (!xml) return Internal("hwloc XML export failed");
+  return *xml;
 }
 
 }  // namespace gpulaunch

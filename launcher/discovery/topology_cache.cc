@@ -10,6 +10,7 @@
 #include <sstream>
 #include <vector>
 
+#include "common/cluster_json.h"
 #include "common/env.h"
 #include "common/file_write.h"
 #include "common/sha256.h"
@@ -77,19 +78,50 @@ std::optional<std::string> TopologyCachePath() {
   if (!fingerprint) return std::nullopt;
   const auto dir = TopologyCacheFolder();
   if (!dir) return std::nullopt;
-  return *dir + "/topology-" + Sha256Hex(*fingerprint).substr(0, 32) + ".xml";
+  return *dir + "/topology-" + Sha256Hex(*fingerprint).substr(0, 32) + ".entry";
 }
 
-std::optional<std::string> ReadCachedTopology(const std::string& path) {
+namespace {
+
+// An entry: this line, then the cluster JSON (its length in bytes on the
+// line), then the engine's XML to the end. Lengths, not separators: neither
+// part is read for a marker, and an entry cut short anywhere shows.
+constexpr std::string_view kEntryMagic = "gpulaunch-topology-cache 1 ";
+
+std::string EncodeEntry(const CachedTopology& entry) {
+  ClusterTopology one;
+  one.hosts.push_back(ClusterHost{"this-host", SharedTopology(entry.host)});
+  const std::string json = DumpClusterJson(one);
+  return std::string(kEntryMagic) + std::to_string(json.size()) + "\n" + json + entry.engine_xml;
+}
+
+std::optional<CachedTopology> DecodeEntry(const std::string& bytes, const std::string& origin) {
+  if (bytes.compare(0, kEntryMagic.size(), kEntryMagic) != 0) return std::nullopt;
+  const size_t eol = bytes.find('\n');
+  if (eol == std::string::npos) return std::nullopt;
+  const std::optional<int64_t> json_size =
+      ParseInt(std::string_view(bytes).substr(kEntryMagic.size(), eol - kEntryMagic.size()));
+  if (!json_size || *json_size < 0 || static_cast<size_t>(*json_size) > bytes.size() - eol - 1) return std::nullopt;
+  const size_t json_bytes = static_cast<size_t>(*json_size);
+  CachedTopology entry;
+  entry.engine_xml = bytes.substr(eol + 1 + json_bytes);
+  if (entry.engine_xml.find("</topology>") == std::string::npos) return std::nullopt;  // cut short
+  auto cluster = LoadClusterJson(bytes.substr(eol + 1, json_bytes), origin);
+  if (!cluster.ok() || cluster->hosts.size() != 1) return std::nullopt;
+  entry.host = *cluster->hosts.front().topology;
+  return entry;
+}
+
+}  // namespace
+
+std::optional<CachedTopology> ReadCachedTopology(const std::string& path) {
   struct stat st {};
   if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) return std::nullopt;
-  std::string xml = ReadFileOrEmpty(path);
-  if (xml.find("</topology>") == std::string::npos) return std::nullopt;  // cut short: not a whole export
-  return xml;
+  return DecodeEntry(ReadFileOrEmpty(path), path);
 }
 
-void StoreCachedTopology(const std::string& path, const std::string& xml) {
-  if (!WriteFileAtomically(path, xml).ok()) return;
+void StoreCachedTopology(const std::string& path, const CachedTopology& entry) {
+  if (!WriteFileAtomically(path, EncodeEntry(entry)).ok()) return;
   // Keep the newest few: a new cgroup (a Slurm job, a container) makes a new
   // entry, and old ones would pile up.
   const std::string dir = path.substr(0, path.rfind('/'));
@@ -97,7 +129,7 @@ void StoreCachedTopology(const std::string& path, const std::string& xml) {
   if (DIR* d = opendir(dir.c_str())) {
     while (dirent* e = readdir(d)) {
       const std::string name = e->d_name;
-      if (name.rfind("topology-", 0) != 0 || name.size() < 4 || name.substr(name.size() - 4) != ".xml") continue;
+      if (name.rfind("topology-", 0) != 0) continue;  // entries of older gpulaunch versions (.xml) too
       struct stat st {};
       if (lstat((dir + "/" + name).c_str(), &st) == 0) entries.emplace_back(st.st_mtime, dir + "/" + name);
     }

@@ -16,6 +16,7 @@
 #include "common/cluster_json.h"
 #include "launcher/discovery/hwloc_source.h"
 #include "launcher/discovery/topology_cache.h"
+#include "launcher/discovery/topology_file.h"
 #include "launcher/discovery/ucx_devices.h"
 #include "policies/slot_placement.h"
 
@@ -306,19 +307,24 @@ TEST(LocalHost, DiscoversThisMachine) {
   EXPECT_FALSE(t->hostname.empty());
 }
 
-// Whether a process maps hwloc's OpenGL or OpenCL plugin with a topology
-// open (hwloc loads its plugins at the first hwloc_topology_init and unloads
-// them with the last topology), asked of a fresh process: this test binary
-// run again with kPluginProbe set, which answers before any test runs. A
-// forked copy of this process would inherit what other tests left mapped
-// (the topology DiscoverLocalHost keeps for the engine holds the plugins).
-// Exit code 0: neither is mapped, 1: one is, 64: hwloc failed.
-constexpr const char* kPluginProbe = "GL_TEST_HWLOC_PLUGIN_PROBE";
+// A fresh process that does one thing: this test binary run again with
+// kFreshRun set to the thing, which it does before any test runs. A forked
+// copy of this process would inherit what other tests left loaded (hwloc
+// keeps its plugins while any topology is open).
+//   hwloc-plugins, hwloc-plugins-skipped: opens a topology (hwloc loads its
+//     plugins then), without or with SkipUnusedHwlocPlugins first. Exit code
+//     1 when hwloc's OpenGL or OpenCL plugin is mapped then, else 0.
+//   discover: DiscoverLocalHost (with the cache the environment gives).
+//     Exit code 0, or 1 when it failed or left the engine no topology.
+// 64: hwloc could not open a topology.
+constexpr const char* kFreshRun = "GL_TEST_FRESH_RUN";
 
-[[maybe_unused]] const bool kAnsweredPluginProbe = [] {
-  const char* mode = getenv(kPluginProbe);
-  if (!mode) return false;
-  if (std::string(mode) == "skip") SkipUnusedHwlocPlugins();
+[[maybe_unused]] const bool kAnsweredFreshRun = [] {
+  const char* run = getenv(kFreshRun);
+  if (!run) return false;
+  const std::string mode = run;
+  if (mode == "discover") _exit(DiscoverLocalHost().ok() && LocalTopologyXmlForEngine() ? 0 : 1);
+  if (mode == "hwloc-plugins-skipped") SkipUnusedHwlocPlugins();
   hwloc_topology_t topology = nullptr;
   if (hwloc_topology_init(&topology) != 0) _exit(64);
   std::ifstream maps("/proc/self/maps");
@@ -331,12 +337,14 @@ constexpr const char* kPluginProbe = "GL_TEST_HWLOC_PLUGIN_PROBE";
   _exit(code);
 }();
 
-int PluginsMappedInAFreshProcess(bool skip) {
+// The fresh run's exit code, -1 when it did not exit.
+int FreshRun(const std::string& mode, const std::vector<std::pair<const char*, std::string>>& env = {}) {
   const pid_t pid = fork();
   if (pid == 0) {
     unsetenv("HWLOC_PLUGINS_BLACKLIST");
     unsetenv("HWLOC_COMPONENTS");
-    setenv(kPluginProbe, skip ? "skip" : "control", 1);
+    for (const auto& [name, value] : env) setenv(name, value.c_str(), 1);
+    setenv(kFreshRun, mode.c_str(), 1);
     execl("/proc/self/exe", "discovery_test", static_cast<char*>(nullptr));
     _exit(65);
   }
@@ -345,14 +353,90 @@ int PluginsMappedInAFreshProcess(bool skip) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// The dynamic loader's log (LD_DEBUG=files) of the one fresh run that wrote
+// files named `prefix`.PID.
+std::string LoaderLog(const std::string& prefix) {
+  const std::filesystem::path p(prefix);
+  std::string log;
+  for (const auto& e : std::filesystem::directory_iterator(p.parent_path())) {
+    if (e.path().filename().string().rfind(p.filename().string() + ".", 0) != 0) continue;
+    std::ifstream in(e.path());
+    log.append(std::istreambuf_iterator<char>(in), {});
+  }
+  return log;
+}
+
 TEST(HwlocPlugins, TheOpenGlAndOpenClPluginsAreNotLoaded) {
   // Without the call hwloc maps them, where they are installed: the control.
-  const int without = PluginsMappedInAFreshProcess(false);
+  const int without = FreshRun("hwloc-plugins");
   ASSERT_GE(without, 0);
   ASSERT_LT(without, 2) << "hwloc_topology_init failed, or the test binary could not run again";
   if (without == 0) GTEST_SKIP() << "hwloc mapped neither its OpenGL nor its OpenCL plugin here (not installed, or not "
                                      "loadable in this build)";
-  EXPECT_EQ(PluginsMappedInAFreshProcess(true), 0);
+  EXPECT_EQ(FreshRun("hwloc-plugins-skipped"), 0);
+}
+
+// A launch that finds its host in the cache never starts hwloc (which loads
+// its plugins, libxml2 with ICU among them, at its first topology) nor loads
+// libxml2 itself, and still has the topology for the engine. Told by the
+// dynamic loader's own log of a fresh process.
+TEST(LocalHost, ACacheEntryIsReadWithoutHwlocOrLibxml2) {
+  char folder[] = "/tmp/gl-topology-cache-XXXXXX";
+  ASSERT_NE(mkdtemp(folder), nullptr);
+  const std::string dir = folder;
+  auto run = [&](const std::string& name) {
+    const int code = FreshRun("discover", {{"XDG_RUNTIME_DIR", dir}, {"LD_DEBUG", "files"},
+                                           {"LD_DEBUG_OUTPUT", dir + "/" + name}});
+    EXPECT_EQ(code, 0) << name << ": discovery failed, or the engine got no topology";
+    return LoaderLog(dir + "/" + name);
+  };
+  const std::string live = run("live");  // no entry yet: discovered live, then kept
+  const std::string cached = run("cached");
+  std::filesystem::remove_all(folder);
+  ASSERT_NE(live.find("hwloc_pci"), std::string::npos) << "the control: live discovery loads hwloc's PCI plugin\n"
+                                                       << live.substr(0, 2000);
+  EXPECT_EQ(cached.find("/hwloc/hwloc_"), std::string::npos) << "an hwloc plugin was loaded from the cache entry";
+  EXPECT_EQ(cached.find("libxml2"), std::string::npos) << "libxml2 was loaded from the cache entry";
+  EXPECT_NE(cached.find("calling init"), std::string::npos) << "no loader log: " << cached.substr(0, 500);
+}
+
+// An entry gives back exactly what was kept: every field of the topology
+// (recorded machines with GPUs, NICs, NVLink, xGMI; values sysfs and NVML
+// would add), and the engine's XML byte for byte.
+TEST(TopologyCache, AnEntryGivesBackTheTopologyAndTheEngineXmlExactly) {
+  char folder[] = "/tmp/gl-topology-cache-XXXXXX";
+  ASSERT_NE(mkdtemp(folder), nullptr);
+  const std::string path = std::string(folder) + "/topology-test.entry";
+  std::vector<std::string> files;
+  for (const Recorded& r : kRecorded) files.push_back(PathOf(r.file));
+  for (const char* nccl : {"aws-ofi-nccl/p4de-24xl-topo.xml", "rccl/topo_16p1h.xml", "azhpc-images/ndv4-topo.xml"}) {
+    files.push_back(std::string(GL_TEST_DATA) + "/topologies/nccl/" + nccl);
+  }
+  for (const std::string& file : files) {
+    auto host = LoadTopologyFile(file);
+    ASSERT_TRUE(host.ok()) << file << ": " << host.status().ToString();
+    CachedTopology kept{*host, "<?xml version=\"1.0\"?>\n<topology>" + file + "</topology>\n"};
+    kept.host.hostname.clear();  // not kept: gethostname names this host
+    for (Nic& n : kept.host.nics) n.gbps = 12.5 / 3;  // sysfs speeds are rarely round
+    for (Gpu& g : kept.host.gpus) {
+      g.uuid = "GPU-" + std::to_string(g.index) + "-\"quoted\"";
+      g.memory_bytes = (uint64_t{80} << 30) + 7;
+    }
+    StoreCachedTopology(path, kept);
+    const std::optional<CachedTopology> back = ReadCachedTopology(path);
+    ASSERT_TRUE(back.has_value()) << file;
+    EXPECT_TRUE(back->host == kept.host) << file << "\nkept:\n" << AsJson(kept.host) << "\nback:\n" << AsJson(back->host);
+    EXPECT_EQ(back->engine_xml, kept.engine_xml) << file;
+  }
+  // Cut short anywhere, an entry is not used.
+  std::ifstream in(path);
+  const std::string whole((std::istreambuf_iterator<char>(in)), {});
+  for (size_t cut : {size_t{0}, size_t{10}, whole.find('\n'), whole.find('\n') + 40, whole.find("<?xml"),
+                     whole.size() - 3}) {
+    std::ofstream(path, std::ios::trunc) << whole.substr(0, cut);
+    EXPECT_FALSE(ReadCachedTopology(path).has_value()) << "cut at " << cut << " of " << whole.size();
+  }
+  std::filesystem::remove_all(folder);
 }
 
 }  // namespace
