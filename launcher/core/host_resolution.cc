@@ -77,7 +77,7 @@ StatusOr<std::map<std::string, HostTopology>> ProbeRemote(const std::vector<std:
   }
   std::map<std::string, HostTopology> topologies;
   for (auto& [host, probed] : out) {
-    StoreCachedProbe(host, s.probe_path, probed.second);
+    StoreCachedProbe(host, s.probe_path, probed.second, probed.first);
     topologies.emplace(host, std::move(probed.first));
   }
   return topologies;
@@ -93,13 +93,11 @@ StatusOr<std::map<std::string, HostTopology>> RemoteTopologies(const std::vector
   for (const std::string& host : hosts) {
     std::optional<CachedProbe> entry;
     if (s.use_cached_probes) entry = ReadCachedProbe(host, s.probe_path);
-    auto topology = entry ? LoadHwlocXmlText(entry->output, "cached topology of " + host)
-                          : StatusOr<HostTopology>(NotFound(""));
-    if (!topology.ok()) {
+    if (!entry) {
       to_probe.push_back(host);
       continue;
     }
-    out.emplace(host, std::move(topology).value());
+    out.emplace(host, std::move(entry->topology));
     cached[host] = entry->fingerprint;
   }
   if (!to_probe.empty()) {

@@ -4,11 +4,11 @@
 #include <unistd.h>
 
 #include <ctime>
-#include <fstream>
-#include <sstream>
 
+#include "common/cluster_json.h"
 #include "common/env.h"
 #include "common/file_write.h"
+#include "common/json.h"
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "launcher/discovery/topology_cache.h"
@@ -31,7 +31,48 @@ std::optional<std::string> EntryPath(const std::string& host, const std::string&
     key += "\n" + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
            std::to_string(st.st_mtim.tv_nsec);
   }
-  return *dir + "/remote-" + Sha256Hex(key).substr(0, 32) + ".xml";
+  return *dir + "/remote-" + Sha256Hex(key).substr(0, 32) + ".entry";
+}
+
+constexpr const char* kEntrySchema = "gpulaunch-remote-topology/v1";
+
+// One JSON object: the schema, the fingerprint, the host's own name and Slurm
+// tree address (which a cluster file does not hold) and the topology as a
+// one-host cluster file (a string).
+std::string EncodeEntry(const std::string& fingerprint, const HostTopology& t) {
+  ClusterTopology one;
+  one.hosts.push_back(ClusterHost{"reported-host", SharedTopology(t)});
+  Json entry = Json::Object();
+  entry.Set("schema", kEntrySchema);
+  entry.Set("fingerprint", fingerprint);
+  entry.Set("hostname", t.hostname);
+  entry.Set("slurm_topology_addr", t.slurm_topology_addr);
+  entry.Set("slurm_topology_pattern", t.slurm_topology_pattern);
+  entry.Set("host", DumpClusterJson(one));
+  return entry.Write();
+}
+
+std::optional<CachedProbe> DecodeEntry(const std::string& text, const std::string& origin) {
+  const auto entry = ParseJson(text, origin);  // cut short: not valid JSON
+  if (!entry.ok() || !entry->is(Json::Type::kObject)) return std::nullopt;
+  auto text_of = [&](const char* key) -> std::optional<std::string> {
+    const Json* v = entry->Find(key);
+    if (!v || !v->is(Json::Type::kString)) return std::nullopt;
+    return v->AsString();
+  };
+  const auto schema = text_of("schema"), fingerprint = text_of("fingerprint"), hostname = text_of("hostname"),
+             addr = text_of("slurm_topology_addr"), pattern = text_of("slurm_topology_pattern"), host = text_of("host");
+  if (!schema || *schema != kEntrySchema || !fingerprint || fingerprint->empty() || !hostname || !addr || !pattern ||
+      !host) {
+    return std::nullopt;
+  }
+  auto cluster = LoadClusterJson(*host, origin);
+  if (!cluster.ok() || cluster->hosts.size() != 1) return std::nullopt;
+  CachedProbe probe{*cluster->hosts.front().topology, *fingerprint};
+  probe.topology.hostname = *hostname;
+  probe.topology.slurm_topology_addr = *addr;
+  probe.topology.slurm_topology_pattern = *pattern;
+  return probe;
 }
 
 }  // namespace
@@ -55,16 +96,14 @@ std::optional<CachedProbe> ReadCachedProbe(const std::string& host, const std::s
   if (!path || lstat(path->c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) return std::nullopt;
   const auto age = std::chrono::seconds(std::time(nullptr) - st.st_mtime);
   if (age > kMaxCachedProbeAge || age.count() < 0) return std::nullopt;
-  std::string text = ReadFileOrEmpty(*path);
-  const auto fingerprint = FingerprintIn(text);
-  // Cut short or from an older probe: not a whole report.
-  if (!fingerprint || text.find("</topology>") == std::string::npos) return std::nullopt;
-  return CachedProbe{std::move(text), *fingerprint};
+  return DecodeEntry(ReadFileOrEmpty(*path), *path);
 }
 
-void StoreCachedProbe(const std::string& host, const std::string& probe_path, const std::string& output) {
+void StoreCachedProbe(const std::string& host, const std::string& probe_path, const std::string& output,
+                      const HostTopology& topology) {
   const auto path = EntryPath(host, probe_path);
-  if (path && FingerprintIn(output)) (void)WriteFileAtomically(*path, output);
+  const auto fingerprint = FingerprintIn(output);
+  if (path && fingerprint) (void)WriteFileAtomically(*path, EncodeEntry(*fingerprint, topology));
 }
 
 void DropCachedProbe(const std::string& host, const std::string& probe_path) {

@@ -12,6 +12,12 @@
 // launched again (launch_command.cc). Entries older than kMaxCachedProbeAge
 // are not used either.
 //
+// An entry holds the topology as gpulaunch read it from the probe's report
+// (a one-host cluster file, with the Slurm tree address and the host's own
+// name beside it) and the fingerprint: a launch planned from the cache
+// starts no hwloc and parses no host's XML (topology_cache.h says what that
+// costs).
+//
 // Where: the local topology cache's folder (topology_cache.h), one file a
 // host and probe (its path, and its size and time here: another installation
 // or a rebuilt one may report otherwise).
@@ -24,6 +30,8 @@
 #include <optional>
 #include <string>
 
+#include "common/host_topology.h"
+
 namespace gpulaunch {
 
 inline constexpr std::chrono::seconds kMaxCachedProbeAge{3600};
@@ -33,21 +41,23 @@ std::string FingerprintComment(const std::string& fingerprint);
 std::optional<std::string> FingerprintIn(const std::string& probe_output);
 
 struct CachedProbe {
-  std::string output;       // what gpulaunch-probe printed
-  std::string fingerprint;  // the host's fingerprint in it
+  HostTopology topology;    // as LoadHwlocXmlText read the probe's report
+  std::string fingerprint;  // the host's fingerprint in that report
 };
 
 // False when GPULAUNCH_TOPOLOGY_CACHE=0.
 bool RemoteTopologyCacheEnabled();
 
 // The entry for `host` probed with `probe_path`: nullopt when there is none,
-// it is older than kMaxCachedProbeAge, it has no fingerprint, or caching is
-// off.
+// it is older than kMaxCachedProbeAge, it is cut short or of another format,
+// or caching is off.
 std::optional<CachedProbe> ReadCachedProbe(const std::string& host, const std::string& probe_path);
 
-// Keeps `output` as the entry (atomically; best effort, silent on failure);
-// an output without a fingerprint (an older probe) is not kept.
-void StoreCachedProbe(const std::string& host, const std::string& probe_path, const std::string& output);
+// Keeps what the probe reported (`output`) and its reading (`topology`) as
+// the entry (atomically; best effort, silent on failure); a report without a
+// fingerprint (an older probe) is not kept.
+void StoreCachedProbe(const std::string& host, const std::string& probe_path, const std::string& output,
+                      const HostTopology& topology);
 
 void DropCachedProbe(const std::string& host, const std::string& probe_path);
 

@@ -87,7 +87,7 @@ ranks_seen() { grep -c '^rank=' "$WORK/cache-$1.out"; }
 hosts_seen() { grep -o 'host=node[0-9]' "$WORK/cache-$1.out" | sort -u | wc -l; }
 cached_launch live
 check "cache: first launch exits 0" "$?" 0
-check "... node2..node4's reports kept on node1" "$(ls "$WORK/xdg/gpulaunch" | grep -c '^remote-.*\.xml$')" 3
+check "... node2..node4's reports kept on node1" "$(ls "$WORK/xdg/gpulaunch" | grep -c '^remote-.*\.entry$')" 3
 chmod a-x "$cache_bin/gpulaunch-probe"  # cannot run; its size and time, part of the entries' names, stay
 cached_launch cached
 check "cache: with no probe to run, the next launch still exits 0" "$?" 0
