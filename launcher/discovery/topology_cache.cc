@@ -129,7 +129,9 @@ void StoreCachedTopology(const std::string& path, const CachedTopology& entry) {
   if (DIR* d = opendir(dir.c_str())) {
     while (dirent* e = readdir(d)) {
       const std::string name = e->d_name;
-      if (name.rfind("topology-", 0) != 0) continue;  // entries of older gpulaunch versions (.xml) too
+      // Entries of this format and of older gpulaunch versions (.xml), not
+      // another launch's file being written (.tmp.N).
+      if (name.rfind("topology-", 0) != 0 || !(name.ends_with(".entry") || name.ends_with(".xml"))) continue;
       struct stat st {};
       if (lstat((dir + "/" + name).c_str(), &st) == 0) entries.emplace_back(st.st_mtime, dir + "/" + name);
     }
