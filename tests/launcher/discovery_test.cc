@@ -393,8 +393,12 @@ TEST(LocalHost, ACacheEntryIsReadWithoutHwlocOrLibxml2) {
   const std::string live = run("live");  // no entry yet: discovered live, then kept
   const std::string cached = run("cached");
   std::filesystem::remove_all(folder);
-  ASSERT_NE(live.find("hwloc_pci"), std::string::npos) << "the control: live discovery loads hwloc's PCI plugin\n"
-                                                       << live.substr(0, 2000);
+  ASSERT_NE(live.find("calling init"), std::string::npos) << "no loader log: " << live.substr(0, 500);
+  // The control: live discovery loads hwloc's PCI plugin, where hwloc has its plugins (the
+  // sanitizer builds point HWLOC_PLUGINS_PATH at an empty folder).
+  if (live.find("hwloc_pci") == std::string::npos) {
+    GTEST_SKIP() << "live discovery loaded no hwloc plugin here: nothing to tell the cached run from";
+  }
   EXPECT_EQ(cached.find("/hwloc/hwloc_"), std::string::npos) << "an hwloc plugin was loaded from the cache entry";
   EXPECT_EQ(cached.find("libxml2"), std::string::npos) << "libxml2 was loaded from the cache entry";
   EXPECT_NE(cached.find("calling init"), std::string::npos) << "no loader log: " << cached.substr(0, 500);
