@@ -335,4 +335,19 @@ StatusOr<ClusterTopology> ReadClusterFile(const std::string& path) {
   return LoadClusterJson(text, path);
 }
 
+std::string DumpHostJson(const HostTopology& host) {
+  ClusterTopology one;
+  one.hosts.push_back(ClusterHost{"host", SharedTopology(host)});
+  return DumpClusterJson(one);
+}
+
+StatusOr<HostTopology> LoadHostJson(const std::string& text, const std::string& origin) {
+  GL_ASSIGN_OR_RETURN(ClusterTopology cluster, LoadClusterJson(text, origin));
+  if (cluster.hosts.size() != 1) {
+    return InvalidArgument(origin + ": holds " + std::to_string(cluster.hosts.size()) +
+                           " hosts where one host's topology was expected");
+  }
+  return *cluster.hosts.front().topology;
+}
+
 }  // namespace gpulaunch

@@ -40,15 +40,13 @@ constexpr const char* kEntrySchema = "gpulaunch-remote-topology/v1";
 // tree address (which a cluster file does not hold) and the topology as a
 // one-host cluster file (a string).
 std::string EncodeEntry(const std::string& fingerprint, const HostTopology& t) {
-  ClusterTopology one;
-  one.hosts.push_back(ClusterHost{"reported-host", SharedTopology(t)});
   Json entry = Json::Object();
   entry.Set("schema", kEntrySchema);
   entry.Set("fingerprint", fingerprint);
   entry.Set("hostname", t.hostname);
   entry.Set("slurm_topology_addr", t.slurm_topology_addr);
   entry.Set("slurm_topology_pattern", t.slurm_topology_pattern);
-  entry.Set("host", DumpClusterJson(one));
+  entry.Set("host", DumpHostJson(t));
   return entry.Write();
 }
 
@@ -66,9 +64,9 @@ std::optional<CachedProbe> DecodeEntry(const std::string& text, const std::strin
       !host) {
     return std::nullopt;
   }
-  auto cluster = LoadClusterJson(*host, origin);
-  if (!cluster.ok() || cluster->hosts.size() != 1) return std::nullopt;
-  CachedProbe probe{*cluster->hosts.front().topology, *fingerprint};
+  auto topology = LoadHostJson(*host, origin);
+  if (!topology.ok()) return std::nullopt;
+  CachedProbe probe{*std::move(topology), *fingerprint};
   probe.topology.hostname = *hostname;
   probe.topology.slurm_topology_addr = *addr;
   probe.topology.slurm_topology_pattern = *pattern;

@@ -89,9 +89,7 @@ namespace {
 constexpr std::string_view kEntryMagic = "gpulaunch-topology-cache 1 ";
 
 std::string EncodeEntry(const CachedTopology& entry) {
-  ClusterTopology one;
-  one.hosts.push_back(ClusterHost{"this-host", SharedTopology(entry.host)});
-  const std::string json = DumpClusterJson(one);
+  const std::string json = DumpHostJson(entry.host);
   return std::string(kEntryMagic) + std::to_string(json.size()) + "\n" + json + entry.engine_xml;
 }
 
@@ -106,9 +104,9 @@ std::optional<CachedTopology> DecodeEntry(const std::string& bytes, const std::s
   CachedTopology entry;
   entry.engine_xml = bytes.substr(eol + 1 + json_bytes);
   if (entry.engine_xml.find("</topology>") == std::string::npos) return std::nullopt;  // cut short
-  auto cluster = LoadClusterJson(bytes.substr(eol + 1, json_bytes), origin);
-  if (!cluster.ok() || cluster->hosts.size() != 1) return std::nullopt;
-  entry.host = *cluster->hosts.front().topology;
+  auto host = LoadHostJson(bytes.substr(eol + 1, json_bytes), origin);
+  if (!host.ok()) return std::nullopt;
+  entry.host = *std::move(host);
   return entry;
 }
 

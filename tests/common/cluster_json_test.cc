@@ -37,6 +37,22 @@ TEST(ClusterJson, RoundTripsEveryRecordedMachine) {
   }
 }
 
+// The caches' form of one host: what goes in comes back equal, and a file of
+// any other number of hosts is refused, not read as its first.
+TEST(ClusterJson, OneHostRoundTripsAndOnlyOneHostLoads) {
+  const auto c = *MakeSyntheticCluster("switch:1 node:2 gpu:4 nic:2");
+  HostTopology host = *c.hosts[0].topology;
+  host.hostname.clear();  // a cluster file keeps neither: its callers keep them beside it
+  host.slurm_topology_addr.clear();
+  host.slurm_topology_pattern.clear();
+  auto back = LoadHostJson(DumpHostJson(host), "h.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(*back == host);
+  auto two = LoadHostJson(DumpClusterJson(c), "two.json");
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find("two.json: holds 2 hosts"), std::string::npos) << two.status().message();
+}
+
 TEST(ClusterJson, ErrorsNameFileAndLine) {
   const std::pair<const char*, const char*> cases[] = {
       {"{\"schema\":\"gpulaunch-cluster/v1\",\n\"nic_gbps\":25,\n\"switches\":[],\n\"hosts\":[{\"name\":\"a\"}]}",
