@@ -16,7 +16,7 @@
 #include "launcher/base/exit_codes.h"
 #include "launcher/base/host_fingerprint.h"
 #include "launcher/base/host_names.h"
-#include "launcher/base/process.h"
+#include "launcher/base/child_environment.h"
 #include "launcher/shim/apply_slot.h"
 #include "launcher/shim/control_client.h"
 #include "launcher/shim/getent_lookup.h"
