@@ -101,7 +101,15 @@ void StoreCachedProbe(const std::string& host, const std::string& probe_path, co
                       const HostTopology& topology) {
   const auto path = EntryPath(host, probe_path);
   const auto fingerprint = FingerprintIn(output);
-  if (path && fingerprint) (void)WriteFileAtomically(*path, EncodeEntry(*fingerprint, topology));
+  if (!path || !fingerprint) return;
+  (void)WriteFileAtomically(*path, EncodeEntry(*fingerprint, topology));
+  // Entries past their age are never read again (a host gone from the
+  // cluster, a probe rebuilt or upgraded, another format): remove them here,
+  // where a probe ran anyway, so the folder holds no more than an hour's hosts.
+  const time_t now = std::time(nullptr);
+  for (const CacheFile& e : CacheEntries(path->substr(0, path->rfind('/')), "remote-")) {
+    if (now - e.modified > kMaxCachedProbeAge.count() && e.path != *path) unlink(e.path.c_str());
+  }
 }
 
 void DropCachedProbe(const std::string& host, const std::string& probe_path) {

@@ -55,7 +55,8 @@ std::optional<CachedProbe> ReadCachedProbe(const std::string& host, const std::s
 
 // Keeps what the probe reported (`output`) and its reading (`topology`) as
 // the entry (atomically; best effort, silent on failure); a report without a
-// fingerprint (an older probe) is not kept.
+// fingerprint (an older probe) is not kept. Removes every remote entry older
+// than kMaxCachedProbeAge (never read again).
 void StoreCachedProbe(const std::string& host, const std::string& probe_path, const std::string& output,
                       const HostTopology& topology);
 

@@ -68,6 +68,25 @@ std::optional<std::string> TopologyCacheFolder() {
   return dir;
 }
 
+std::vector<CacheFile> CacheEntries(const std::string& dir, const std::string& prefix) {
+  std::vector<CacheFile> entries;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.rfind(prefix, 0) != 0 || !(name.ends_with(".entry") || name.ends_with(".xml"))) continue;
+      struct stat st {};
+      if (lstat((dir + "/" + name).c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+        entries.push_back({st.st_mtime, dir + "/" + name});
+      }
+    }
+    closedir(d);
+  }
+  std::sort(entries.begin(), entries.end(), [](const CacheFile& a, const CacheFile& b) {
+    return a.modified != b.modified ? a.modified > b.modified : a.path > b.path;
+  });
+  return entries;
+}
+
 std::optional<std::string> TopologyCachePath() {
   if (EnvOr("GPULAUNCH_TOPOLOGY_CACHE", "1") == "0") return std::nullopt;
   // hwloc told to read a file, a synthetic description or another root:
@@ -122,22 +141,9 @@ void StoreCachedTopology(const std::string& path, const CachedTopology& entry) {
   if (!WriteFileAtomically(path, EncodeEntry(entry)).ok()) return;
   // Keep the newest few: a new cgroup (a Slurm job, a container) makes a new
   // entry, and old ones would pile up.
-  const std::string dir = path.substr(0, path.rfind('/'));
-  std::vector<std::pair<long, std::string>> entries;  // mtime, path
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      const std::string name = e->d_name;
-      // Entries of this format and of older gpulaunch versions (.xml), not
-      // another launch's file being written (.tmp.N).
-      if (name.rfind("topology-", 0) != 0 || !(name.ends_with(".entry") || name.ends_with(".xml"))) continue;
-      struct stat st {};
-      if (lstat((dir + "/" + name).c_str(), &st) == 0) entries.emplace_back(st.st_mtime, dir + "/" + name);
-    }
-    closedir(d);
-  }
-  std::sort(entries.rbegin(), entries.rend());
+  const std::vector<CacheFile> entries = CacheEntries(path.substr(0, path.rfind('/')), "topology-");
   for (size_t i = kKeptEntries; i < entries.size(); ++i)
-    if (entries[i].second != path) unlink(entries[i].second.c_str());
+    if (entries[i].path != path) unlink(entries[i].path.c_str());
 }
 
 }  // namespace gpulaunch

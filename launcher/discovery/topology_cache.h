@@ -20,8 +20,10 @@
 // HWLOC_CPUID_PATH). Losing an entry costs one discovery.
 #pragma once
 
+#include <ctime>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/host_topology.h"
 
@@ -29,6 +31,16 @@ namespace gpulaunch {
 
 // The cache's folder, made if missing; nullopt when it is not safely ours.
 std::optional<std::string> TopologyCacheFolder();
+
+struct CacheFile {
+  time_t modified;
+  std::string path;
+};
+
+// The entries in `dir` whose names start with `prefix` ("topology-",
+// "remote-"), of this format (.entry) and of older gpulaunch versions (.xml),
+// newest first; never a file another launch is still writing (.tmp.N).
+std::vector<CacheFile> CacheEntries(const std::string& dir, const std::string& prefix);
 
 // The entry for this process as things are now; nullopt when caching is off
 // or no safe folder exists.

@@ -138,5 +138,33 @@ TEST_F(RemoteCacheTest, OldEntriesAndTurningItOffLeaveDiscoveryLive) {
   EXPECT_FALSE(ReadCachedProbe("node2", "/p").has_value());
 }
 
+// Entries past their age are never read again: storing a new one removes
+// them (of this format and older ones), and nothing younger, nothing of the
+// local host's cache, nothing being written.
+TEST_F(RemoteCacheTest, StoringRemovesEntriesPastTheirAge) {
+  StoreCachedProbe("node2", "/p", Report("f2"), Topology("node2"));
+  ASSERT_EQ(Entries().size(), 1u);
+  const std::string dir = folder_ + "/gpulaunch";
+  const time_t old = time(nullptr) - kMaxCachedProbeAge.count() - 60;
+  const time_t young = time(nullptr) - kMaxCachedProbeAge.count() + 600;
+  const std::pair<std::string, time_t> files[] = {
+      {"remote-gone.entry", old}, {"remote-older-format.xml", old}, {"remote-young.entry", young},
+      {"topology-old.entry", old}, {"remote-written.entry.tmp.7", old}};
+  for (const auto& [name, when] : files) {
+    std::ofstream(dir + "/" + name) << "x";
+    const timespec times[2] = {{when, 0}, {when, 0}};
+    ASSERT_EQ(utimensat(AT_FDCWD, (dir + "/" + name).c_str(), times, 0), 0);
+  }
+  StoreCachedProbe("node3", "/p", Report("f3"), Topology("node3"));
+  EXPECT_FALSE(fs::exists(dir + "/remote-gone.entry"));
+  EXPECT_FALSE(fs::exists(dir + "/remote-older-format.xml"));
+  EXPECT_TRUE(fs::exists(dir + "/remote-young.entry"));
+  EXPECT_TRUE(fs::exists(dir + "/topology-old.entry")) << "the local host's cache keeps its own rule";
+  EXPECT_TRUE(fs::exists(dir + "/remote-written.entry.tmp.7"));
+  EXPECT_TRUE(ReadCachedProbe("node2", "/p").has_value());
+  EXPECT_TRUE(ReadCachedProbe("node3", "/p").has_value());
+  EXPECT_EQ(Entries().size(), 5u);
+}
+
 }  // namespace
 }  // namespace gpulaunch
