@@ -10,6 +10,7 @@
 
 #include "launcher/base/control_protocol.h"
 #include "launcher/base/host_identity.h"
+#include "launcher/base/open_file_limit.h"
 
 namespace gpulaunch {
 namespace {
@@ -20,34 +21,18 @@ constexpr size_t kTailLines = 20;
 // pipes, the listening socket, files being written.
 constexpr rlim_t kSpareFds = 64;
 
-// Raises the soft open-file limit to the hard one when `world` sockets would
-// not fit; fails when even the hard limit is too low.
-Status MakeRoomFor(int world) {
-  rlimit lim{};
-  if (world <= 0 || getrlimit(RLIMIT_NOFILE, &lim) != 0) return Status::Ok();
-  const rlim_t need = static_cast<rlim_t>(world) + kSpareFds;
-  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need) {
-    rlimit raised = lim;
-    raised.rlim_cur = lim.rlim_max == RLIM_INFINITY ? need : std::min(lim.rlim_max, std::max(need, lim.rlim_cur));
-    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
-  }
-  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need) {
-    return FailedPrecondition("the job has " + std::to_string(world) + " ranks and gpulaunch holds one connection per "
-                              "rank, but it may open only " + std::to_string(lim.rlim_cur) +
-                              " files (hard limit " + std::to_string(lim.rlim_max) + ", " +
-                              std::to_string(kSpareFds) + " kept for itself); raise the limit (ulimit -n " +
-                              std::to_string(need) + ", or nofile in /etc/security/limits.conf) or launch fewer ranks");
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 ControlServer::~ControlServer() { Stop(); }
 
 Status ControlServer::Start(const std::string& bind_addr, const std::string& expected_hash, int world,
                             std::vector<std::string> slot_rows, HostCheck check) {
-  GL_RETURN_IF_ERROR(MakeRoomFor(world));
+  if (world > 0) {
+    GL_RETURN_IF_ERROR(RaiseOpenFileLimit(static_cast<rlim_t>(world) + kSpareFds,
+                                          "the job has " + std::to_string(world) +
+                                              " ranks and gpulaunch holds one connection per rank: it needs")
+                           .status());
+  }
   expected_hash_ = expected_hash;
   slot_rows_ = std::move(slot_rows);
   check_ = std::move(check);

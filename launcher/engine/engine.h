@@ -80,6 +80,12 @@ class Engine : public HostRunner {
   // Seconds from the stop signal to SIGKILL when --kill-grace is not given.
   virtual int DefaultKillGraceS() const = 0;
 
+  // Open files the engine's process on the launching host holds for each rank
+  // it starts there (pipes, sockets), at its peak: gpulaunch raises the limit
+  // the engine inherits to fit them (open_file_limit.h). 0 when the ranks are
+  // started by another process (a Slurm daemon).
+  virtual int OpenFilesPerLocalRank() const = 0;
+
   // Delivers `sig` to every rank of the running job and returns true, or
   // returns false when no rank is known yet (the engine is then signalled).
   virtual bool SignalAllRanks(ControlServer& control, int world, int sig) const = 0;

@@ -17,6 +17,10 @@ class MpirunEngine final : public Engine {
   bool LabelsOutputItself() const override { return false; }
   // Open MPI's odls_base_sigkill_timeout default.
   int DefaultKillGraceS() const override { return 1; }
+  // Open MPI 4.1 under a soft limit of 1,024: 260 local ranks start, 300
+  // fail to get their pipes and mpirun hangs; 4 a rank (and 128 for mpirun
+  // itself) held at 100 and 250 ranks.
+  int OpenFilesPerLocalRank() const override { return 4; }
   // mpirun, signalled, sends SIGTERM and SIGKILL back to back: the shims
   // deliver the stop signal instead.
   bool SignalAllRanks(ControlServer& control, int world, int sig) const override;

@@ -18,6 +18,7 @@ class SrunEngine final : public Engine {
   void DescribeJob(std::ostream& out, const LaunchPlan& plan, EngineSettings settings) const override;
   bool LabelsOutputItself() const override { return true; }  // --label
   int DefaultKillGraceS() const override { return 10; }
+  int OpenFilesPerLocalRank() const override { return 0; }  // slurmstepd starts the tasks
   // srun would end the step with SIGKILL on SIGTERM or SIGHUP: scancel
   // delivers the signal itself to every task of the steps the ranks reported.
   bool SignalAllRanks(ControlServer& control, int world, int sig) const override;

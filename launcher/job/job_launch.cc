@@ -15,6 +15,7 @@
 #include "launcher/base/control_server.h"
 #include "launcher/base/exit_codes.h"
 #include "launcher/base/host_identity.h"
+#include "launcher/base/open_file_limit.h"
 #include "launcher/job/job_monitor.h"
 #include "launcher/job/job_watch.h"
 #include "launcher/base/process.h"
@@ -49,10 +50,11 @@ int FreePort(const char* addr_text) {
   return port;
 }
 
+// Nothing started: the user's to fix (an open-file limit too low) exits 2,
+// the rest 125 (exit_codes.h).
 LaunchOutcome Failed(const Status& s) {
-  std::cerr << "gpulaunch: " << s.message() << "\n";
   LaunchOutcome out;
-  out.exit_code = kExitLaunchFailure;
+  out.exit_code = Fail(s);
   return out;
 }
 
@@ -97,13 +99,15 @@ std::string AdvertisedAddress(const LaunchPlan& plan) {
 // The closures refer to `plan`, `engine` and `control`, which outlive RunJob.
 StatusOr<JobRunOptions> EngineRun(const LaunchPlan& plan, const Engine& engine, const EngineSettings& engine_settings,
                                   const RunSettings& o, const fs::path& job_dir, const std::string& encoded_table,
-                                  ControlServer& control) {
+                                  const std::string& job_file_limit, ControlServer& control) {
   // --profile reaches the ranks as GPULAUNCH_PROFILE=1 (runtime/step_profiler.h);
   // it is not part of the plan, so it leaves the plan hash alone.
   LaunchPlan engine_plan = plan;
   if (o.profile) engine_plan.env.push_back({"GPULAUNCH_PROFILE", std::string("1")});
   GL_ASSIGN_OR_RETURN(EngineJob engine_job, engine.PrepareJob(engine_plan, engine_settings, job_dir));
   std::map<std::string, std::string> engine_env = {{kSlotTableEnv, encoded_table}};
+  // The ranks' shims put back the open-file limit gpulaunch raised (open_file_limit.h).
+  if (!job_file_limit.empty()) engine_env[kJobFileLimitEnv] = job_file_limit;
   for (const EnvAssignment& e : engine_plan.env)
     if (e.value) engine_env[e.name] = *e.value;
   for (const auto& [name, value] : engine_job.env) engine_env[name] = value;  // the engine's own files win
@@ -133,6 +137,27 @@ StatusOr<JobRunOptions> EngineRun(const LaunchPlan& plan, const Engine& engine, 
   run.kill_grace_ms = o.kill_grace_s.value_or(engine.DefaultKillGraceS()) * 1000;
   run.timeout_ms = o.timeout_s.value_or(0) * 1000;
   return run;
+}
+
+// Raises the open-file limit that gpulaunch's control server and, inherited,
+// the engine need for this job, or says why it cannot be raised far enough:
+// an engine out of descriptors may hang instead of failing (open_file_limit.h).
+StatusOr<FileLimitChange> MakeRoomForOpenFiles(const LaunchPlan& plan, const Engine& engine) {
+  constexpr rlim_t kGpulaunchOwnFiles = 64, kEngineOwnFiles = 128;
+  std::map<std::string, rlim_t> ranks_on;
+  for (const RankSlot& r : plan.placement.ranks) ++ranks_on[r.host];
+  rlim_t local = 0;
+  for (const auto& [host, ranks] : ranks_on)
+    if (IsLocalHost(host)) local += ranks;
+  const rlim_t control = plan.placement.ranks.size() + kGpulaunchOwnFiles;
+  const rlim_t engine_files = local * static_cast<rlim_t>(engine.OpenFilesPerLocalRank()) + kEngineOwnFiles;
+  if (engine_files <= control) {
+    return RaiseOpenFileLimit(control, "the job has " + std::to_string(plan.placement.ranks.size()) +
+                                           " ranks and gpulaunch holds one connection per rank: it needs");
+  }
+  return RaiseOpenFileLimit(engine_files, std::to_string(local) + " ranks start on this host and " + engine.Name() +
+                                              " holds " + std::to_string(engine.OpenFilesPerLocalRank()) +
+                                              " open files for each: it needs");
 }
 
 // No rank outlives gpulaunch, even when the engine died before its ranks
@@ -243,6 +268,8 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
     for (const RankSlot& r : plan.placement.ranks) check.host_of_rank.push_back(r.host);
     check.expected = o.cached_fingerprints;
   }
+  const StatusOr<FileLimitChange> file_limit = MakeRoomForOpenFiles(plan, engine);
+  if (!file_limit.ok()) return Failed(file_limit.status());
   ControlServer control;
   if (Status s = control.Start(plan.all_local ? "127.0.0.1" : "0.0.0.0", plan.plan_hash,
                                static_cast<int>(rows.size()), std::move(rows), std::move(check));
@@ -257,7 +284,7 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
                            "-byte environment limit (with no address the ranks reach this host by, they cannot ask for their "
                            "rows); launch fewer ranks per job"));
   }
-  auto run = EngineRun(plan, engine, engine_settings, o, job_dir.path, encoded, control);
+  auto run = EngineRun(plan, engine, engine_settings, o, job_dir.path, encoded, JobFileLimitSetting(*file_limit), control);
   if (!run.ok()) return Failed(run.status());
 
   JobOutcome job;

@@ -16,6 +16,7 @@
 #include "launcher/base/exit_codes.h"
 #include "launcher/base/host_fingerprint.h"
 #include "launcher/base/host_names.h"
+#include "launcher/base/open_file_limit.h"
 #include "launcher/base/child_environment.h"
 #include "launcher/shim/apply_slot.h"
 #include "launcher/shim/control_client.h"
@@ -110,6 +111,7 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   DropEngineOnlyEnvironment();  // before anything starts a process: the job and getent see the user's environment
+  RestoreJobFileLimit();        // and the open-file limit the user had
   ControlClient control;
   const std::string hostname = LocalHostname();
   const std::optional<std::string> table_text = GetEnv(kSlotTableEnv);
