@@ -9,6 +9,9 @@ set -euo pipefail
 : "${RIG:?set RIG to a scratch directory}"
 N=${N:-4}; NSP=${NSP:-glr}; NET=${NET:-10.200.0}
 mkdir -p "$RIG/ssh" /run/sshd
+SSHD_SOFT_FILES=1024
+hard_files=$(ulimit -Hn)
+if [ "$hard_files" != unlimited ] && [ "$hard_files" -lt "$SSHD_SOFT_FILES" ]; then SSHD_SOFT_FILES=$hard_files; fi
 touch "$RIG/pids"
 
 [ -f "$RIG/ssh/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -f "$RIG/ssh/id_ed25519"
@@ -61,7 +64,11 @@ StrictModes no
 UsePAM no
 AcceptEnv OMPI_* PMIX_*
 CFG
-  ip netns exec "$ns" unshare --uts sh -c "hostname node$i; exec /usr/sbin/sshd -f '$RIG/ssh/sshd_config.$i'"
+  # Under the soft open-file limit systemd gives services by default (1,024,
+  # or the hard limit when lower), as on real hosts: the engine's daemons
+  # started over ssh inherit it (multihost_scale needs gpulaunch to raise it).
+  ip netns exec "$ns" unshare --uts prlimit --nofile="$SSHD_SOFT_FILES": \
+    sh -c "hostname node$i; exec /usr/sbin/sshd -f '$RIG/ssh/sshd_config.$i'"
   for _ in $(seq 1 50); do [ -s "$RIG/ssh/sshd.$i.pid" ] && break; sleep 0.1; done
   echo "pid $(cat "$RIG/ssh/sshd.$i.pid")" >> "$RIG/pids"
 done

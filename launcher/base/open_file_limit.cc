@@ -52,4 +52,11 @@ void RestoreJobFileLimit() {
   setrlimit(RLIMIT_NOFILE, &lim);  // lowering the soft limit is always allowed
 }
 
+void DropDaemonLaunchAgent() {
+  const std::optional<std::string> agent = GetEnv("OMPI_MCA_orte_launch_agent");
+  if (agent && agent->find(std::string(" ") + kRaiseOpenFilesFlag + " ") != std::string::npos) {
+    unsetenv("OMPI_MCA_orte_launch_agent");
+  }
+}
+
 }  // namespace gpulaunch

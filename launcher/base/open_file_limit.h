@@ -23,6 +23,17 @@ namespace gpulaunch {
 // "RAISED ORIGINAL": gpulaunch raised the soft limit from ORIGINAL to RAISED.
 inline constexpr const char* kJobFileLimitEnv = "GPULAUNCH_NOFILE";
 
+// On other hosts the engine's daemons (Open MPI's orted, started over ssh)
+// run under those hosts' own limits, so they start through the shim:
+// `gpulaunch-shim --raise-open-files N DAEMON ARGS` raises the soft limit to
+// N (failing with the limit and the fix when the hard one is lower), sets
+// kJobFileLimitEnv for the ranks the daemon starts, and execs DAEMON.
+inline constexpr const char* kRaiseOpenFilesFlag = "--raise-open-files";
+
+// What an engine's own process holds besides its ranks' descriptors
+// (Engine::OpenFilesPerLocalRank).
+inline constexpr rlim_t kEngineOwnOpenFiles = 128;
+
 struct FileLimitChange {
   rlim_t before = 0;  // the soft limit as it was
   rlim_t after = 0;   // as it is now (== before when nothing was raised)
@@ -41,5 +52,10 @@ std::string JobFileLimitSetting(const FileLimitChange& change);
 // the soft limit is still the one gpulaunch raised it to, puts back the one it
 // had (a host whose own limit differs keeps its own); removes the variable.
 void RestoreJobFileLimit();
+
+// In a rank's shim: removes the launch agent gpulaunch gave Open MPI
+// (OMPI_MCA_orte_launch_agent naming kRaiseOpenFilesFlag), which Open MPI
+// passes on to the ranks on other hosts; a user's own agent stays.
+void DropDaemonLaunchAgent();
 
 }  // namespace gpulaunch

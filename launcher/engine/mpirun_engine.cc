@@ -1,5 +1,6 @@
 #include "launcher/engine/mpirun_engine.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -9,6 +10,7 @@
 #include "common/env.h"
 #include "common/strings.h"
 #include "launcher/base/control_server.h"
+#include "launcher/base/open_file_limit.h"
 #include "launcher/base/slot_table.h"
 #include "launcher/base/tag_demux.h"
 
@@ -66,6 +68,25 @@ std::vector<std::string> BuildMpirunArgv(const LaunchPlan& plan, const EngineSet
   return argv;
 }
 
+// The launch agent that starts Open MPI's daemon on other hosts through the
+// shim, which raises the daemon's open-file limit to what its ranks need
+// there (open_file_limit.h): over ssh a daemon gets the host's own limit,
+// often a soft 1,024, and out of descriptors it hangs (512 ranks on a host
+// need about 2,200). Sized for the host with the most ranks. nullopt when
+// every rank is local, the user set a launch agent, or the shim's path has a
+// space (Open MPI splits the agent at spaces).
+std::optional<std::string> DaemonLaunchAgent(const LaunchPlan& plan, const EngineSettings& s, int files_per_rank) {
+  if (s.loopback_only || HasEnv("OMPI_MCA_orte_launch_agent") || s.shim.find(' ') != std::string::npos) {
+    return std::nullopt;
+  }
+  std::map<std::string, int> ranks_on;
+  for (const RankSlot& r : plan.placement.ranks) ++ranks_on[r.host];
+  int most = 0;
+  for (const auto& [host, ranks] : ranks_on) most = std::max(most, ranks);
+  const long need = static_cast<long>(most) * files_per_rank + kEngineOwnOpenFiles;
+  return s.shim + " " + kRaiseOpenFilesFlag + " " + std::to_string(need) + " orted";
+}
+
 StatusOr<EngineJob> MpirunEngine::PrepareJob(const LaunchPlan& plan, EngineSettings settings,
                                              const std::filesystem::path& job_dir) const {
   settings.rankfile = (job_dir / "rankfile").string();
@@ -73,6 +94,9 @@ StatusOr<EngineJob> MpirunEngine::PrepareJob(const LaunchPlan& plan, EngineSetti
   WriteRankfile(rankfile, plan.placement);
   if (!rankfile.flush()) return Internal("cannot write the rankfile " + settings.rankfile);
   EngineJob job{BuildMpirunArgv(plan, settings), {}, {}};
+  if (const auto agent = DaemonLaunchAgent(plan, settings, OpenFilesPerLocalRank())) {
+    job.engine_only_env["OMPI_MCA_orte_launch_agent"] = *agent;
+  }
   // Every rank on this host: mpirun reads the topology gpulaunch has instead
   // of discovering the host again (reading every PCI device's configuration
   // space, among others). Not for other hosts: their daemons would get the

@@ -1,11 +1,13 @@
 // gpulaunch-shim: every rank starts through it (`mpirun ... gpulaunch-shim --
-// PROGRAM ARGS`). It applies the rank's slot (the header from
+// PROGRAM ARGS`), and so do the engine's daemons on other hosts
+// (`gpulaunch-shim --raise-open-files N orted ...`, open_file_limit.h). It applies the rank's slot (the header from
 // GPULAUNCH_SLOT_TABLE, its own row asked from gpulaunch), refuses
 // to start when the engine's placement differs from the plan, checks in with
 // gpulaunch, and runs PROGRAM as its child until it ends (rank_supervisor.h),
 // reporting how it ended; then it exits the same way.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +15,7 @@
 #include <string>
 
 #include "common/env.h"
+#include "common/strings.h"
 #include "launcher/base/exit_codes.h"
 #include "launcher/base/host_fingerprint.h"
 #include "launcher/base/host_names.h"
@@ -101,9 +104,34 @@ CheckInLine CheckIn(const ControlClient& control, const SlotTable& table, const 
   return {control.connected() ? control.fd() : -1, std::move(parts.before_pid), std::move(parts.after_pid)};
 }
 
+// An engine daemon on another host: its open-file limit raised, then the
+// daemon itself in this process. Its stderr reaches the user through the engine.
+int StartEngineDaemon(int argc, char** argv) {
+  const std::optional<int64_t> need = argc > 3 ? ParseInt(argv[2]) : std::nullopt;
+  if (!need || *need <= 0) {
+    std::fprintf(stderr, "usage: gpulaunch-shim %s OPEN_FILES DAEMON [ARGS...] (started by gpulaunch's engine)\n",
+                 kRaiseOpenFilesFlag);
+    return kExitUsage;
+  }
+  const std::string daemon = argv[3];
+  const auto raised = RaiseOpenFileLimit(static_cast<rlim_t>(*need),
+                                         "on " + LocalHostname() + ", " + daemon + " starts this job's ranks and needs");
+  if (!raised.ok()) {
+    std::fprintf(stderr, "gpulaunch-shim: %s\n", raised.status().message().c_str());
+    return kExitLaunchFailure;
+  }
+  const std::string setting = JobFileLimitSetting(*raised);
+  if (!setting.empty()) setenv(kJobFileLimitEnv, setting.c_str(), 1);
+  execvp(argv[3], argv + 3);
+  std::fprintf(stderr, "gpulaunch-shim: cannot run %s on %s: %s\n", argv[3], LocalHostname().c_str(),
+               std::strerror(errno));
+  return errno == ENOENT ? kExitNotFound : kExitCannotExecute;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], kRaiseOpenFilesFlag) == 0) return StartEngineDaemon(argc, argv);
   int first = 1;
   if (first < argc && std::strcmp(argv[first], "--") == 0) ++first;
   if (first >= argc) {
@@ -112,6 +140,7 @@ int main(int argc, char** argv) {
   }
   DropEngineOnlyEnvironment();  // before anything starts a process: the job and getent see the user's environment
   RestoreJobFileLimit();        // and the open-file limit the user had
+  DropDaemonLaunchAgent();
   ControlClient control;
   const std::string hostname = LocalHostname();
   const std::optional<std::string> table_text = GetEnv(kSlotTableEnv);

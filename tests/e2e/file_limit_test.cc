@@ -55,5 +55,26 @@ TEST(FileLimit, AHardLimitTooLowForTheEngineIsRefusedBeforeAnythingStarts) {
   EXPECT_FALSE(fs::exists(started)) << "a rank ran";
 }
 
+// How the engine's daemons start on other hosts (open_file_limit.h): their
+// limit raised, the ranks told what it was, the daemon in the same process;
+// a hard limit too low is an error with the limit and the fix.
+TEST(FileLimit, TheShimStartsAnEngineDaemonWithItsLimitRaised) {
+  if (!HardLimitAtLeast(1024)) GTEST_SKIP() << "hard open-file limit below 1024 here";
+  const std::string shim = kBin + "/gpulaunch-shim";
+  const CapturedRun daemon = RunCaptured({"prlimit", "--nofile=256:", shim, "--raise-open-files", "600", "sh", "-c",
+                                          "echo \"$(ulimit -Sn) $GPULAUNCH_NOFILE\""},
+                                         EnvironmentWith({}), kStartMs);
+  EXPECT_EQ(ExitCode(daemon), 0) << daemon.err;
+  EXPECT_EQ(daemon.out, "600 600 256\n");
+  const CapturedRun too_low = RunCaptured({"prlimit", "--nofile=256:256", shim, "--raise-open-files", "600", "true"},
+                                          EnvironmentWith({}), kStartMs);
+  EXPECT_EQ(ExitCode(too_low), 125) << too_low.err;
+  EXPECT_NE(too_low.err.find("true starts this job's ranks and needs about 600 open files, but the hard open-file "
+                             "limit here is 256"),
+            std::string::npos) << too_low.err;
+  const CapturedRun usage = RunCaptured({shim, "--raise-open-files", "many", "true"}, EnvironmentWith({}), kStartMs);
+  EXPECT_EQ(ExitCode(usage), 2) << usage.err;
+}
+
 }  // namespace
 }  // namespace gpulaunch

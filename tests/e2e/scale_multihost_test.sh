@@ -6,7 +6,10 @@
 # the plan's hash. Each rank fetched its own row of the plan from gpulaunch
 # (no environment variable carries the whole plan), and a shim refuses to run
 # its rank on another host than its row names, so a rank that exited 0 ran
-# where the plan said. Prints the time taken and gpulaunch's peak memory
+# where the plan said. The rig's sshd gives its sessions a soft open-file
+# limit of 1,024, and Open MPI's daemon on node2..node4 needs about 2,200 for
+# its 512 ranks: it starts through the shim, which raises it (without, the
+# daemons run out of pipes and the launch hangs). Prints the time taken and gpulaunch's peak memory
 # (docs/benchmarks.md); asserts neither. Needs GL_RIG and GL_NSP; exits 77
 # (skipped) when the rig is not up. Usage: scale_multihost_test.sh BIN_DIR
 set -uo pipefail

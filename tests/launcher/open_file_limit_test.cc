@@ -85,5 +85,18 @@ TEST_F(FileLimitTest, TheShimPutsBackTheUsersLimitOnlyWhereGpulaunchRaisedIt) {
   }
 }
 
+// Open MPI passes its launch agent on to the ranks on other hosts: the shim
+// removes the one gpulaunch set, and leaves a user's own.
+TEST_F(FileLimitTest, TheShimRemovesOnlyTheLaunchAgentGpulaunchSet) {
+  setenv("OMPI_MCA_orte_launch_agent", "/opt/gl/bin/gpulaunch-shim --raise-open-files 2176 orted", 1);
+  DropDaemonLaunchAgent();
+  EXPECT_EQ(getenv("OMPI_MCA_orte_launch_agent"), nullptr);
+  setenv("OMPI_MCA_orte_launch_agent", "/users/own/orted", 1);
+  DropDaemonLaunchAgent();
+  ASSERT_NE(getenv("OMPI_MCA_orte_launch_agent"), nullptr);
+  EXPECT_STREQ(getenv("OMPI_MCA_orte_launch_agent"), "/users/own/orted");
+  unsetenv("OMPI_MCA_orte_launch_agent");
+}
+
 }  // namespace
 }  // namespace gpulaunch

@@ -96,7 +96,7 @@ TEST(Plan, MpirunReadsTheLocalTopologyOnlyWhenEveryRankIsLocal) {
   EXPECT_EQ(job->env.count("OMPI_MCA_hwloc_base_topo_file"), 0u) << "the job would see it";
 
   s.loopback_only = false;
-  EXPECT_TRUE(MpirunEngine().PrepareJob(Plan(2), s, dir)->engine_only_env.empty());
+  EXPECT_EQ(MpirunEngine().PrepareJob(Plan(2), s, dir)->engine_only_env.count("OMPI_MCA_hwloc_base_topo_file"), 0u);
   s.loopback_only = true;
   s.local_topology_xml.reset();
   EXPECT_TRUE(MpirunEngine().PrepareJob(Plan(2), s, dir)->engine_only_env.empty());
@@ -104,6 +104,32 @@ TEST(Plan, MpirunReadsTheLocalTopologyOnlyWhenEveryRankIsLocal) {
   setenv("OMPI_MCA_hwloc_base_topo_file", "/users/own.xml", 1);
   EXPECT_TRUE(MpirunEngine().PrepareJob(Plan(2), s, dir)->engine_only_env.empty());
   unsetenv("OMPI_MCA_hwloc_base_topo_file");
+  std::filesystem::remove_all(dir);
+}
+
+// Over ssh Open MPI's daemons get their hosts' own open-file limit: they
+// start through the shim, which raises it for the most ranks any host has.
+TEST(Plan, RemoteDaemonsStartThroughTheShimSizedForTheBusiestHost) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("gl-agent-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  unsetenv("OMPI_MCA_orte_launch_agent");
+  EngineSettings s;
+  s.shim = "/opt/gl/bin/gpulaunch-shim";
+  const LaunchPlan plan = Plan(6);  // 4 ranks on n1, 2 on n2
+  auto job = MpirunEngine().PrepareJob(plan, s, dir);
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  EXPECT_EQ(job->engine_only_env["OMPI_MCA_orte_launch_agent"],
+            "/opt/gl/bin/gpulaunch-shim --raise-open-files " + std::to_string(4 * 4 + 128) + " orted");
+  EXPECT_EQ(job->env.count("OMPI_MCA_orte_launch_agent"), 0u) << "the job would see it";
+  s.loopback_only = true;  // every rank here: no daemon
+  EXPECT_EQ(MpirunEngine().PrepareJob(plan, s, dir)->engine_only_env.count("OMPI_MCA_orte_launch_agent"), 0u);
+  s.loopback_only = false;
+  s.shim = "/opt/my gl/gpulaunch-shim";  // Open MPI splits the agent at spaces
+  EXPECT_EQ(MpirunEngine().PrepareJob(plan, s, dir)->engine_only_env.count("OMPI_MCA_orte_launch_agent"), 0u);
+  s.shim = "/opt/gl/bin/gpulaunch-shim";
+  setenv("OMPI_MCA_orte_launch_agent", "/users/own/orted", 1);  // the user's own wins
+  EXPECT_EQ(MpirunEngine().PrepareJob(plan, s, dir)->engine_only_env.count("OMPI_MCA_orte_launch_agent"), 0u);
+  unsetenv("OMPI_MCA_orte_launch_agent");
   std::filesystem::remove_all(dir);
 }
 
