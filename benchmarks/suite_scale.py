@@ -5,6 +5,7 @@ and per-rank work (see run-suite's docstring)."""
 import math
 import os
 import re
+import resource
 import select
 import shlex
 import shutil
@@ -30,6 +31,7 @@ def scale(s):
     at the smallest size the same launch with the cache off
     (GPULAUNCH_TOPOLOGY_CACHE=0) is measured too, as a note."""
     sizes = s.args.scale_sizes or ([64] if s.args.quick else [64, 256, 1024, 2048])
+    raise_open_file_limit(4 * max(sizes) + 128)
     reps_small = s.args.repeats or (1 if s.args.quick else 3)
     cores = os.cpu_count() or 1
     setups = [("this host", None)]
@@ -230,9 +232,22 @@ def gpulaunch_argv(s, ranks, program, rig_info):
                                                                                             program]
 
 
+def raise_open_file_limit(want):
+    """gpulaunch raises the open-file limit its mpirun runs under as far as the
+    job needs (docs/environment.md); plain mpirun does not, and under the
+    common soft limit of 1,024 it hangs past about 250 local ranks. So both
+    run under the same limit here: this process's, raised as gpulaunch would."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want if hard == resource.RLIM_INFINITY else min(want, hard), hard))
+
+
 def mpirun_like_gpulaunch(s, ranks, program, rig_info):
     """Plain mpirun with the rankfile and options gpulaunch's --dry-run shows,
-    without the shim: the anchor for the same placement."""
+    without the shim: the anchor for the same placement. Over the rig its
+    daemons get their open-file limit raised the way gpulaunch's do (the rig's
+    sshd gives a soft 1,024, and 512 ranks a host need about 2,200), by
+    prlimit as the launch agent instead of the shim."""
     argv = gpulaunch_argv(s, ranks, program, rig_info)
     proc, _ = s.run(rig_prefix(rig_info) + argv[:1] + ["--dry-run"] + argv[1:], env=rig_env(s, rig_info))
     lines = proc.stdout.splitlines()
@@ -254,6 +269,8 @@ def mpirun_like_gpulaunch(s, ranks, program, rig_info):
         else:
             out.append(word)
             i += 1
+    if rig_info:
+        out[1:1] = ["--mca", "orte_launch_agent", "prlimit --nofile=%d: orted" % (4 * (ranks // 4) + 128)]
     return out
 
 

@@ -1,11 +1,13 @@
 #include "launcher/engine/mpirun_engine.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "common/env.h"
 #include "common/strings.h"
@@ -73,12 +75,14 @@ std::vector<std::string> BuildMpirunArgv(const LaunchPlan& plan, const EngineSet
 // there (open_file_limit.h): over ssh a daemon gets the host's own limit,
 // often a soft 1,024, and out of descriptors it hangs (512 ranks on a host
 // need about 2,200). Sized for the host with the most ranks. nullopt when
-// every rank is local, the user set a launch agent, or the shim's path has a
-// space (Open MPI splits the agent at spaces).
+// every rank is local, the user set a launch agent, or the shim's path holds
+// anything but letters, digits and "/._+-": Open MPI splits the agent at
+// spaces and hands it to the remote shell, which must read it as it is.
 std::optional<std::string> DaemonLaunchAgent(const LaunchPlan& plan, const EngineSettings& s, int files_per_rank) {
-  if (s.loopback_only || HasEnv("OMPI_MCA_orte_launch_agent") || s.shim.find(' ') != std::string::npos) {
-    return std::nullopt;
-  }
+  const bool plain_path = !s.shim.empty() && std::all_of(s.shim.begin(), s.shim.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("/._+-").find(c) != std::string_view::npos;
+  });
+  if (s.loopback_only || HasEnv("OMPI_MCA_orte_launch_agent") || !plain_path) return std::nullopt;
   std::map<std::string, int> ranks_on;
   for (const RankSlot& r : plan.placement.ranks) ++ranks_on[r.host];
   int most = 0;

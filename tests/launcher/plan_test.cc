@@ -124,8 +124,10 @@ TEST(Plan, RemoteDaemonsStartThroughTheShimSizedForTheBusiestHost) {
   s.loopback_only = true;  // every rank here: no daemon
   EXPECT_EQ(MpirunEngine().PrepareJob(plan, s, dir)->engine_only_env.count("OMPI_MCA_orte_launch_agent"), 0u);
   s.loopback_only = false;
-  s.shim = "/opt/my gl/gpulaunch-shim";  // Open MPI splits the agent at spaces
-  EXPECT_EQ(MpirunEngine().PrepareJob(plan, s, dir)->engine_only_env.count("OMPI_MCA_orte_launch_agent"), 0u);
+  for (const char* odd : {"/opt/my gl/gpulaunch-shim", "/opt/$HOME/gpulaunch-shim", "/opt/a;b/gpulaunch-shim"}) {
+    s.shim = odd;  // Open MPI splits the agent at spaces and a remote shell reads it
+    EXPECT_EQ(MpirunEngine().PrepareJob(plan, s, dir)->engine_only_env.count("OMPI_MCA_orte_launch_agent"), 0u) << odd;
+  }
   s.shim = "/opt/gl/bin/gpulaunch-shim";
   setenv("OMPI_MCA_orte_launch_agent", "/users/own/orted", 1);  // the user's own wins
   EXPECT_EQ(MpirunEngine().PrepareJob(plan, s, dir)->engine_only_env.count("OMPI_MCA_orte_launch_agent"), 0u);
