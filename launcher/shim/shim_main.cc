@@ -1,6 +1,7 @@
 // gpulaunch-shim: every rank starts through it (`mpirun ... gpulaunch-shim --
 // PROGRAM ARGS`), and so do the engine's daemons on other hosts
-// (`gpulaunch-shim --raise-open-files N orted ...`, open_file_limit.h). It applies the rank's slot (the header from
+// (`gpulaunch-shim --raise-open-files N orted ...`, open_file_limit.h). For a
+// rank it applies the rank's slot (the header from
 // GPULAUNCH_SLOT_TABLE, its own row asked from gpulaunch), refuses
 // to start when the engine's placement differs from the plan, checks in with
 // gpulaunch, and runs PROGRAM as its child until it ends (rank_supervisor.h),
@@ -123,9 +124,10 @@ int StartEngineDaemon(int argc, char** argv) {
   const std::string setting = JobFileLimitSetting(*raised);
   if (!setting.empty()) setenv(kJobFileLimitEnv, setting.c_str(), 1);
   execvp(argv[3], argv + 3);
+  const int exec_errno = errno;
   std::fprintf(stderr, "gpulaunch-shim: cannot run %s on %s: %s\n", argv[3], LocalHostname().c_str(),
-               std::strerror(errno));
-  return errno == ENOENT ? kExitNotFound : kExitCannotExecute;
+               std::strerror(exec_errno));
+  return exec_errno == ENOENT ? kExitNotFound : kExitCannotExecute;
 }
 
 }  // namespace

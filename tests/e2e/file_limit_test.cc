@@ -74,6 +74,10 @@ TEST(FileLimit, TheShimStartsAnEngineDaemonWithItsLimitRaised) {
             std::string::npos) << too_low.err;
   const CapturedRun usage = RunCaptured({shim, "--raise-open-files", "many", "true"}, EnvironmentWith({}), kStartMs);
   EXPECT_EQ(ExitCode(usage), 2) << usage.err;
+  const CapturedRun missing =
+      RunCaptured({shim, "--raise-open-files", "64", "/nonexistent/orted"}, EnvironmentWith({}), kStartMs);
+  EXPECT_EQ(ExitCode(missing), 127) << missing.err;
+  EXPECT_NE(missing.err.find("cannot run /nonexistent/orted on "), std::string::npos) << missing.err;
 }
 
 }  // namespace
