@@ -3,6 +3,7 @@
 // an engine command; nothing downstream re-decides where a rank goes.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,6 +67,13 @@ struct Placement {
   bool oversubscribed = false;
   std::vector<std::string> notes;     // why things are as they are, for --dry-run
   std::vector<std::string> explain;   // per host: chosen or passed over, and why
+
+  // How many ranks each host runs.
+  std::map<std::string, int> RanksByHost() const {
+    std::map<std::string, int> count;
+    for (const RankSlot& r : ranks) ++count[r.host];
+    return count;
+  }
 };
 
 }  // namespace gpulaunch

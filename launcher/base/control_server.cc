@@ -17,9 +17,6 @@ namespace {
 
 constexpr size_t kMaxLineBytes = 64 * 1024;  // a peer that sends more without a newline is dropped
 constexpr size_t kTailLines = 20;
-// Descriptors gpulaunch needs besides the ranks' sockets: stdio, the engine's
-// pipes, the listening socket, files being written.
-constexpr rlim_t kSpareFds = 64;
 
 }  // namespace
 
@@ -28,7 +25,7 @@ ControlServer::~ControlServer() { Stop(); }
 Status ControlServer::Start(const std::string& bind_addr, const std::string& expected_hash, int world,
                             std::vector<std::string> slot_rows, HostCheck check) {
   if (world > 0) {
-    GL_RETURN_IF_ERROR(RaiseOpenFileLimit(static_cast<rlim_t>(world) + kSpareFds,
+    GL_RETURN_IF_ERROR(RaiseOpenFileLimit(static_cast<rlim_t>(world) + kControlServerSpareFiles,
                                           "the job has " + std::to_string(world) +
                                               " ranks and gpulaunch holds one connection per rank: it needs")
                            .status());

@@ -57,6 +57,11 @@ struct HostCheck {
   std::map<std::string, std::string> expected;  // host -> fingerprint; empty: nothing to check
 };
 
+// Descriptors gpulaunch needs besides the ranks' sockets (stdio, the engine's
+// pipes, the listening socket, files being written): Start makes room for
+// world + this many open files.
+inline constexpr int kControlServerSpareFiles = 64;
+
 class ControlServer {
  public:
   ControlServer() = default;

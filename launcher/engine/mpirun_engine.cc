@@ -83,10 +83,8 @@ std::optional<std::string> DaemonLaunchAgent(const LaunchPlan& plan, const Engin
     return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("/._+-").find(c) != std::string_view::npos;
   });
   if (s.loopback_only || HasEnv("OMPI_MCA_orte_launch_agent") || !plain_path) return std::nullopt;
-  std::map<std::string, int> ranks_on;
-  for (const RankSlot& r : plan.placement.ranks) ++ranks_on[r.host];
   int most = 0;
-  for (const auto& [host, ranks] : ranks_on) most = std::max(most, ranks);
+  for (const auto& [host, ranks] : plan.placement.RanksByHost()) most = std::max(most, ranks);
   const long need = static_cast<long>(most) * files_per_rank + kEngineOwnOpenFiles;
   return s.shim + " " + kRaiseOpenFilesFlag + " " + std::to_string(need) + " orted";
 }

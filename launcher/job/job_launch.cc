@@ -143,13 +143,10 @@ StatusOr<JobRunOptions> EngineRun(const LaunchPlan& plan, const Engine& engine, 
 // the engine need for this job, or says why it cannot be raised far enough:
 // an engine out of descriptors may hang instead of failing (open_file_limit.h).
 StatusOr<FileLimitChange> MakeRoomForOpenFiles(const LaunchPlan& plan, const Engine& engine) {
-  constexpr rlim_t kGpulaunchOwnFiles = 64;
-  std::map<std::string, rlim_t> ranks_on;
-  for (const RankSlot& r : plan.placement.ranks) ++ranks_on[r.host];
   rlim_t local = 0;
-  for (const auto& [host, ranks] : ranks_on)
-    if (IsLocalHost(host)) local += ranks;
-  const rlim_t control = plan.placement.ranks.size() + kGpulaunchOwnFiles;
+  for (const auto& [host, ranks] : plan.placement.RanksByHost())
+    if (IsLocalHost(host)) local += static_cast<rlim_t>(ranks);
+  const rlim_t control = plan.placement.ranks.size() + kControlServerSpareFiles;
   const rlim_t engine_files = local * static_cast<rlim_t>(engine.OpenFilesPerLocalRank()) + kEngineOwnOpenFiles;
   if (engine_files <= control) {
     return RaiseOpenFileLimit(control, "the job has " + std::to_string(plan.placement.ranks.size()) +
