@@ -287,5 +287,26 @@ on1 scontrol delete reservation=gl-demo
 on1 scontrol delete PartitionName=gl-borrowed
 on1 scontrol delete PartitionName=gl-guaranteed
 
+# 8. Open files through srun. gpulaunch holds one connection a rank, so under
+#    a soft open-file limit of 128 it raises its own for 300 ranks; Slurm
+#    gives every task srun's limit (PropagateResourceLimits), so the shim puts
+#    the user's 128 back before the job starts. A hard limit too low for the
+#    job is refused before anything starts, with the fix.
+if [ "$(ulimit -Hn)" != unlimited ] && [ "$(ulimit -Hn)" -lt 1024 ]; then
+  echo "skip - open files through srun: the hard open-file limit here is $(ulimit -Hn)"
+else
+  on1 prlimit --nofile=128: timeout 120 salloc -N4 -n300 --overcommit "$BIN/gpulaunch" --no-summary -n 300 \
+    sh -c 'ulimit -n' > "$WORK/nofile.out" 2> "$WORK/nofile.err"
+  check "300 ranks through srun under a soft open-file limit of 128: exit 0" "$?" 0 || tail -n 20 "$WORK/nofile.err"
+  check "... every rank runs under the user's own 128" "$(grep -c '^128$' "$WORK/nofile.out"):$(wc -l < "$WORK/nofile.out")" \
+    "300:300" || sort "$WORK/nofile.out" | uniq -c | head
+  on1 prlimit --nofile=128:128 timeout 120 salloc -N4 -n300 --overcommit "$BIN/gpulaunch" --no-summary -n 300 \
+    sh -c 'ulimit -n' > "$WORK/hard.out" 2> "$WORK/hard.err"
+  check "a hard open-file limit of 128 for 300 ranks: exit 2" "$?" 2 || tail -n 20 "$WORK/hard.err"
+  check "... naming the limit and the fix, no rank started" \
+    "$(grep -c 'hard open-file limit here is 128; raise it (ulimit -Hn' "$WORK/hard.err"):$(wc -l < "$WORK/hard.out")" "1:0" ||
+    cat "$WORK/hard.err"
+fi
+
 echo "slurm cluster: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
