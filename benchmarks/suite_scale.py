@@ -51,13 +51,22 @@ def scale(s):
                 if why:
                     s.note("scale", "%s, %d ranks, %s: skipped, %s" % (label, n, where, why))
                     continue
-                gl, mp, cold, peak = [], [], [], 0
+                gl, mp, cold, floor, peak = [], [], [], [], 0
+                # Up to 256 ranks of /bin/true on this host, where the shim's
+                # exec is a visible share of a launch: mpirun with exec_wrapper
+                # in the shim's place too (the least any wrapper adds).
+                with_floor = program == "/bin/true" and not rig_info and n <= 256
                 for _ in range(reps_small if n <= 256 else 1):
                     anchor = mpirun_like_gpulaunch(s, n, program, rig_info)
                     guard = 20 + 0.1 * n if program == "/bin/true" else 60 + 1.0 * n
                     took, _ = timed_launch(s, anchor, rig_info, False, guard)
                     if took is not None:
                         mp.append(took)
+                    if with_floor:
+                        took, _ = timed_launch(s, mpirun_like_gpulaunch(s, n, program, rig_info, exec_wrapper_path(s)),
+                                               rig_info, False, guard)
+                        if took is not None:
+                            floor.append(took)
                     took, hwm = timed_launch(s, gpulaunch_argv(s, n, program, rig_info), rig_info, True, guard)
                     gl.append(took)
                     peak = max(peak, hwm)
@@ -73,6 +82,12 @@ def scale(s):
                              "mpirun -n %d, same rankfile" % n, mp, target=(1.2, "at most 1.2 x mpirun"))
                 s.note("scale", "gpulaunch -n %d, %s, %s: its own peak memory %.1f MB" % (n, label, where,
                                                                                     peak / 1024.0))
+                if floor and mp:
+                    s.note("scale", "gpulaunch -n %d, %s, %s: mpirun starting each rank through exec_wrapper (one "
+                           "exec, the least any program before the job adds) took %.3f s, %.2f x plain mpirun; "
+                           "gpulaunch %.2f x that (medians)" % (n, label, where, statistics.median(floor),
+                                                                statistics.median(floor) / statistics.median(mp),
+                                                                statistics.median(gl) / statistics.median(floor)))
                 if cold and mp:
                     s.note("scale", "gpulaunch -n %d, %s, %s, every host discovered live (GPULAUNCH_TOPOLOGY_CACHE=0): "
                            "%.2f s, %.2f x mpirun's %.2f s (medians)" % (n, label, where, statistics.median(cold),
@@ -242,9 +257,10 @@ def raise_open_file_limit(want):
         resource.setrlimit(resource.RLIMIT_NOFILE, (want if hard == resource.RLIM_INFINITY else min(want, hard), hard))
 
 
-def mpirun_like_gpulaunch(s, ranks, program, rig_info):
+def mpirun_like_gpulaunch(s, ranks, program, rig_info, wrapper=None):
     """Plain mpirun with the rankfile and options gpulaunch's --dry-run shows,
-    without the shim: the anchor for the same placement. Over the rig its
+    without the shim (or with `wrapper` where the shim was): the anchor for
+    the same placement. Over the rig its
     daemons get their open-file limit raised the way gpulaunch's do (the rig's
     sshd gives a soft 1,024, and 512 ranks a host need about 2,200), by
     prlimit as the launch agent instead of the shim."""
@@ -265,6 +281,7 @@ def mpirun_like_gpulaunch(s, ranks, program, rig_info):
         elif word == "-x" and command[i + 1] == "GPULAUNCH_SLOT_TABLE":
             i += 2
         elif word.endswith("/gpulaunch-shim") and command[i + 1] == "--":
+            out += [wrapper] if wrapper else []
             i += 2
         else:
             out.append(word)
@@ -276,6 +293,11 @@ def mpirun_like_gpulaunch(s, ranks, program, rig_info):
 
 # What gpulaunch says when it killed an engine that outlived its job (docs/launch.md).
 ENGINE_HUNG = "did not exit; gpulaunch killed it"
+
+
+def exec_wrapper_path(s):
+    """benchmarks/exec_wrapper: execs its arguments and nothing else."""
+    return os.path.join(s.bin, "exec_wrapper")
 
 
 def timed_launch(s, argv, rig_info, is_gpulaunch, guard, extra_env=None):
@@ -291,8 +313,9 @@ def timed_launch(s, argv, rig_info, is_gpulaunch, guard, extra_env=None):
     once idle 10 s after its last rank ended and says so, and that launch is run again
     too, since its time is mostly that wait. Plain mpirun (the anchor) gets 4
     attempts, and (None, 0) when all hung: over the namespace hosts it hung in
-    8 of 8 attempts at 256 ranks of /bin/true on 2026-12-02. gpulaunch gets 8,
-    and the suite fails when all hang. `extra_env`: more variables for the launch."""
+    8 of 8 attempts at 256 ranks of /bin/true on 2026-12-02; a failed
+    attempt of it (non-zero exit) is run again the same way. gpulaunch gets
+    8, and the suite fails when all hang or one fails. `extra_env`: more variables for the launch."""
     attempts = 8 if is_gpulaunch else 4
     for attempt in range(1, attempts + 1):
         started = time.monotonic()
@@ -315,6 +338,14 @@ def timed_launch(s, argv, rig_info, is_gpulaunch, guard, extra_env=None):
                    % (" ".join(argv[:3]), guard, attempt, ", run again" if attempt < attempts else ""))
             continue
         err, took = end["err"], end["at"] - started
+        if proc.returncode != 0 and not is_gpulaunch:
+            # Plain mpirun's own failure (once here: an MPI hello rank of 64
+            # "exiting improperly", 0 in 25 runs of the same command after)
+            # says nothing of gpulaunch: another attempt, as for a hang.
+            s.note("scale", "%s exited %d (attempt %d): %s%s"
+                   % (" ".join(argv[:3]), proc.returncode, attempt, first_line(err),
+                      ", run again" if attempt < attempts else ""))
+            continue
         if proc.returncode != 0:
             fail("%s exited %d:\n%s" % (" ".join(argv), proc.returncode, err[-3000:]))
         if ENGINE_HUNG in err:
@@ -325,6 +356,13 @@ def timed_launch(s, argv, rig_info, is_gpulaunch, guard, extra_env=None):
     if not is_gpulaunch:
         return None, 0
     fail("%s did not end within %.0f s, %d times" % (" ".join(argv), guard, attempts))
+
+
+def first_line(text):
+    """The first line of a launch's stderr that says something (Open MPI
+    frames its messages in rules of dashes), for a note."""
+    lines = [l.strip() for l in text.splitlines() if l.strip() and not l.startswith("---")]
+    return lines[0] if lines else "no message"
 
 
 def peak_kb(pid):
