@@ -292,7 +292,7 @@ def mpirun_like_gpulaunch(s, ranks, program, rig_info, wrapper=None):
 
 
 # What gpulaunch says when it killed an engine that outlived its job (docs/launch.md).
-ENGINE_HUNG = "did not exit; gpulaunch killed it"
+ENGINE_HUNG = "did not exit; gpulaunch stopped it"
 
 
 def exec_wrapper_path(s):
@@ -349,7 +349,7 @@ def timed_launch(s, argv, rig_info, is_gpulaunch, guard, extra_env=None):
         if proc.returncode != 0:
             fail("%s exited %d:\n%s" % (" ".join(argv), proc.returncode, err[-3000:]))
         if ENGINE_HUNG in err:
-            s.note("scale", "%s: mpirun hung after the job and gpulaunch killed it (attempt %d)%s"
+            s.note("scale", "%s: mpirun hung after the job and gpulaunch stopped it (attempt %d)%s"
                    % (" ".join(argv[:3]), attempt, ", run again" if attempt < attempts else ""))
             continue
         return took, hwm

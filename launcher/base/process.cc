@@ -145,6 +145,8 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 constexpr SteadyClock::time_point kNever{};
+// How long an engine stopped after its job (job_over) has between SIGTERM and SIGKILL.
+constexpr std::chrono::seconds kEngineTermGrace{2};
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD};
 
 bool IsStop(int sig) { return sig == SIGINT || sig == SIGTERM || sig == SIGHUP; }
@@ -244,8 +246,12 @@ class EngineSupervision {
     if (!linger_) return;
     if (activity_->Sample()) quiet_since_ = now;  // the first sample, a baseline, says active
     if (now - quiet_since_ >= *linger_) {
+      // SIGTERM first: a hung mpirun still handles it, exits at once and
+      // removes its session directory (pmix segments under /tmp/ompi.*),
+      // which SIGKILL would leave behind. SIGKILL follows if it does not.
       result_.engine_killed_after_job = true;
-      kill(pid_, SIGKILL);
+      kill(pid_, SIGTERM);
+      hard_kill_at_ = now + kEngineTermGrace;
     }
   }
 

@@ -58,7 +58,8 @@ struct JobRunOptions {
   // Once the job is over for certain (every rank has ended), how long the
   // engine may go on without doing anything (no CPU, no bytes read or
   // written, gpulaunch's output not blocked: engine_activity.h) before it is
-  // killed instead of waited for; nullopt while the job is not over. The
+  // stopped instead of waited for (SIGTERM, then SIGKILL 2 s later);
+  // nullopt while the job is not over. The
   // job's exit code then comes from the ranks' reports (see JobWatch::Over
   // for why an engine outlives its job).
   std::function<std::optional<std::chrono::milliseconds>()> job_over;
@@ -69,7 +70,7 @@ struct JobRunResult {
   int user_signal = 0;  // first SIGINT/SIGTERM/SIGHUP received, 0 if none
   bool timed_out = false;  // stopped by timeout_ms
   bool stopped_by_watchdog = false;
-  bool engine_killed_after_job = false;  // by job_over
+  bool engine_killed_after_job = false;  // stopped by job_over (SIGTERM, then SIGKILL)
 };
 
 // Runs the engine in the foreground. SIGINT/SIGTERM/SIGHUP sent to gpulaunch

@@ -319,7 +319,7 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
       EveryRankSucceeded(records, plan.placement.ranks.size())) {
     // The engine hung after its job (JobWatch::Over): the ranks' codes are the job's.
     std::cerr << "gpulaunch: warning: every rank ended with code 0, but " << engine.Name()
-              << " did not exit; gpulaunch killed it (Open MPI 4.1's mpirun can hang once its job is over)\n";
+              << " did not exit; gpulaunch stopped it (Open MPI 4.1's mpirun can hang once its job is over)\n";
     out.exit_code = job.exit_code = 0;
   }
   Blame(records, checked_in, job, out);

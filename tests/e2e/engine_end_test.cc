@@ -53,7 +53,7 @@ TEST(Launch, AnEngineThatHangsAfterASuccessfulJobIsKilledAndTheJobSucceeds) {
                                       EnvironmentWith({{"PATH", dir.path.string() + ":" + getenv("PATH")}}), 120000);
   ASSERT_FALSE(run.timed_out) << "gpulaunch waited for the hung engine:\n" << run.err;
   EXPECT_EQ(ExitCode(run), 0) << run.err;
-  EXPECT_NE(run.err.find("every rank ended with code 0, but mpirun did not exit; gpulaunch killed it"),
+  EXPECT_NE(run.err.find("every rank ended with code 0, but mpirun did not exit; gpulaunch stopped it"),
             std::string::npos)
       << run.err;
   EXPECT_EQ(RankLines(run.out).size(), 4u) << "the ranks' output was lost:\n" << run.out;
@@ -100,7 +100,7 @@ TEST(Launch, AnEngineWaitingOnASlowReaderIsNotKilled) {
   ASSERT_EQ(done, 2) << "the ranks did not finish writing while their output waited:\n" << err;
   ASSERT_TRUE(WIFEXITED(status)) << err;
   EXPECT_EQ(WEXITSTATUS(status), 0) << err;
-  EXPECT_EQ(err.find("did not exit; gpulaunch killed it"), std::string::npos) << err;
+  EXPECT_EQ(err.find("did not exit; gpulaunch stopped it"), std::string::npos) << err;
   EXPECT_EQ(std::count(got.begin(), got.end(), '\n'), 4000) << "output lost; stderr:\n" << err;
 }
 

@@ -161,11 +161,12 @@ TEST(RunJob, TheKillGraceCountsFromTheStopRequest) {
   EXPECT_LT(kill_at - stop_at, std::chrono::seconds(5));
 }
 
-// An engine that outlives its job is killed once it has done nothing for
+// An engine that outlives its job is stopped once it has done nothing for
 // the time job_over allows, not while it still writes (the ranks' last
 // output): here it writes for 20 rounds of 100 ms, far past the 300 ms
-// allowed, then hangs the way Open MPI 4.1.4's mpirun can.
-TEST(RunJob, AnEngineIsKilledAfterItsJobOnlyOnceItIsQuiet) {
+// allowed, then hangs the way Open MPI 4.1.4's mpirun can. It gets SIGTERM,
+// which such an mpirun handles (it then removes its session directory).
+TEST(RunJob, AnEngineIsStoppedAfterItsJobOnlyOnceItIsQuiet) {
   const std::string count_file = ::testing::TempDir() + "engine_rounds_" + std::to_string(getpid());
   JobRunOptions o;
   o.argv = {"/bin/sh", "-c",
@@ -179,8 +180,35 @@ TEST(RunJob, AnEngineIsKilledAfterItsJobOnlyOnceItIsQuiet) {
   std::remove(count_file.c_str());
   EXPECT_TRUE(result.engine_killed_after_job);
   ASSERT_TRUE(WIFSIGNALED(result.wait_status));
+  EXPECT_EQ(WTERMSIG(result.wait_status), SIGTERM);
+  EXPECT_EQ(rounds, 20) << "stopped while it was still writing";
+}
+
+// An engine stopped after its job that does not end on SIGTERM (here it
+// notes the signal and sleeps on) gets SIGKILL after it. Perl (Debian's
+// perl-base is essential) because the engine must stay idle in one process:
+// a shell loop starts a process every round, which counts as activity.
+TEST(RunJob, AnEngineThatOutlivesSigtermAfterItsJobIsKilled) {
+  const std::string seen_file = ::testing::TempDir() + "engine_sigterm_" + std::to_string(getpid());
+  std::remove(seen_file.c_str());
+  JobRunOptions o;
+  o.argv = {"perl", "-e",
+            "$SIG{TERM} = sub { open(my $f, '>', $ARGV[0]) or die; print $f 'TERM'; close($f) }; sleep 1 while 1",
+            seen_file};
+  o.env = EnvironmentWith({});
+  o.job_over = [] { return std::optional<std::chrono::milliseconds>(300); };
+  // A guard only: without the SIGKILL step the test fails here instead of hanging.
+  o.timeout_ms = 60000;
+  o.kill_grace_ms = 1000;
+  const JobRunResult result = RunJob(o);
+  EXPECT_FALSE(result.timed_out) << "no SIGKILL after the SIGTERM";
+  std::string seen;
+  std::ifstream(seen_file) >> seen;
+  std::remove(seen_file.c_str());
+  EXPECT_TRUE(result.engine_killed_after_job);
+  EXPECT_EQ(seen, "TERM") << "no SIGTERM before the SIGKILL";
+  ASSERT_TRUE(WIFSIGNALED(result.wait_status));
   EXPECT_EQ(WTERMSIG(result.wait_status), SIGKILL);
-  EXPECT_EQ(rounds, 20) << "killed while it was still writing";
 }
 
 // A launcher killed outright (SIGKILL) takes its engine with it: the engine
