@@ -145,7 +145,7 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 constexpr SteadyClock::time_point kNever{};
-// How long an engine stopped after its job (job_over) has between SIGTERM and SIGKILL.
+// How long an engine stopped after its job with SIGTERM (EngineLinger) has before SIGKILL.
 constexpr std::chrono::seconds kEngineTermGrace{2};
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD};
 
@@ -245,13 +245,14 @@ class EngineSupervision {
     if (o_.job_over && !linger_ && (linger_ = o_.job_over())) activity_.emplace(pid_);
     if (!linger_) return;
     if (activity_->Sample()) quiet_since_ = now;  // the first sample, a baseline, says active
-    if (now - quiet_since_ >= *linger_) {
-      // SIGTERM first: a hung mpirun still handles it, exits at once and
-      // removes its session directory (pmix segments under /tmp/ompi.*),
-      // which SIGKILL would leave behind. SIGKILL follows if it does not.
+    if (now - quiet_since_ >= linger_->idle) {
       result_.engine_killed_after_job = true;
-      kill(pid_, SIGTERM);
-      hard_kill_at_ = now + kEngineTermGrace;
+      if (linger_->term_first) {
+        kill(pid_, SIGTERM);
+        hard_kill_at_ = now + kEngineTermGrace;  // ReapOrEscalate sends SIGKILL then
+      } else {
+        kill(pid_, SIGKILL);
+      }
     }
   }
 
@@ -302,8 +303,8 @@ class EngineSupervision {
   int stop_requests_ = 0;
   SteadyClock::time_point hard_kill_at_{}, grace_ends_at_{};  // grace: after signal_all_ranks
   // Once job_over said the job is over: how long the engine may stay quiet
-  // (engine_activity.h) before it is killed, and since when it has been.
-  std::optional<std::chrono::milliseconds> linger_;
+  // (engine_activity.h) before it is stopped, and how; since when it has been.
+  std::optional<EngineLinger> linger_;
   std::optional<EngineActivity> activity_;
   SteadyClock::time_point quiet_since_{};
 };

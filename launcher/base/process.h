@@ -26,6 +26,18 @@ struct CapturedRun {
 // Runs argv to completion (killed after `timeout_ms`), capturing its output.
 CapturedRun RunCaptured(const std::vector<std::string>& argv, const std::vector<std::string>& env, int timeout_ms);
 
+// How an engine that outlives its job is stopped (JobRunOptions::job_over).
+struct EngineLinger {
+  std::chrono::milliseconds idle{0};  // how long it may stay quiet first
+  // SIGTERM, and SIGKILL 2 s later only if it is still there: for an engine
+  // hung after a job that ended by itself (Open MPI 4.1's mpirun then still
+  // handles SIGTERM, exits and removes its session directory, which SIGKILL
+  // leaves behind). Otherwise SIGKILL at once: in a failure's teardown
+  // mpirun sleeps through its own kill sequence and would hear SIGTERM only
+  // after it, which delays the end.
+  bool term_first = false;
+};
+
 struct JobRunOptions {
   std::vector<std::string> argv;
   std::vector<std::string> env;
@@ -58,11 +70,10 @@ struct JobRunOptions {
   // Once the job is over for certain (every rank has ended), how long the
   // engine may go on without doing anything (no CPU, no bytes read or
   // written, gpulaunch's output not blocked: engine_activity.h) before it is
-  // stopped instead of waited for (SIGTERM, then SIGKILL 2 s later);
-  // nullopt while the job is not over. The
-  // job's exit code then comes from the ranks' reports (see JobWatch::Over
-  // for why an engine outlives its job).
-  std::function<std::optional<std::chrono::milliseconds>()> job_over;
+  // stopped instead of waited for, and how; nullopt while the job is not
+  // over. The job's exit code then comes from the ranks' reports (see
+  // JobWatch::Over for why an engine outlives its job).
+  std::function<std::optional<EngineLinger>()> job_over;
 };
 
 struct JobRunResult {

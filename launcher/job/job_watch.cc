@@ -64,8 +64,11 @@ bool JobWatch::Poll() {
   return verdict_.stop != StopReason::kNone;
 }
 
-std::optional<std::chrono::milliseconds> JobWatch::Over() const {
-  if (!teardown_since_) return every_rank_ended_ ? std::optional(kEngineExitGrace) : std::nullopt;
+std::optional<EngineLinger> JobWatch::Over() const {
+  if (!teardown_since_) {
+    if (!every_rank_ended_) return std::nullopt;
+    return EngineLinger{kEngineExitGrace, /*term_first=*/true};
+  }
   const auto records = control_.Records();
   if (records.size() < ranks_) return std::nullopt;
   std::set<std::string> hosts_lost;
@@ -78,7 +81,7 @@ std::optional<std::chrono::milliseconds> JobWatch::Over() const {
     if (stop_sequence_done && hosts_lost.count(r.host)) continue;
     return std::nullopt;
   }
-  return kEngineExitAfterTeardown;
+  return EngineLinger{kEngineExitAfterTeardown, /*term_first=*/false};
 }
 
 void JobWatch::WriteProfile(bool final) {

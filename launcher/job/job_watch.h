@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "launcher/base/control_server.h"
+#include "launcher/base/process.h"
 #include "launcher/core/plan.h"
 #include "launcher/job/job_launch.h"
 #include "launcher/job/job_monitor.h"
@@ -26,10 +27,11 @@ class JobWatch {
   bool Poll();
 
   // Once the job is over for certain, how long the engine may stay idle
-  // before it is killed (JobRunOptions::job_over); nullopt while it is not.
+  // before it is stopped, and how (JobRunOptions::job_over); nullopt while
+  // it is not.
   // - After a failure, once every rank has ended (or refused, or was lost):
   //   2 s, since Open MPI sleeps its kill grace twice even for ranks that are
-  //   already gone. A rank on a host that lost a connection, still silent
+  //   already gone; then SIGKILL (it would hear SIGTERM only after those sleeps). A rank on a host that lost a connection, still silent
   //   after the whole stop sequence (SIGTERM, SIGKILL, then a second for its
   //   report), vanished with its host: its own connection would be seen lost
   //   only kVanishedPeerSeconds after the stop signal gpulaunch wrote to it
@@ -40,7 +42,8 @@ class JobWatch {
   //   only its ranks' last output and its daemons' exit left; Open MPI
   //   4.1.4's mpirun sometimes never exits then (asleep in its event loop
   //   with every rank and daemon gone), and gpulaunch must not hang with it.
-  std::optional<std::chrono::milliseconds> Over() const;
+  //   Then SIGTERM first, which such an mpirun handles and cleans up after.
+  std::optional<EngineLinger> Over() const;
 
   // The metrics files; `final` also prints the run report.
   void WriteProfile(bool final);

@@ -173,7 +173,7 @@ TEST(RunJob, AnEngineIsStoppedAfterItsJobOnlyOnceItIsQuiet) {
             "i=0; while [ $i -lt 20 ]; do i=$((i+1)); echo $i > \"$0\"; sleep 0.1; done; exec sleep 600",
             count_file};
   o.env = EnvironmentWith({});
-  o.job_over = [] { return std::optional<std::chrono::milliseconds>(300); };
+  o.job_over = [] { return std::optional(EngineLinger{std::chrono::milliseconds(300), /*term_first=*/true}); };
   const JobRunResult result = RunJob(o);
   int rounds = 0;
   std::ifstream(count_file) >> rounds;
@@ -184,29 +184,53 @@ TEST(RunJob, AnEngineIsStoppedAfterItsJobOnlyOnceItIsQuiet) {
   EXPECT_EQ(rounds, 20) << "stopped while it was still writing";
 }
 
-// An engine stopped after its job that does not end on SIGTERM (here it
-// notes the signal and sleeps on) gets SIGKILL after it. Perl (Debian's
-// perl-base is essential) because the engine must stay idle in one process:
-// a shell loop starts a process every round, which counts as activity.
-TEST(RunJob, AnEngineThatOutlivesSigtermAfterItsJobIsKilled) {
-  const std::string seen_file = ::testing::TempDir() + "engine_sigterm_" + std::to_string(getpid());
+// An engine that notes SIGTERM in `seen_file` and sleeps on, stopped after
+// its job as `linger` says. Perl (Debian's perl-base is essential) because
+// the engine must stay idle in one process: a shell loop starts a process
+// every round, which counts as activity.
+JobRunResult RunEngineThatOutlivesSigterm(const std::string& seen_file, EngineLinger linger) {
   std::remove(seen_file.c_str());
   JobRunOptions o;
   o.argv = {"perl", "-e",
             "$SIG{TERM} = sub { open(my $f, '>', $ARGV[0]) or die; print $f 'TERM'; close($f) }; sleep 1 while 1",
             seen_file};
   o.env = EnvironmentWith({});
-  o.job_over = [] { return std::optional<std::chrono::milliseconds>(300); };
+  o.job_over = [linger] { return std::optional(linger); };
   // A guard only: without the SIGKILL step the test fails here instead of hanging.
   o.timeout_ms = 60000;
   o.kill_grace_ms = 1000;
-  const JobRunResult result = RunJob(o);
-  EXPECT_FALSE(result.timed_out) << "no SIGKILL after the SIGTERM";
+  return RunJob(o);
+}
+
+// An engine stopped with SIGTERM after its job that does not end on it gets
+// SIGKILL after it.
+TEST(RunJob, AnEngineThatOutlivesSigtermAfterItsJobIsKilled) {
+  const std::string seen_file = ::testing::TempDir() + "engine_sigterm_" + std::to_string(getpid());
+  const JobRunResult result =
+      RunEngineThatOutlivesSigterm(seen_file, {std::chrono::milliseconds(300), /*term_first=*/true});
   std::string seen;
   std::ifstream(seen_file) >> seen;
   std::remove(seen_file.c_str());
+  EXPECT_FALSE(result.timed_out) << "no SIGKILL after the SIGTERM";
   EXPECT_TRUE(result.engine_killed_after_job);
   EXPECT_EQ(seen, "TERM") << "no SIGTERM before the SIGKILL";
+  ASSERT_TRUE(WIFSIGNALED(result.wait_status));
+  EXPECT_EQ(WTERMSIG(result.wait_status), SIGKILL);
+}
+
+// After a failure's teardown (term_first false) the engine gets SIGKILL at
+// once: Open MPI would hear SIGTERM only after the sleeps of its own kill
+// sequence.
+TEST(RunJob, AnEngineLeftAfterATeardownIsKilledWithoutSigterm) {
+  const std::string seen_file = ::testing::TempDir() + "engine_no_sigterm_" + std::to_string(getpid());
+  const JobRunResult result =
+      RunEngineThatOutlivesSigterm(seen_file, {std::chrono::milliseconds(300), /*term_first=*/false});
+  std::string seen;
+  std::ifstream(seen_file) >> seen;
+  std::remove(seen_file.c_str());
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_TRUE(result.engine_killed_after_job);
+  EXPECT_EQ(seen, "") << "SIGTERM was sent";
   ASSERT_TRUE(WIFSIGNALED(result.wait_status));
   EXPECT_EQ(WTERMSIG(result.wait_status), SIGKILL);
 }
