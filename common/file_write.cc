@@ -1,28 +1,43 @@
 #include "common/file_write.h"
 
-#include <filesystem>
-#include <fstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <random>
 
 namespace gpulaunch {
 
-Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
+Status WriteFileAtomically(const std::string& path, const std::string& bytes, mode_t mode) {
   std::random_device rd;  // a private temporary name, even for concurrent writers of one path
-  const std::string tmp = path + ".tmp." + std::to_string(rd()) + std::to_string(rd());
-  std::error_code ec;
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) {
-      out.close();
-      std::filesystem::remove(tmp, ec);
-      return Unavailable("cannot write " + path + " (disk full or not writable?)");
-    }
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
+    tmp = path + ".tmp." + std::to_string(rd()) + std::to_string(rd());
+    fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) break;
   }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    std::filesystem::remove(tmp, ec);
+  if (fd < 0) return Unavailable("cannot create " + tmp + " to write " + path + ": " + std::strerror(errno));
+  size_t done = 0;
+  bool ok = true;
+  while (ok && done < bytes.size()) {
+    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
+  }
+  const int write_errno = errno;
+  ok = ok && fchmod(fd, mode) == 0;
+  ok = close(fd) == 0 && ok;
+  if (!ok) {
+    unlink(tmp.c_str());
+    return Unavailable("cannot write " + path + ": " + std::strerror(write_errno) + " (disk full or not writable?)");
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    unlink(tmp.c_str());
     return Unavailable("cannot rename " + tmp + " to " + path + ": " + why);
   }
   return Status::Ok();

@@ -178,6 +178,51 @@ std::string Excerpt(std::string_view text, size_t max_bytes) {
   return out;
 }
 
+std::string EscapeControlBytes(std::string_view text, bool keep_newlines) {
+  std::string out;
+  out.reserve(text.size());
+  const auto escape = [&out](unsigned char c) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "\\x%02x", c);
+    out += hex;
+  };
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      if ((c < 0x20 && !(keep_newlines && (c == '\n' || c == '\t'))) || c == 0x7f) {
+        escape(c);
+      } else {
+        out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: its length from the lead byte, each continuation
+    // 10xxxxxx, no overlong form, no surrogate, at most U+10FFFF.
+    const size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    bool valid = len > 0 && i + len <= text.size();
+    uint32_t cp = len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+    for (size_t k = 1; valid && k < len; ++k) {
+      const unsigned char cc = static_cast<unsigned char>(text[i + k]);
+      valid = (cc & 0xc0) == 0x80;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    valid = valid && !(len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) &&
+            !(len == 4 && (cp < 0x10000 || cp > 0x10ffff));
+    if (!valid) {
+      escape(c);
+      ++i;
+    } else if (cp >= 0x80 && cp <= 0x9f) {  // C1 controls: CSI (U+009B) and OSC (U+009D) reach some terminals
+      for (size_t k = 0; k < len; ++k) escape(static_cast<unsigned char>(text[i + k]));
+      i += len;
+    } else {
+      out.append(text.substr(i, len));
+      i += len;
+    }
+  }
+  return out;
+}
+
 namespace {
 
 // A file descriptor opened for reading, closed when it goes.
@@ -208,15 +253,17 @@ class ReadOnlyFile {
     return got;
   }
 
-  // Everything from here to the end; false when a read failed.
-  bool ReadRest(std::string& out) {
+  // Everything from here to the end, or up to `limit` bytes and one more
+  // (so that the caller sees it was over); false when a read failed.
+  bool ReadRest(std::string& out, uint64_t limit = kMaxTextFileBytes) {
     char block[1 << 16];
-    for (;;) {
+    while (out.size() <= limit) {
       const ssize_t got = Read(block, sizeof block);
       if (got < 0) return false;
       if (got == 0) return true;
       out.append(block, static_cast<size_t>(got));
     }
+    return true;
   }
 
  private:
@@ -243,11 +290,39 @@ Status CheckTextFile(const std::string& path, const std::string& what, const Rea
 
 }  // namespace
 
+namespace {
+
+// Why a read stopped early: more than kMaxTextFileBytes, or a NUL byte on
+// line `line`.
+Status EndlessInput(const std::string& path, const std::string& what) {
+  return InvalidArgument(what + " '" + path + "' holds more than the " + std::to_string(kMaxTextFileBytes) +
+                         " bytes gpulaunch reads (a pipe or a device that never ends?): is it the right file?");
+}
+Status BinaryInput(const std::string& path, const std::string& what, size_t line) {
+  return InvalidArgument(path + ":" + std::to_string(line) + ": a NUL byte, which no " + what +
+                         " holds: is it a binary file or a device?");
+}
+
+}  // namespace
+
 StatusOr<std::string> ReadTextFile(const std::string& path, const std::string& what) {
   ReadOnlyFile file(path);
   GL_RETURN_IF_ERROR(CheckTextFile(path, what, file));
   std::string text;
-  if (!file.ReadRest(text)) return NotFound("cannot read " + what + " '" + path + "': " + std::strerror(errno));
+  char block[1 << 16];
+  for (;;) {  // block by block, so that a NUL byte or an endless input stops the read early
+    const ssize_t got = file.Read(block, sizeof block);
+    if (got < 0) return NotFound("cannot read " + what + " '" + path + "': " + std::strerror(errno));
+    if (got == 0) break;
+    const std::string_view chunk(block, static_cast<size_t>(got));
+    if (const size_t nul = chunk.find('\0'); nul != std::string_view::npos) {
+      const auto lines_before = std::count(text.begin(), text.end(), '\n') +
+                                std::count(chunk.begin(), chunk.begin() + static_cast<ptrdiff_t>(nul), '\n');
+      return BinaryInput(path, what, 1 + static_cast<size_t>(lines_before));
+    }
+    if (text.size() + chunk.size() > kMaxTextFileBytes) return EndlessInput(path, what);
+    text.append(chunk);
+  }
   return text;
 }
 
@@ -264,12 +339,16 @@ StatusOr<std::vector<std::string>> ReadTextLines(const std::string& path, const 
   GL_RETURN_IF_ERROR(CheckTextFile(path, what, file));
   std::vector<std::string> lines(1);
   std::vector<char> block(1 << 20);
+  uint64_t total = 0;
   for (;;) {
     const ssize_t read = file.Read(block.data(), block.size());
     if (read < 0) return NotFound("cannot read " + what + " '" + path + "': " + std::strerror(errno));
     if (read == 0) break;
     const size_t got = static_cast<size_t>(read);
+    total += got;
+    if (total > kMaxTextFileBytes) return EndlessInput(path, what);
     for (size_t i = 0; i < got; ++i) {
+      if (block[i] == '\0') return BinaryInput(path, what, lines.size());
       if (block[i] == '\n') {
         if (!lines.back().empty() && lines.back().back() == '\r') lines.back().pop_back();
         lines.emplace_back();

@@ -73,15 +73,26 @@ Status ForEachConfigLine(std::string_view text, std::string_view origin,
 inline constexpr size_t kExcerptBytes = 60;
 std::string Excerpt(std::string_view text, size_t max_bytes = kExcerptBytes);
 
+// Text from a peer (a rank's stderr line, a refusal, a stack dump), made
+// safe for a terminal and a file: every control byte (C0, DEL, and the C1
+// range U+0080..U+009F), and every byte that is not part of valid UTF-8, is
+// shown escaped ("\x1b"); printable text, UTF-8 included, is kept. With
+// `keep_newlines` newlines and tabs stay as they are (multi-line text).
+std::string EscapeControlBytes(std::string_view text, bool keep_newlines = false);
+
 // Files gpulaunch reads whole (topologies, cluster files, policies) are at
 // most this big; line-oriented files (traces, hostfiles) hold lines of at
 // most kMaxTextLineBytes. Both are refused early, naming the limit.
-inline constexpr uint64_t kMaxTextFileBytes = 1ull << 30;
+// The limits hold while reading, so a pipe or a device (which stat reports
+// as empty) is cut off too, and a NUL byte, which no text file holds, ends
+// the read at once ("is it a binary file?"): /dev/zero and /dev/urandom fail
+// within the first block.
+inline constexpr uint64_t kMaxTextFileBytes = 256ull << 20;
 inline constexpr size_t kMaxTextLineBytes = 1 << 16;
 
 // The whole file, or an error naming what it is ("hostfile") and the path:
-// NotFound when it cannot be read, InvalidArgument for a directory or a file
-// over kMaxTextFileBytes.
+// NotFound when it cannot be read, InvalidArgument for a directory, a file
+// over kMaxTextFileBytes, or one holding a NUL byte (path:line).
 StatusOr<std::string> ReadTextFile(const std::string& path, const std::string& what);
 
 // The whole file, or "" when it cannot be read: for /proc, /sys and cache

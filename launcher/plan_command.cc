@@ -1,5 +1,7 @@
 #include "launcher/plan_command.h"
 
+#include "common/file_write.h"
+
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -113,19 +115,19 @@ std::string GresConfOrNote(const ClusterTopology& cluster) {
   return "# gpulaunch slurm-config found no GPUs on " + CompressHostlist(names) + ", so this file lists none.\n";
 }
 
-// Each file beside its final name first, then renamed: nothing half-written
-// is left behind. Scripts (*.sh) are made executable.
+// Each file written atomically (common/file_write.h: never through a file
+// or link planted in a folder others can write), scripts (*.sh) with mode
+// 0755 set on the descriptor. The folder is created when missing.
 Status WriteConfigFiles(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return InvalidArgument("cannot create the output folder " + dir + ": " + ec.message());
   for (const auto& [name, text] : files) {
-    const std::string path = dir + "/" + name, tmp = path + ".tmp";
-    std::ofstream out(tmp);
-    out << text;
-    out.close();
-    if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
-      std::remove(tmp.c_str());
-      return InvalidArgument("cannot write " + path + ": check that the directory exists and is writable");
+    const std::string path = dir + "/" + name;
+    const bool script = name.size() > 3 && name.substr(name.size() - 3) == ".sh";
+    if (Status s = WriteFileAtomically(path, text, script ? 0755 : 0644); !s.ok()) {
+      return InvalidArgument(s.message() + ": check that the folder " + dir + " is writable");
     }
-    if (name.size() > 3 && name.substr(name.size() - 3) == ".sh") chmod(path.c_str(), 0755);
     std::cout << "wrote " << path << "\n";
   }
   return Status::Ok();

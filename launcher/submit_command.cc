@@ -1,5 +1,8 @@
 #include "launcher/submit_command.h"
 
+#include "common/file_write.h"
+#include "launcher/base/fd_io.h"
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -27,22 +30,22 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
   const std::string self = fs::read_symlink("/proc/self/exe").string();
   const std::string script = RenderBatchScript(parsed->job, self);
   std::string path = parsed->script.value_or((fs::temp_directory_path() / "gpulaunch-submit.XXXXXX").string());
-  if (!parsed->script) {
-    const int fd = mkstemp(path.data());
-    if (fd < 0) {
-      std::cerr << "gpulaunch: cannot create a batch script under /tmp\n";
-      return kExitLaunchFailure;
-    }
-    close(fd);
+  // A given --script is written atomically, never through a planted file or
+  // link (common/file_write.h); the default one through mkstemp's own descriptor.
+  bool written = false;
+  if (parsed->script) {
+    const Status s = WriteFileAtomically(path, script, 0644);
+    if (!s.ok()) std::cerr << "gpulaunch: cannot write the batch script: " << s.message() << "\n";
+    written = s.ok();
+  } else if (const int fd = mkstemp(path.data()); fd >= 0) {
+    written = WriteAll(fd, script.data(), script.size());
+    written = close(fd) == 0 && written;
+    if (!written) std::cerr << "gpulaunch: cannot write the batch script " << path << "\n";
+  } else {
+    std::cerr << "gpulaunch: cannot create a batch script under /tmp\n";
+    return kExitLaunchFailure;
   }
-  {
-    std::ofstream out(path);
-    out << script;
-    if (!out) {
-      std::cerr << "gpulaunch: cannot write the batch script " << path << "\n";
-      return kExitUsage;
-    }
-  }
+  if (!written) return kExitUsage;
   if (parsed->test_only || parsed->validate) {
     // sbatch answers on stderr: "Job N to start at T using C processors on
     // nodes ... in partition P", or why not.

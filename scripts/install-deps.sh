@@ -9,7 +9,7 @@
 # the base list or of its dependencies: ctest header_packages checks that.
 set -euo pipefail
 base=(build-essential cmake ninja-build pkg-config openmpi-bin libopenmpi-dev libucx-dev ucx-utils
-      libhwloc-dev hwloc libboost-program-options-dev libpmix-dev nlohmann-json3-dev libxml2-dev)
+      libhwloc-dev hwloc libboost-program-options-dev libpmix-dev nlohmann-json3-dev libxml2-dev libsodium-dev)
 test_only=(libgtest-dev libgmock-dev libbenchmark-dev openssh-server openssh-client iproute2 hpcc
            slurmctld slurmd slurm-client munge gdb clang libclang-rt-14-dev iptables python3 python3-matplotlib
            bc procps)

@@ -18,13 +18,21 @@ std::string SafeText(const std::string& s) {
   return out;
 }
 
+// Peer text as it arrives: control and escape bytes shown escaped (a line
+// sent raw, not through FormatControlLine, can hold any byte), then cut.
+std::string SafeReceived(std::string_view s) {
+  std::string out = EscapeControlBytes(s.substr(0, kMaxText));
+  if (out.size() > kMaxText + 64) out.resize(kMaxText + 64);
+  return out;
+}
+
 bool IsStep(std::string_view s) {
   return !s.empty() && s.find_first_not_of("0123456789.") == std::string::npos && s.find('.') != std::string::npos;
 }
 
 }  // namespace
 
-void DetectVanishedPeer(int fd) {
+void ConfigureControlSocket(int fd) {
   const int on = 1, idle = 3, interval = 1, count = 3;  // 3 s + 3 x 1 s
   const unsigned user_timeout_ms = kVanishedPeerSeconds * 1000;
   setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
@@ -32,6 +40,7 @@ void DetectVanishedPeer(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
   setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
 }
 
 std::optional<ControlMessage> ParseControlLine(const std::string& line) {
@@ -49,8 +58,8 @@ std::optional<ControlMessage> ParseControlLine(const std::string& line) {
     m.kind = ControlMessage::Kind::kCheckin;
     m.pid = *pid;
     m.world = *world;
-    m.host = *host;
-    m.plan_hash = *plan_hash;
+    m.host = SafeReceived(*host);
+    m.plan_hash = SafeReceived(*plan_hash);
     if (IsStep(*step)) m.slurm_step = *step;
     return m;
   }
@@ -58,13 +67,13 @@ std::optional<ControlMessage> ParseControlLine(const std::string& line) {
     const std::optional<std::string_view> host = in.Next();
     if (!host) return std::nullopt;
     m.kind = ControlMessage::Kind::kRefuse;
-    m.host = *host;
-    m.text = in.RestOfLine();
+    m.host = SafeReceived(*host);
+    m.text = SafeReceived(in.RestOfLine());
     return m;
   }
   if (word == "slot") {
     m.kind = ControlMessage::Kind::kSlot;
-    m.text = in.Next().value_or("");  // the host's fingerprint, when this rank reports it
+    m.text = SafeReceived(in.Next().value_or(""));  // the host's fingerprint, when this rank reports it
     return m;
   }
   if (word == "beat") {
@@ -73,7 +82,7 @@ std::optional<ControlMessage> ParseControlLine(const std::string& line) {
   }
   if (word == "tail") {
     m.kind = ControlMessage::Kind::kTail;
-    m.text = in.RestOfLine();
+    m.text = SafeReceived(in.RestOfLine());
     return m;
   }
   if (word == "exit") {

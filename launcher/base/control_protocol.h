@@ -1,7 +1,19 @@
-// The line protocol between each rank's exec shim and gpulaunch. One TCP
-// connection per rank, opened by the shim before the job starts and kept for
-// the rank's lifetime. Every message is one line of space-separated fields;
-// free text is the last field and never holds a newline.
+// The line protocol between each rank's exec shim and gpulaunch. One
+// connection per rank (a Unix socket in the job directory for a one-host
+// job, else TCP to the address gpulaunch advertises), opened by the shim
+// before the job starts and kept for the rank's lifetime. It begins with the
+// handshake of control_auth.h, which binds the connection to one rank; after
+// it every line carries a tag, and a line with a wrong tag, for another rank,
+// or against the order below closes the connection. Every message is one
+// line of space-separated fields; free text is the last field and never
+// holds a newline. Text is made safe again where it arrives (control bytes
+// escaped, cut at 1,000 bytes): a peer need not have used FormatControlLine.
+//
+// Each rank sends `slot` at most once, then `checkin` or `refuse` once, and
+// `exit` once; `stacks` only when asked; `metric` is kept only with
+// --profile. A pid in `checkin` is never signalled as such: gpulaunch keeps a
+// pidfd for it only when that process descends from gpulaunch
+// (process_tree.h).
 //
 // shim -> gpulaunch
 //   slot <rank> [<fingerprint>]        asks for the rank's row of the plan (the
@@ -23,7 +35,8 @@
 //                                      first (the engine's, forwarded, or
 //                                      gpulaunch's `signal`): it ended because
 //                                      it was told to, not on its own
-//   stacks <rank> <bytes>\n<bytes>     answer to a `stacks` request
+//   stacks <rank> <bytes> ~TAG\n<bytes> answer to a `stacks` request (at most
+//                                      kMaxStackBytes; the tag covers the bytes)
 //   metric <rank> <json>               one profiled step (common/step_metrics.h),
 //                                      with --profile
 // gpulaunch -> shim
@@ -66,11 +79,15 @@ struct ControlMessage {
   size_t payload_bytes = 0; // stacks: how many raw bytes follow the line
 };
 
-// A host that vanishes never closes its connections. On a control socket,
-// keepalive probes and a bound on unacknowledged data make the other side
-// see the connection fail within about kVanishedPeerSeconds instead.
+// A TCP control socket's settings, on both ends. A host that vanishes never
+// closes its connections: keepalive probes and a bound on unacknowledged
+// data make the other side see the connection fail within about
+// kVanishedPeerSeconds instead. And lines go out as they are written
+// (TCP_NODELAY): after the handshake's round trip, Nagle's algorithm would
+// otherwise hold a second small line until the first one's delayed ACK,
+// 40 ms later.
 inline constexpr int kVanishedPeerSeconds = 6;
-void DetectVanishedPeer(int fd);
+void ConfigureControlSocket(int fd);
 
 inline constexpr size_t kMaxMetricBytes = 16000;
 

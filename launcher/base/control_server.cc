@@ -6,50 +6,118 @@
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
-#include "launcher/base/control_protocol.h"
-#include "launcher/base/host_identity.h"
+#include <algorithm>
+#include <cstring>
+
+#include "common/strings.h"
+#include "launcher/base/fd_io.h"
 #include "launcher/base/open_file_limit.h"
+#include "launcher/base/process_tree.h"
 
 namespace gpulaunch {
 namespace {
 
 constexpr size_t kMaxLineBytes = 64 * 1024;  // a peer that sends more without a newline is dropped
+constexpr size_t kMaxHandshakeBytes = 512;   // `auth` is about 140 bytes
 constexpr size_t kTailLines = 20;
+constexpr int kAcceptPauseMs = 100;          // after EMFILE and the like
+constexpr int kSendWaitMs = 1000;
+
+// Whether an accepted TCP connection comes from this host: its source
+// address is the address it reached (no name lookup).
+bool FromThisHost(int fd) {
+  sockaddr_storage self{}, peer{};
+  socklen_t self_len = sizeof self, peer_len = sizeof peer;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&self), &self_len) != 0 ||
+      getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0 || self.ss_family != peer.ss_family) {
+    return false;
+  }
+  if (self.ss_family == AF_INET) {
+    return reinterpret_cast<sockaddr_in&>(self).sin_addr.s_addr == reinterpret_cast<sockaddr_in&>(peer).sin_addr.s_addr;
+  }
+  return false;
+}
+
+bool SameUser(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == geteuid();
+}
 
 }  // namespace
 
-ControlServer::~ControlServer() { Stop(); }
+struct ControlServer::Peer {
+  int fd = -1;
+  bool local = false;             // connected from this host
+  bool authenticated = false;
+  std::string server_nonce;
+  ControlClock::time_point deadline{};  // to authenticate by
+  int rank = -1;                  // once authenticated
+  ControlSession session;
+  std::string buffer;             // bytes not yet parsed
+  std::string stacks_header;      // a `stacks` line whose payload is still arriving
+  std::string payload;
+  size_t payload_left = 0;
+  bool stacks_wanted = false;
+  bool slot_asked = false, checked_in = false, refused = false, exit_seen = false;
+};
 
-Status ControlServer::Start(const std::string& bind_addr, const std::string& expected_hash, int world,
-                            std::vector<std::string> slot_rows, HostCheck check) {
-  if (world > 0) {
-    GL_RETURN_IF_ERROR(RaiseOpenFileLimit(static_cast<rlim_t>(world) + kControlServerSpareFiles,
-                                          "the job has " + std::to_string(world) +
+ControlServer::ControlServer() = default;
+
+ControlServer::~ControlServer() {
+  Stop();
+  for (const auto& [rank, fd] : pidfds_) close(fd);
+  pidfds_.clear();
+}
+
+Status ControlServer::Start(ControlServerOptions options) {
+  o_ = std::move(options);
+  if (o_.ancestor == 0) o_.ancestor = getpid();
+  if (o_.world > 0) {
+    GL_RETURN_IF_ERROR(RaiseOpenFileLimit(static_cast<rlim_t>(o_.world) + kControlServerSpareFiles,
+                                          "the job has " + std::to_string(o_.world) +
                                               " ranks and gpulaunch holds one connection per rank: it needs")
                            .status());
   }
-  expected_hash_ = expected_hash;
-  slot_rows_ = std::move(slot_rows);
-  check_ = std::move(check);
-  for (const std::string& host : check_.host_of_rank)
-    if (check_.expected.count(host)) unverified_.insert(host);
-  listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (listen_fd_ < 0) return Internal("cannot create the check-in socket");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = 0;
-  if (inet_pton(AF_INET, bind_addr.c_str(), &addr.sin_addr) != 1) return Internal("bad bind address " + bind_addr);
-  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(listen_fd_, 4096) != 0) {
-    return Internal("cannot listen for rank check-ins on " + bind_addr);
+  for (const std::string& host : o_.check.host_of_rank)
+    if (o_.check.expected.count(host)) unverified_.insert(host);
+  if (!o_.unix_path.empty()) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (o_.unix_path.size() >= sizeof addr.sun_path) {
+      return Internal("the control socket path " + o_.unix_path + " is too long; set TMPDIR to a shorter folder");
+    }
+    std::memcpy(addr.sun_path, o_.unix_path.c_str(), o_.unix_path.size() + 1);
+    listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (listen_fd_ < 0 || bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        listen(listen_fd_, 4096) != 0) {
+      return Internal("cannot listen for rank check-ins on " + o_.unix_path + ": " + std::strerror(errno));
+    }
+  } else {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    if (inet_pton(AF_INET, o_.bind_addr.c_str(), &addr.sin_addr) != 1 || addr.sin_addr.s_addr == INADDR_ANY) {
+      return Internal("bad control address '" + o_.bind_addr + "': a numeric address of this host, never 0.0.0.0");
+    }
+    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (listen_fd_ < 0 || bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        listen(listen_fd_, 4096) != 0) {
+      return Internal("cannot listen for rank check-ins on " + o_.bind_addr + ": " + std::strerror(errno));
+    }
+    socklen_t len = sizeof addr;
+    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
   }
-  socklen_t len = sizeof addr;
-  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-  port_ = ntohs(addr.sin_port);
   if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) return Internal("cannot create the check-in wake-up pipe");
   thread_ = std::thread([this] { Serve(); });
   return Status::Ok();
+}
+
+std::string ControlServer::address() const {
+  return o_.unix_path.empty() ? o_.bind_addr + ":" + std::to_string(port_) : "unix:" + o_.unix_path;
 }
 
 void ControlServer::Stop() {
@@ -59,22 +127,24 @@ void ControlServer::Stop() {
     [[maybe_unused]] auto n = write(wake_[1], "x", 1);
     thread_.join();
   }
-  for (Peer& p : peers_) close(p.fd);
-  peers_.clear();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    rank_fd_.clear();
+    rank_peer_.clear();
+    deferred_slots_.clear();
   }
+  for (auto& p : peers_) close(p->fd);
+  peers_.clear();
   for (int* fd : {&listen_fd_, &wake_[0], &wake_[1]}) {
     if (*fd >= 0) close(*fd);
     *fd = -1;
   }
+  if (!o_.unix_path.empty()) unlink(o_.unix_path.c_str());
 }
 
 void ControlServer::Serve() {
   while (!stop_) {
     pollfd wake{wake_[0], POLLIN, 0};
-    PollOnce(-1);
+    PollOnce(NextPollTimeoutMs());
     if (poll(&wake, 1, 0) == 1) {
       char buf[64];
       while (read(wake_[0], buf, sizeof buf) > 0) {
@@ -93,43 +163,94 @@ void ControlServer::Serve() {
   }
 }
 
+int ControlServer::NextPollTimeoutMs() const {
+  ControlClock::time_point next = ControlClock::time_point::max();
+  for (const auto& p : peers_)
+    if (!p->authenticated) next = std::min(next, p->deadline);
+  if (accept_paused_until_ != ControlClock::time_point{}) next = std::min(next, accept_paused_until_);
+  if (next == ControlClock::time_point::max()) return -1;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - ControlClock::now()).count();
+  return static_cast<int>(std::clamp<int64_t>(left + 1, 0, 60000));
+}
+
 void ControlServer::PollOnce(int timeout_ms) {
-  std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-  for (const Peer& p : peers_) fds.push_back({p.fd, POLLIN, 0});
-  if (poll(fds.data(), fds.size(), timeout_ms) <= 0) return;
-  std::vector<Peer> kept;
+  const auto now_before = ControlClock::now();
+  const bool room = peers_.size() < static_cast<size_t>(std::max(o_.world, 1) + kControlConnectionSlack);
+  const bool accepting = room && now_before >= accept_paused_until_;
+  // A full house or a pause leaves the listening socket out of the poll: it
+  // stays readable, and polling it would spin.
+  std::vector<pollfd> fds = {{accepting ? listen_fd_ : -1, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+  for (const auto& p : peers_) fds.push_back({p->fd, POLLIN, 0});
+  const int ready = poll(fds.data(), fds.size(), timeout_ms);
+  const auto now = ControlClock::now();
+  std::vector<std::unique_ptr<Peer>> kept;
   for (size_t i = 0; i < peers_.size(); ++i) {
-    Peer& peer = peers_[i];
-    if (!(fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) || ReadPeer(peer)) {
-      kept.push_back(std::move(peer));
+    Peer& peer = *peers_[i];
+    const bool readable = ready > 0 && (fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR));
+    const bool late = !peer.authenticated && now >= peer.deadline;
+    if (!late && (!readable || ReadPeer(peer))) {
+      kept.push_back(std::move(peers_[i]));
       continue;
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    // Still counted as held: it reached gpulaunch and never got its row.
-    std::erase_if(deferred_slots_, [&peer](const std::pair<int, int>& d) { return d.first == peer.fd; });
-    if (peer.rank >= 0) {
-      rank_fd_.erase(peer.rank);
-      stacks_pending_.erase(peer.rank);
-      auto it = records_.find(peer.rank);
-      if (it != records_.end() && !peer.exit_seen && it->second.refusal.empty()) {
-        it->second.lost = true;
-        it->second.ended_at = ControlClock::now();
-      }
+    if (late || !peer.authenticated) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++rejected_;
     }
-    close(peer.fd);
-    changed_.notify_all();
+    DropPeer(peer);
   }
   peers_ = std::move(kept);
-  if (fds[0].revents & POLLIN) {
-    for (;;) {
-      const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) break;
-      DetectVanishedPeer(fd);
-      Peer peer;
-      peer.fd = fd;
-      peers_.push_back(std::move(peer));
+  if (now >= accept_paused_until_) accept_paused_until_ = {};
+  if (ready > 0 && (fds[0].revents & POLLIN)) Accept();
+}
+
+void ControlServer::Accept() {
+  const size_t most = static_cast<size_t>(std::max(o_.world, 1) + kControlConnectionSlack);
+  while (peers_.size() < most) {
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        accept_paused_until_ = ControlClock::now() + std::chrono::milliseconds(kAcceptPauseMs);
+      }
+      return;
+    }
+    const bool unix_socket = !o_.unix_path.empty();
+    if (unix_socket && !SameUser(fd)) {
+      close(fd);
+      std::lock_guard<std::mutex> lock(mu_);
+      ++rejected_;
+      continue;
+    }
+    if (!unix_socket) ConfigureControlSocket(fd);
+    auto peer = std::make_unique<Peer>();
+    peer->fd = fd;
+    peer->local = unix_socket || FromThisHost(fd);
+    peer->server_nonce = NewControlNonceHex();
+    peer->deadline = ControlClock::now() + std::chrono::milliseconds(o_.auth_timeout_ms);
+    const std::string hello = std::string("hello ") + kControlProtocolVersion + " " + peer->server_nonce + "\n";
+    if (!SendAll(fd, hello.data(), hello.size())) {
+      close(fd);
+      continue;
+    }
+    peers_.push_back(std::move(peer));
+  }
+}
+
+void ControlServer::DropPeer(Peer& peer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // A held slot request stays counted as held: it reached gpulaunch and never got its row.
+  std::erase(deferred_slots_, &peer);
+  if (peer.authenticated) {
+    if (auto it = rank_peer_.find(peer.rank); it != rank_peer_.end() && it->second == &peer) rank_peer_.erase(it);
+    stacks_pending_.erase(peer.rank);
+    auto it = records_.find(peer.rank);
+    if (it != records_.end() && !peer.exit_seen && it->second.refusal.empty()) {
+      it->second.lost = true;
+      it->second.ended_at = ControlClock::now();
     }
   }
+  close(peer.fd);
+  peer.fd = -1;
+  changed_.notify_all();
 }
 
 bool ControlServer::ReadPeer(Peer& peer) {
@@ -139,101 +260,168 @@ bool ControlServer::ReadPeer(Peer& peer) {
   if (n == 0) return false;
   peer.buffer.append(buf, static_cast<size_t>(n));
   size_t pos = 0;
-  while (pos < peer.buffer.size()) {
+  bool ok = true;
+  while (ok && pos < peer.buffer.size()) {
     if (peer.payload_left > 0) {
       const size_t take = std::min(peer.payload_left, peer.buffer.size() - pos);
-      std::lock_guard<std::mutex> lock(mu_);
-      records_[peer.rank].stacks.append(peer.buffer, pos, take);
+      peer.payload.append(peer.buffer, pos, take);
       pos += take;
       peer.payload_left -= take;
-      if (peer.payload_left == 0) {
-        stacks_pending_.erase(peer.rank);
-        changed_.notify_all();
-      }
+      if (peer.payload_left > 0) continue;
+      ok = HandleLine(peer, peer.stacks_header);
       continue;
     }
     const size_t nl = peer.buffer.find('\n', pos);
     if (nl == std::string::npos) break;
-    HandleLine(peer, peer.buffer.substr(pos, nl - pos));
+    const std::string line = peer.buffer.substr(pos, nl - pos);
     pos = nl + 1;
+    ok = peer.authenticated ? HandleLine(peer, line) : HandleHello(peer, line);
   }
   peer.buffer.erase(0, pos);
-  return peer.buffer.size() <= kMaxLineBytes;
+  if (!ok) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++rejected_;
+    return false;
+  }
+  return peer.buffer.size() <= (peer.authenticated ? kMaxLineBytes : kMaxHandshakeBytes);
 }
 
-void ControlServer::HandleLine(Peer& peer, const std::string& line) {
-  const auto m = ParseControlLine(line);
-  // A connection speaks for one rank: the one it checked in (or refused) as.
-  if (!m || (peer.rank >= 0 && m->rank != peer.rank)) return;
-  if (m->kind == ControlMessage::Kind::kSlot) {
-    HandleSlot(peer, *m);
-    return;
+// `auth <rank> <client nonce> <proof>`: the rank is the job's, not yet
+// claimed by another connection, and the proof is right.
+bool ControlServer::HandleHello(Peer& peer, const std::string& line) {
+  Words in(line);
+  const auto word = in.Next();
+  const auto rank = in.NextInt<int>();
+  const auto nonce = in.Next(), proof = in.Next();
+  if (word != "auth" || !rank || !nonce || !proof || in.Next() || *rank < 0 || *rank >= o_.world ||
+      nonce->size() != kControlNonceHexChars || nonce->find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return false;
   }
-  const bool opens = m->kind == ControlMessage::Kind::kCheckin || m->kind == ControlMessage::Kind::kRefuse;
-  if (peer.rank < 0 && !opens) return;
+  const std::string want =
+      ControlProof(o_.secret, ControlSide::kClient, o_.job_id, *rank, peer.server_nonce, *nonce);
+  if (!ControlProofsEqual(want, *proof)) return false;
   std::lock_guard<std::mutex> lock(mu_);
-  RankRecord& r = records_[m->rank];
-  r.rank = m->rank;
+  if (!authenticated_.insert(*rank).second) return false;  // a rank speaks on one connection, once
+  peer.authenticated = true;
+  peer.rank = *rank;
+  peer.session = ControlSession(o_.secret, ControlSide::kServer, o_.job_id, *rank, peer.server_nonce, *nonce);
+  rank_peer_[*rank] = &peer;
+  const std::string welcome =
+      "welcome " + ControlProof(o_.secret, ControlSide::kServer, o_.job_id, *rank, peer.server_nonce, *nonce) + "\n";
+  return SendAll(peer.fd, welcome.data(), welcome.size(), kSendWaitMs);
+}
+
+bool ControlServer::HandleLine(Peer& peer, const std::string& sealed) {
+  if (peer.payload_left == 0 && peer.stacks_header.empty()) {
+    // A stack dump's tag covers its payload: take the payload in first.
+    const auto header = ParseControlLine(std::string(ControlSession::Unsealed(sealed)));
+    if (header && header->kind == ControlMessage::Kind::kStacks) {
+      bool asked;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        asked = stacks_pending_.count(peer.rank) > 0;
+      }
+      if (header->rank != peer.rank || header->payload_bytes > kMaxStackBytes) return false;
+      peer.stacks_wanted = asked;  // an answer after CollectStacks gave up is read and dropped
+      peer.stacks_header = sealed;
+      peer.payload.clear();
+      peer.payload_left = header->payload_bytes;
+      if (peer.payload_left > 0) return true;
+    }
+  }
+  const bool stacks = !peer.stacks_header.empty();
+  const std::string header = stacks ? std::move(peer.stacks_header) : std::string();  // `sealed` may be it
+  peer.stacks_header.clear();
+  const auto line = peer.session.Open(stacks ? header : sealed, peer.payload);
+  if (!line) return false;
+  auto m = ParseControlLine(std::string(*line));
+  if (!m || m->rank != peer.rank) return false;  // a connection speaks for its own rank only
+  if (stacks) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (peer.stacks_wanted) records_[peer.rank].stacks = EscapeControlBytes(peer.payload, /*keep_newlines=*/true);
+    stacks_pending_.erase(peer.rank);
+    peer.payload.clear();
+    changed_.notify_all();
+    return true;
+  }
+  return HandleMessage(peer, *m);
+}
+
+bool ControlServer::HandleMessage(Peer& peer, const ControlMessage& m) {
+  using Kind = ControlMessage::Kind;
+  if (m.kind == Kind::kSlot) {
+    if (peer.slot_asked) return false;
+    peer.slot_asked = true;
+    HandleSlot(peer, m);
+    return true;
+  }
+  int pidfd = -1;
+  if (m.kind == Kind::kCheckin || m.kind == Kind::kRefuse) {
+    if (peer.checked_in || peer.refused) return false;
+    // Outside the lock: reads /proc. Only a process gpulaunch started counts.
+    if (m.kind == Kind::kCheckin && peer.local) pidfd = PidfdIfDescendant(m.pid, o_.ancestor);
+  }
+  if (m.kind == Kind::kExit && peer.exit_seen) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  RankRecord& r = records_[m.rank];
+  r.rank = m.rank;
   const auto now = ControlClock::now();
-  switch (m->kind) {
-    case ControlMessage::Kind::kCheckin:
-      RecordCheckIn(peer, *m, r, now);
+  switch (m.kind) {
+    case Kind::kCheckin:
+      peer.checked_in = true;
+      RecordCheckIn(peer, m, r, pidfd, now);
       break;
-    case ControlMessage::Kind::kRefuse:
-      peer.rank = m->rank;
-      r.host = m->host;
-      r.refusal = m->text;
+    case Kind::kRefuse:
+      peer.refused = true;
+      r.host = m.host;
+      r.refusal = m.text;
       break;
-    case ControlMessage::Kind::kBeat:
+    case Kind::kBeat:
       r.last_beat = now;
       break;
-    case ControlMessage::Kind::kTail:
-      r.stderr_tail.push_back(m->text);
+    case Kind::kTail:
+      r.stderr_tail.push_back(m.text);
       if (r.stderr_tail.size() > kTailLines) r.stderr_tail.erase(r.stderr_tail.begin());
       break;
-    case ControlMessage::Kind::kExit:
+    case Kind::kExit:
       peer.exit_seen = true;
       r.ended = true;
       r.ended_at = now;
-      r.signaled = m->signaled;
-      r.exit_value = m->value;
-      r.told_to_stop = m->told_to_stop;
+      r.signaled = m.signaled;
+      r.exit_value = m.value;
+      r.told_to_stop = m.told_to_stop;
       break;
-    case ControlMessage::Kind::kMetric:
-      RecordMetric(*m, r, now);
+    case Kind::kMetric:
+      if (o_.keep_metrics) RecordMetric(m, r, now);
       break;
-    case ControlMessage::Kind::kSlot:
+    case Kind::kSlot:
+    case Kind::kStacks:
       break;  // answered above
-    case ControlMessage::Kind::kStacks:
-      r.stacks.clear();
-      peer.payload_left = m->payload_bytes;
-      if (m->payload_bytes == 0) stacks_pending_.erase(m->rank);
-      break;
   }
   changed_.notify_all();
+  return true;
 }
 
-void ControlServer::RecordCheckIn(Peer& peer, const ControlMessage& m, RankRecord& r, ControlClock::time_point now) {
-  peer.rank = m.rank;
-  rank_fd_[m.rank] = peer.fd;
+void ControlServer::RecordCheckIn(Peer& peer, const ControlMessage& m, RankRecord& r, int pidfd,
+                                  ControlClock::time_point now) {
   r.pid = m.pid;
   r.world = m.world;
   r.host = m.host;
   r.plan_hash = m.plan_hash;
   r.checked_in = now;
-  if (!m.slurm_step.empty()) slurm_steps_.insert(m.slurm_step);
-  if (stop_signal_ != 0) {
-    // The job is being stopped: this rank checked in too late to be asked.
-    const std::string request = "signal " + std::to_string(stop_signal_) + "\n";
-    [[maybe_unused]] ssize_t sent = send(peer.fd, request.data(), request.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (pidfd >= 0) pidfds_[m.rank] = pidfd;
+  if (!m.slurm_step.empty() && !o_.slurm_job_id.empty() && m.slurm_step.rfind(o_.slurm_job_id + ".", 0) == 0) {
+    slurm_steps_.insert(m.slurm_step);
   }
+  // The job is being stopped: this rank checked in too late to be asked.
+  if (stop_signal_ != 0) SendTo(peer, "signal " + std::to_string(stop_signal_));
 }
 
 void ControlServer::RecordMetric(const ControlMessage& m, RankRecord& r, ControlClock::time_point now) {
   r.last_beat = now;  // a finished step is progress
   auto parsed = ParseStepMetricsJson(m.text, "rank " + std::to_string(m.rank) + " metrics");
   // The connection speaks for its rank, whatever the record says.
-  if (!parsed.ok()) {
+  if (!parsed.ok() || parsed->groups.size() > kMaxStepGroups) {
     ++malformed_metrics_;
   } else if (auto& steps = metrics_[m.rank]; steps.size() < kMaxStepsPerRank) {
     parsed->rank = m.rank;
@@ -241,42 +429,41 @@ void ControlServer::RecordMetric(const ControlMessage& m, RankRecord& r, Control
   }
 }
 
-void ControlServer::HandleSlot(const Peer& peer, const ControlMessage& m) {
-  const bool planned = static_cast<size_t>(m.rank) < check_.host_of_rank.size();
-  const auto expected = planned ? check_.expected.find(check_.host_of_rank[m.rank]) : check_.expected.end();
-  bool changed = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!m.text.empty() && expected != check_.expected.end()) {
-      if (m.text == expected->second) {
-        unverified_.erase(expected->first);
-      } else {
-        changed_hosts_.insert(expected->first);
-      }
+void ControlServer::HandleSlot(Peer& peer, const ControlMessage& m) {
+  const bool planned = static_cast<size_t>(m.rank) < o_.check.host_of_rank.size();
+  const auto expected = planned ? o_.check.expected.find(o_.check.host_of_rank[m.rank]) : o_.check.expected.end();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!m.text.empty() && expected != o_.check.expected.end()) {
+    if (m.text == expected->second) {
+      unverified_.erase(expected->first);
+    } else {
+      changed_hosts_.insert(expected->first);
     }
-    changed = !changed_hosts_.empty();
   }
+  const bool changed = !changed_hosts_.empty();
   if (!changed && !unverified_.empty()) {
-    deferred_slots_.emplace_back(peer.fd, m.rank);
-    std::lock_guard<std::mutex> lock(mu_);
+    deferred_slots_.push_back(&peer);
     held_ranks_.insert(m.rank);
     return;
   }
-  for (const auto& [fd, rank] : deferred_slots_) AnswerSlot(fd, rank, changed);
+  for (Peer* waiting : deferred_slots_) AnswerSlot(*waiting, changed);
   deferred_slots_.clear();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    held_ranks_.clear();
-  }
-  AnswerSlot(peer.fd, m.rank, changed);
+  held_ranks_.clear();
+  AnswerSlot(peer, changed);
 }
 
-void ControlServer::AnswerSlot(int fd, int rank, bool changed) const {
-  const bool known = rank >= 0 && static_cast<size_t>(rank) < slot_rows_.size();
-  const std::string answer = "slot " + std::to_string(rank) + " " + (expected_hash_.empty() ? "-" : expected_hash_) +
-                             " " + (changed ? "!" : known ? slot_rows_[rank] : "-") + "\n";
-  // A fresh connection's send buffer holds a row many times over.
-  [[maybe_unused]] ssize_t sent = send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+void ControlServer::AnswerSlot(Peer& peer, bool changed) {
+  const int rank = peer.rank;
+  const bool known = rank >= 0 && static_cast<size_t>(rank) < o_.slot_rows.size();
+  SendTo(peer, "slot " + std::to_string(rank) + " " + (o_.expected_hash.empty() ? "-" : o_.expected_hash) + " " +
+                   (changed ? kHostChangedRow : known ? o_.slot_rows[rank] : "-"));
+}
+
+void ControlServer::SendTo(Peer& peer, const std::string& line) {
+  const std::string sealed = peer.session.Seal(line);
+  // A connection that cannot take a short line within a second is broken:
+  // shut it, and the serving thread drops it.
+  if (!SendAll(peer.fd, sealed.data(), sealed.size(), kSendWaitMs)) shutdown(peer.fd, SHUT_RDWR);
 }
 
 std::set<int> ControlServer::HeldRanks() {
@@ -307,13 +494,23 @@ int ControlServer::CheckedIn() {
   return n;
 }
 
-std::set<int> ControlServer::LocalPids() {
+int ControlServer::SignalLocalRanks(int sig) {
   Sync();
   std::lock_guard<std::mutex> lock(mu_);
-  std::set<int> pids;
-  for (const auto& [rank, r] : records_)
-    if (r.pid > 0 && !r.ended && IsLocalHost(r.host)) pids.insert(r.pid);
-  return pids;
+  int signalled = 0;
+  for (const auto& [rank, fd] : pidfds_) {
+    if (records_[rank].ended) continue;
+    signalled += SignalPidfd(fd, sig);
+  }
+  return signalled;
+}
+
+std::map<int, int> ControlServer::LiveLocalRanks() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<int, int> live;
+  for (const auto& [rank, fd] : pidfds_)
+    if (!PidfdEnded(fd)) live[rank] = records_[rank].pid;
+  return live;
 }
 
 std::set<std::string> ControlServer::SlurmSteps() {
@@ -327,7 +524,7 @@ std::set<int> ControlServer::HashMismatches() {
   std::lock_guard<std::mutex> lock(mu_);
   std::set<int> out;
   for (const auto& [rank, r] : records_)
-    if (r.pid > 0 && r.plan_hash != expected_hash_) out.insert(rank);
+    if (r.pid > 0 && r.plan_hash != o_.expected_hash) out.insert(rank);
   return out;
 }
 
@@ -348,29 +545,34 @@ int ControlServer::MalformedMetrics() {
   return malformed_metrics_;
 }
 
+int ControlServer::RejectedConnections() {
+  Sync();
+  std::lock_guard<std::mutex> lock(mu_);
+  return rejected_;
+}
+
 void ControlServer::CollectStacks(const std::set<int>& ranks, int timeout_ms) {
   std::unique_lock<std::mutex> lock(mu_);
   for (int rank : ranks) {
-    auto it = rank_fd_.find(rank);
-    if (it == rank_fd_.end()) continue;
+    auto it = rank_peer_.find(rank);
+    if (it == rank_peer_.end()) continue;
     records_[rank].stacks.clear();
-    if (write(it->second, "stacks\n", 7) == 7) stacks_pending_.insert(rank);
+    stacks_pending_.insert(rank);
+    SendTo(*it->second, "stacks");
   }
   changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return stacks_pending_.empty(); });
   stacks_pending_.clear();
 }
 
-bool ControlServer::SignalAllRanks(int sig, int world) {
+bool ControlServer::SignalAllRanks(int sig) {
   Sync();
-  const std::string request = "signal " + std::to_string(sig) + "\n";
   std::lock_guard<std::mutex> lock(mu_);
   int known = 0;
   for (const auto& [rank, r] : records_) {
-    if (r.pid <= 0 || rank >= world) continue;
+    if (r.pid <= 0) continue;
     ++known;
     if (r.ended) continue;
-    auto it = rank_fd_.find(rank);
-    if (it != rank_fd_.end()) send(it->second, request.data(), request.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (auto it = rank_peer_.find(rank); it != rank_peer_.end()) SendTo(*it->second, "signal " + std::to_string(sig));
   }
   // Remembered only when the shims carry the stop; with no rank known the
   // engine does, and a rank must not hear the same stop twice.

@@ -9,8 +9,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <sys/types.h>
 #include <condition_variable>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -19,6 +21,7 @@
 
 #include "common/status.h"
 #include "common/step_metrics.h"
+#include "launcher/base/control_auth.h"
 #include "launcher/base/control_protocol.h"
 
 namespace gpulaunch {
@@ -61,33 +64,75 @@ struct HostCheck {
 // pipes, the listening socket, files being written): Start makes room for
 // world + this many open files.
 inline constexpr int kControlServerSpareFiles = 64;
+// Connections that may be open beside one per rank (handshakes in progress,
+// a rank whose old connection is still closing): past world + this many the
+// server accepts no more until one closes.
+inline constexpr int kControlConnectionSlack = 16;
+// A connection that has not proved it belongs to the job within this long
+// is closed; it changed nothing.
+inline constexpr int kControlAuthTimeoutMs = 5000;
+// What one rank can make gpulaunch hold: stack dumps (only when asked) and
+// profiled steps (only with --profile; also kMaxStepGroups groups a step).
+inline constexpr size_t kMaxStackBytes = 256 * 1024;
+inline constexpr size_t kMaxStepsPerRank = 4096;
+inline constexpr size_t kMaxStepGroups = 16;
+
+struct ControlServerOptions {
+  // Where to listen: a Unix socket at `unix_path` (jobs on this host alone:
+  // the path lies in the private job directory, and a peer of another uid
+  // is refused by SO_PEERCRED), else TCP on the numeric IPv4 `bind_addr`,
+  // the address the ranks are told (never 0.0.0.0).
+  std::string unix_path;
+  std::string bind_addr;
+  // Every connection proves it knows `secret` for `job_id` (control_auth.h).
+  std::string job_id;
+  ControlKey secret{};
+  std::string expected_hash;
+  // Ranks are 0..world-1; `world` bounds the connections too, and the
+  // open-file limit is raised as far as the hard limit allows (a job that
+  // needs more fails here, naming the limit and the fix, never a hang).
+  int world = 0;
+  // By rank, slot_table.h's row form: the answers to `slot`.
+  std::vector<std::string> slot_rows;
+  // With a `check`, no request is answered before every checked host that
+  // has ranks sent a fingerprint and it matched; once one differs, every
+  // request is answered "!" (the rank must not start) and ChangedHosts
+  // names the host.
+  HostCheck check;
+  bool keep_metrics = false;  // --profile: else metric records are dropped on arrival
+  int auth_timeout_ms = kControlAuthTimeoutMs;
+  // A rank's pid is kept (as a pidfd) only when that process descends from
+  // `ancestor` when it checks in: gpulaunch signals only what it started.
+  pid_t ancestor = 0;  // 0: this process
+  // The Slurm job the ranks run in (gpulaunch's own allocation); steps of
+  // another job are never recorded. Empty: none are.
+  std::string slurm_job_id;
+};
 
 class ControlServer {
  public:
-  ControlServer() = default;
+  ControlServer();
   ~ControlServer();
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;
 
-  // Listens on `bind_addr` (e.g. "127.0.0.1" or "0.0.0.0") at a free port.
-  // `world` ranks will connect, one socket each: the open-file limit is
-  // raised as far as the hard limit allows, and a job that needs more fails
-  // here, naming the limit and the fix (never a hang). `slot_rows` (by rank,
-  // slot_table.h's row form) answer the shims' `slot` requests. With a
-  // `check`, no request is answered before every checked host that has ranks
-  // sent a fingerprint and it matched; once one differs, every request is
-  // answered "!" (the rank must not start) and ChangedHosts names the host.
-  Status Start(const std::string& bind_addr, const std::string& expected_hash, int world = 0,
-               std::vector<std::string> slot_rows = {}, HostCheck check = {});
+  Status Start(ControlServerOptions options);
   void Stop();
   int port() const { return port_; }
+  // What the ranks are told to connect to: "unix:PATH" or "ADDR:PORT".
+  std::string address() const;
 
   // Every query first takes in what already waits on the sockets (Sync): a
   // rank that runs has checked in, even if the serving thread lags behind.
   int CheckedIn();
-  // Pids reported by ranks whose host is this machine and that still run.
-  std::set<int> LocalPids();
-  // The Slurm job steps ("JOB.STEP") ranks reported running in.
+  // Sends `sig` to the job process of every rank that still runs and whose
+  // process gpulaunch holds a pidfd for (it descended from `ancestor` when it
+  // checked in); returns how many were signalled.
+  int SignalLocalRanks(int sig);
+  // The ranks held by pidfd whose process still runs, with its pid.
+  std::map<int, int> LiveLocalRanks();
+  // The Slurm job steps ("JOB.STEP") ranks reported running in, of
+  // `slurm_job_id` only.
   std::set<std::string> SlurmSteps();
   // Ranks that reported a plan hash different from ours.
   std::set<int> HashMismatches();
@@ -101,9 +146,11 @@ class ControlServer {
   // The profiled steps each rank reported (--profile), by rank, in arrival
   // order; records that do not parse are counted, not kept. At most
   // kMaxStepsPerRank per rank (the newest are dropped beyond).
-  static constexpr size_t kMaxStepsPerRank = 200000;
   std::map<int, std::vector<StepMetrics>> Metrics();
   int MalformedMetrics();
+  // Connections closed for failing the handshake, a tag, the protocol, or
+  // for not authenticating in time.
+  int RejectedConnections();
 
   // Asks the shims of `ranks` for their job process's stacks and waits up to
   // `timeout_ms` for the answers (they land in the records).
@@ -118,54 +165,55 @@ class ControlServer {
   // this returns true once any rank has checked in (every such rank has ended
   // or been asked, and the rest will be), and false only when none has (the
   // caller then signals the engine, the only one that knows the ranks).
-  // `world` bounds the ranks asked.
-  bool SignalAllRanks(int sig, int world);
+  bool SignalAllRanks(int sig);
 
  private:
-  struct Peer {
-    int fd = -1;
-    int rank = -1;          // known after its check-in or refusal
-    std::string buffer;     // bytes not yet parsed
-    size_t payload_left = 0;  // raw stack bytes still to read
-    bool exit_seen = false;
-  };
+  struct Peer;
   void Serve();
   void PollOnce(int timeout_ms);  // accept and read what is ready; serving thread only
-  bool ReadPeer(Peer& peer);      // false: the peer is gone
-  void HandleLine(Peer& peer, const std::string& line);
+  void Accept();
+  bool ReadPeer(Peer& peer);      // false: the peer is gone, or must be
+  bool HandleHello(Peer& peer, const std::string& line);
+  bool HandleLine(Peer& peer, const std::string& sealed);
+  bool HandleMessage(Peer& peer, const ControlMessage& m);
+  void DropPeer(Peer& peer);
   // Under mu_: what a check-in and a metrics record change in `r`.
-  void RecordCheckIn(Peer& peer, const ControlMessage& m, RankRecord& r, ControlClock::time_point now);
+  void RecordCheckIn(Peer& peer, const ControlMessage& m, RankRecord& r, int pidfd, ControlClock::time_point now);
   void RecordMetric(const ControlMessage& m, RankRecord& r, ControlClock::time_point now);
-  void HandleSlot(const Peer& peer, const ControlMessage& m);
-  void AnswerSlot(int fd, int rank, bool changed) const;
+  void HandleSlot(Peer& peer, const ControlMessage& m);
+  void AnswerSlot(Peer& peer, bool changed);  // under mu_
+  void SendTo(Peer& peer, const std::string& line);  // sealed; under mu_
+  int NextPollTimeoutMs() const;
   void Sync();
 
+  ControlServerOptions o_;
   int listen_fd_ = -1;
   int wake_[2] = {-1, -1};  // Stop() and Sync() write here so Serve() leaves poll at once
   int port_ = 0;
-  std::string expected_hash_;
-  std::vector<std::string> slot_rows_;  // set before the serving thread starts, then read only
-  HostCheck check_;                     // the same
+  ControlClock::time_point accept_paused_until_{};  // after EMFILE: no busy loop
   // Serving thread only: checked hosts not yet seen, and the slot requests
-  // (fd, rank) waiting for them.
+  // (peers) waiting for them.
   std::set<std::string> unverified_;
-  std::vector<std::pair<int, int>> deferred_slots_;
+  std::vector<Peer*> deferred_slots_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
-  std::vector<Peer> peers_;  // serving thread only
+  std::vector<std::unique_ptr<Peer>> peers_;  // the list: serving thread only; each Peer's session under mu_
 
   mutable std::mutex mu_;
   std::condition_variable changed_;
   uint64_t sync_requested_ = 0, sync_done_ = 0;
   std::map<int, RankRecord> records_;
-  std::map<int, int> rank_fd_;  // for stack requests
-  std::set<int> stacks_pending_;  // asked for stacks, answer not complete
-  int stop_signal_ = 0;           // the latest SignalAllRanks signal: sent to later check-ins too
+  std::set<int> authenticated_;     // ranks that ever proved themselves: each once, on one connection
+  std::map<int, Peer*> rank_peer_;  // for stack and signal requests
+  std::map<int, int> pidfds_;       // rank -> pidfd of its job process (see ancestor)
+  std::set<int> stacks_pending_;    // asked for stacks, answer not complete
+  int stop_signal_ = 0;             // the latest SignalAllRanks signal: sent to later check-ins too
   std::set<std::string> slurm_steps_;
   std::set<std::string> changed_hosts_;
   std::set<int> held_ranks_;
   std::map<int, std::vector<StepMetrics>> metrics_;
   int malformed_metrics_ = 0;
+  int rejected_ = 0;
 };
 
 }  // namespace gpulaunch

@@ -26,10 +26,11 @@ namespace gpulaunch {
 namespace {
 
 
+// 128 random bits in hex: the storage check's scratch folder is named by it.
 std::string NewToken() {
   std::random_device rd;
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%08x%04x", rd(), rd() & 0xffff);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%08x%08x%08x%08x", rd(), rd(), rd(), rd());
   return buf;
 }
 
@@ -38,13 +39,14 @@ std::string NewToken() {
 template <typename Result>
 std::map<std::string, Result> Phase(const HostCommandTarget& target, const CheckOptions& o,
                                     const std::function<std::vector<std::string>(const std::string&)>& program,
-                                    const std::function<StatusOr<Result>(const std::string&)>& parse) {
+                                    const std::function<StatusOr<Result>(const std::string&)>& parse,
+                                    const std::map<std::string, std::string>& env = {}) {
   std::vector<Result> results(target.hosts.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < target.hosts.size(); ++i) {
     threads.emplace_back([&, i] {
       const std::string& host = target.hosts[i];
-      const CapturedRun run = RunOnHost(host, program(host), *target.engine, o.allow_run_as_root, o.budget_s * 1000);
+      const CapturedRun run = RunOnHost(host, program(host), *target.engine, o.allow_run_as_root, o.budget_s * 1000, env);
       Result r;
       r.host = host;
       if (run.timed_out) {
@@ -200,19 +202,18 @@ int RunCheckCommand(const std::vector<std::string>& args) {
   std::string writers;
   for (const std::string& h : target->hosts) writers += (writers.empty() ? "" : ",") + h;
 
+  const std::map<std::string, std::string> env = {{kStorageTokenEnv, token}};  // never argv: ps shows it to all
   const auto writes = Phase<StorageWriteResult>(
-      *target, o, [&](const std::string& h) { return std::vector<std::string>{probe, "storage", "write", path, token, h, bytes}; },
-      ParseStorageWriteLine);
+      *target, o, [&](const std::string& h) { return std::vector<std::string>{probe, "storage", "write", path, h, bytes}; },
+      ParseStorageWriteLine, env);
   const auto reads = Phase<StorageReadResult>(
       *target, o,
-      [&](const std::string& h) {
-        return std::vector<std::string>{probe, "storage", "read", path, token, h, bytes, writers};
-      },
-      ParseStorageReadLine);
+      [&](const std::string& h) { return std::vector<std::string>{probe, "storage", "read", path, h, bytes, writers}; },
+      ParseStorageReadLine, env);
   // Always clean up, whatever the verdict.
   Phase<StorageReadResult>(
-      *target, o, [&](const std::string& h) { return std::vector<std::string>{probe, "storage", "clean", path, token, h}; },
-      [](const std::string&) -> StatusOr<StorageReadResult> { return StorageReadResult(); });
+      *target, o, [&](const std::string& h) { return std::vector<std::string>{probe, "storage", "clean", path, h}; },
+      [](const std::string&) -> StatusOr<StorageReadResult> { return StorageReadResult(); }, env);
 
   const StorageCheckReport report = AnalyzeStorage(path, static_cast<uint64_t>(o.size_mib) << 20, target->hosts, writes, reads);
   std::cout << (o.format == "json" ? StorageReportJson(report) : RenderStorageTable(report)) << std::flush;

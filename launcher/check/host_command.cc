@@ -42,10 +42,12 @@ StatusOr<HostCommandTarget> ResolveCommandHosts(const std::vector<std::string>& 
 }
 
 CapturedRun RunOnHost(const std::string& host, const std::vector<std::string>& program, const HostRunner& runner,
-                      bool allow_run_as_root, int budget_ms) {
+                      bool allow_run_as_root, int budget_ms, const std::map<std::string, std::string>& env) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : env) names.push_back(name);
   const std::vector<std::string> argv =
-      IsLocalHost(host) ? program : runner.OnHostArgv(host, program, allow_run_as_root);
-  return RunCaptured(argv, EnvironmentWith({}), budget_ms);
+      IsLocalHost(host) ? program : runner.OnHostArgv(host, program, allow_run_as_root, names);
+  return RunCaptured(argv, EnvironmentWith(env), budget_ms);
 }
 
 std::string EngineFailureReason(const CapturedRun& run, const HostRunner& runner) {

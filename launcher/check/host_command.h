@@ -3,6 +3,7 @@
 // same engine as launches (no daemon of gpulaunch's own).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,9 +28,10 @@ StatusOr<HostCommandTarget> ResolveCommandHosts(const std::vector<std::string>& 
 
 // `program` (argv, program path first) once on `host`: directly when the host
 // is this machine, else through the engine (Engine::OnHostArgv).
-// Killed after budget_ms (timed_out set).
+// Killed after budget_ms (timed_out set). `env` reaches the program in its
+// environment, never in argv (the engine forwards the names).
 CapturedRun RunOnHost(const std::string& host, const std::vector<std::string>& program, const HostRunner& runner,
-                      bool allow_run_as_root, int budget_ms);
+                      bool allow_run_as_root, int budget_ms, const std::map<std::string, std::string>& env = {});
 
 // Why a run that did not succeed failed: the engine's first line that says
 // something, or a fallback.

@@ -1,5 +1,7 @@
 #include "launcher/check/storage_probe.h"
 
+#include "common/env.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -50,7 +52,7 @@ std::string Errno(const std::string& what) { return what + ": " + std::strerror(
 // Reads the whole file and compares it with what `writer` wrote:
 // "ok", "missing" or "different".
 std::string Verify(const std::string& file, const std::string& token, const std::string& writer, uint64_t bytes) {
-  const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return errno == ENOENT ? "missing" : "unreadable";
   std::vector<char> got(kChunk), want(kChunk);
   std::string verdict = "ok";
@@ -123,7 +125,8 @@ void TimeWriteAndReadBack(const std::string& path, const std::string& token, con
   const std::string file = FileOf(path, token, host);
   std::vector<char> chunk(kChunk);
   auto start = Clock::now();
-  int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // New, never a file or link that was there before (docs/security.md).
+  int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     r.error = Errno("cannot create " + file);
     return;
@@ -164,7 +167,7 @@ void TimeMetadata(const std::string& dir, const std::string& host, int files, St
   for (int i = 0; i < files; ++i) {
     const std::string name = dir + "/meta-" + host + "-" + std::to_string(i);
     auto t = Clock::now();
-    const int m = open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    const int m = open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (m < 0) {
       r.error = Errno("cannot create " + name);
       return;
@@ -201,9 +204,22 @@ StorageWriteResult StorageWrite(const std::string& path, const std::string& toke
   StorageWriteResult r;
   r.host = host;
   const std::string dir = StorageScratchDir(path, token);
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    r.error = Errno("cannot create " + dir);
-    return r;
+  if (mkdir(dir.c_str(), 0700) != 0) {
+    // Another host of this run may have made it on a shared filesystem: then
+    // it is a real folder of this user's that only this user can write (the
+    // token is random and not in any argv). Anything else was not made by
+    // this run and is refused.
+    struct stat about {};
+    if (errno != EEXIST) {
+      r.error = Errno("cannot create " + dir);
+      return r;
+    }
+    if (lstat(dir.c_str(), &about) != 0 || !S_ISDIR(about.st_mode) || about.st_uid != geteuid() ||
+        (about.st_mode & 022) != 0) {
+      r.error = dir + " already exists and is not this check's own folder (a link, another user's, or writable by "
+                      "others): refusing to write there";
+      return r;
+    }
   }
   TimeWriteAndReadBack(path, token, host, bytes, r);
   if (r.error.empty()) TimeMetadata(dir, host, metadata_files, r);
@@ -267,8 +283,16 @@ StatusOr<StorageReadResult> ParseStorageReadLine(const std::string& output) {
   return r;
 }
 
-int RunStorageProbe(const std::vector<std::string>& a) {
-  // write PATH TOKEN HOST BYTES | read PATH TOKEN HOST BYTES WRITER,... | clean PATH TOKEN HOST
+int RunStorageProbe(const std::vector<std::string>& args) {
+  // write PATH HOST BYTES | read PATH HOST BYTES WRITER,... | clean PATH HOST, the token in
+  // kStorageTokenEnv: it names the scratch folder, so it stays out of argv (ps shows argv to all).
+  const std::optional<std::string> token = GetEnv(kStorageTokenEnv);
+  if (!token || token->size() < 16 || token->find_first_not_of("0123456789abcdef") != std::string::npos) {
+    std::cerr << "gpulaunch-probe storage: " << kStorageTokenEnv << " is not set (started by gpulaunch check --storage)\n";
+    return 2;
+  }
+  std::vector<std::string> a = args;
+  if (a.size() >= 2) a.insert(a.begin() + 2, *token);  // where the steps below take it
   const auto bytes = a.size() >= 5 ? ParseInt(a[4]) : std::nullopt;
   if (a.size() >= 5 && a[0] == "write" && bytes && *bytes > 0) {
     std::cout << FormatStorageLine(StorageWrite(a[1], a[2], a[3], static_cast<uint64_t>(*bytes))) << "\n";
@@ -284,8 +308,8 @@ int RunStorageProbe(const std::vector<std::string>& a) {
     std::cout << "storage-clean host=" << a[3] << (s.ok() ? "" : " error=" + OneLine(s.message())) << "\n";
     return 0;
   }
-  std::cerr << "usage: gpulaunch-probe storage write PATH TOKEN HOST BYTES | read PATH TOKEN HOST BYTES HOSTS | "
-               "clean PATH TOKEN HOST\n";
+  std::cerr << "usage: gpulaunch-probe storage write PATH HOST BYTES | read PATH HOST BYTES HOSTS | "
+               "clean PATH HOST (with " << kStorageTokenEnv << " set)\n";
   return 2;
 }
 

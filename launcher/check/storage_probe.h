@@ -40,6 +40,10 @@ struct StorageReadResult {
   std::map<std::string, std::string> seen;  // writer host -> "ok", "missing" or "different"
 };
 
+// The run's token (hex, 128 bits) reaches every host's probe in this
+// variable, never in argv.
+inline constexpr const char* kStorageTokenEnv = "GPULAUNCH_STORAGE_TOKEN";
+
 std::string StorageScratchDir(const std::string& path, const std::string& token);
 
 StorageWriteResult StorageWrite(const std::string& path, const std::string& token, const std::string& host,

@@ -1,5 +1,7 @@
 #include "launcher/core/cluster_source.h"
 
+#include "common/file_write.h"
+
 #include <fstream>
 
 #include "common/cluster_json.h"
@@ -32,9 +34,9 @@ StatusOr<BuiltCluster> BuildClusterTopology(const ClusterSource& source, const R
     if (tree) c.network = std::move(*tree);
   }
   if (source.dump_cluster) {
-    std::ofstream out(*source.dump_cluster);
-    out << DumpClusterJson(c);
-    if (!out) return Internal("cannot write the cluster file '" + *source.dump_cluster + "'");
+    if (Status s = WriteFileAtomically(*source.dump_cluster, DumpClusterJson(c)); !s.ok()) {
+      return InvalidArgument("cannot write the cluster file: " + s.message());
+    }
   }
   return built;
 }

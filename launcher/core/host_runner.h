@@ -19,9 +19,11 @@ class HostRunner {
   virtual std::string Name() const = 0;
 
   // One copy of `program` on the remote `host`, unbound (two probes on one
-  // host must not share a core).
+  // host must not share a core). The variables named in `forward_env` reach
+  // it from the caller's environment, by name: a value never goes into argv.
   virtual std::vector<std::string> OnHostArgv(const std::string& host, const std::vector<std::string>& program,
-                                              bool allow_run_as_root) const = 0;
+                                              bool allow_run_as_root,
+                                              const std::vector<std::string>& forward_env = {}) const = 0;
 
   // One copy of `program` on each of `hosts`, its output labelled by task
   // index (the host's position in `hosts`); SplitByTask undoes the labels.

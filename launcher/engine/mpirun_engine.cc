@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "common/env.h"
+#include "launcher/base/control_auth.h"
 #include "common/strings.h"
 #include "launcher/base/control_server.h"
 #include "launcher/base/open_file_limit.h"
@@ -62,7 +63,7 @@ std::vector<std::string> BuildMpirunArgv(const LaunchPlan& plan, const EngineSet
     // CPU while they wait instead of spinning against each other.
     argv.insert(argv.end(), {"--mca", "mpi_yield_when_idle", "1"});
   }
-  argv.insert(argv.end(), {"-x", kSlotTableEnv});
+  argv.insert(argv.end(), {"-x", kSlotTableEnv, "-x", kControlSecretEnv});
   for (const EnvAssignment& e : plan.env) argv.insert(argv.end(), {"-x", e.name});
   argv.push_back(s.shim);
   argv.push_back("--");
@@ -122,16 +123,17 @@ void MpirunEngine::DescribeJob(std::ostream& out, const LaunchPlan& plan, Engine
   out << "\n";
 }
 
-bool MpirunEngine::SignalAllRanks(ControlServer& control, int world, int sig) const {
-  return control.SignalAllRanks(sig, world);
+bool MpirunEngine::SignalAllRanks(ControlServer& control, int, int sig) const {
+  return control.SignalAllRanks(sig);
 }
 
 std::vector<std::string> MpirunEngine::OnHostArgv(const std::string& host, const std::vector<std::string>& program,
-                                                  bool allow_run_as_root) const {
+                                                  bool allow_run_as_root, const std::vector<std::string>& forward_env) const {
   // Unbound: mpirun binds one process to core 0, and two probes on a host
   // (linkcheck's server and client) would share that core.
   std::vector<std::string> argv = {"mpirun", "-n", "1", "--host", host + ":1", "--bind-to", "none"};
   if (allow_run_as_root) argv.push_back("--allow-run-as-root");
+  for (const std::string& name : forward_env) argv.insert(argv.end(), {"-x", name});
   argv.insert(argv.end(), program.begin(), program.end());
   return argv;
 }

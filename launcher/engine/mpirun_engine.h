@@ -25,7 +25,8 @@ class MpirunEngine final : public Engine {
   // deliver the stop signal instead.
   bool SignalAllRanks(ControlServer& control, int world, int sig) const override;
   std::vector<std::string> OnHostArgv(const std::string& host, const std::vector<std::string>& program,
-                                      bool allow_run_as_root) const override;
+                                      bool allow_run_as_root,
+                                      const std::vector<std::string>& forward_env = {}) const override;
   std::vector<std::string> OnEachHostArgv(const std::vector<std::string>& hosts, const std::string& program,
                                           bool allow_run_as_root) const override;
   std::map<int, std::string> SplitByTask(const std::string& output) const override;

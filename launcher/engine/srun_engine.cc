@@ -84,8 +84,10 @@ bool SrunEngine::SignalAllRanks(ControlServer& control, int, int sig) const {
   return SignalSlurmSteps(control.SlurmSteps(), sig);
 }
 
+// srun passes the caller's whole environment to its task (--export=ALL, its
+// default), the variables of `forward_env` included.
 std::vector<std::string> SrunEngine::OnHostArgv(const std::string& host, const std::vector<std::string>& program,
-                                                bool) const {
+                                                bool, const std::vector<std::string>&) const {
   std::vector<std::string> argv = {"srun", "-N", "1", "-n", "1", "--overcommit", "-w", host};
   argv.insert(argv.end(), program.begin(), program.end());
   return argv;

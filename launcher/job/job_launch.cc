@@ -10,8 +10,10 @@
 #include <random>
 #include <set>
 
+#include "common/env.h"
 #include "common/file_write.h"
 #include "common/sha256.h"
+#include "launcher/base/control_auth.h"
 #include "launcher/base/control_server.h"
 #include "launcher/base/exit_codes.h"
 #include "launcher/base/host_identity.h"
@@ -59,6 +61,13 @@ LaunchOutcome Failed(const Status& s) {
 }
 
 
+// A Unix socket's path must fit sockaddr_un and the slot table's fields
+// (which '|' and spaces separate); else the job listens on loopback TCP.
+bool UnixSocketPathFits(const fs::path& path) {
+  const std::string p = path.string();
+  return p.size() < 100 && p.find_first_of("| \t\n") == std::string::npos;
+}
+
 // The per-job directory (engine files): private, removed on every exit path.
 struct JobDir {
   fs::path path;
@@ -70,11 +79,12 @@ struct JobDir {
 
 // What every rank receives: the plan's rows, the job's id, where gpulaunch's
 // control server and rank 0's MASTER_PORT are.
-SlotTable MakeSlotTable(const LaunchPlan& plan, const std::string& advertise, int control_port) {
+SlotTable MakeSlotTable(const LaunchPlan& plan, const std::string& advertise, const std::string& job_id,
+                        const std::string& control_address) {
   SlotTable table;
-  table.job_id = NewJobId();
+  table.job_id = job_id;
   table.plan_hash = plan.plan_hash;
-  table.control = advertise.empty() ? "" : advertise + ":" + std::to_string(control_port);
+  table.control = control_address;
   const RankSlot& rank0 = plan.placement.ranks.front();
   const bool rank0_local = plan.all_local || IsLocalHost(rank0.host);
   table.master_addr = plan.all_local ? "127.0.0.1" : (rank0_local && !advertise.empty() ? advertise : rank0.host);
@@ -99,13 +109,16 @@ std::string AdvertisedAddress(const LaunchPlan& plan) {
 // The closures refer to `plan`, `engine` and `control`, which outlive RunJob.
 StatusOr<JobRunOptions> EngineRun(const LaunchPlan& plan, const Engine& engine, const EngineSettings& engine_settings,
                                   const RunSettings& o, const fs::path& job_dir, const std::string& encoded_table,
-                                  const std::string& job_file_limit, ControlServer& control) {
+                                  const std::string& job_file_limit, const std::string& secret,
+                                  ControlServer& control) {
   // --profile reaches the ranks as GPULAUNCH_PROFILE=1 (runtime/step_profiler.h);
   // it is not part of the plan, so it leaves the plan hash alone.
   LaunchPlan engine_plan = plan;
   if (o.profile) engine_plan.env.push_back({"GPULAUNCH_PROFILE", std::string("1")});
   GL_ASSIGN_OR_RETURN(EngineJob engine_job, engine.PrepareJob(engine_plan, engine_settings, job_dir));
-  std::map<std::string, std::string> engine_env = {{kSlotTableEnv, encoded_table}};
+  // The secret travels as the slot table does: in the environment the engine
+  // forwards (never argv), removed by each shim before its job starts.
+  std::map<std::string, std::string> engine_env = {{kSlotTableEnv, encoded_table}, {kControlSecretEnv, secret}};
   // The ranks' shims put back the open-file limit gpulaunch raised (open_file_limit.h).
   if (!job_file_limit.empty()) engine_env[kJobFileLimitEnv] = job_file_limit;
   for (const EnvAssignment& e : engine_plan.env)
@@ -124,12 +137,10 @@ StatusOr<JobRunOptions> EngineRun(const LaunchPlan& plan, const Engine& engine, 
   run.host_of_rank = [&plan](int r) {
     return r >= 0 && r < static_cast<int>(plan.placement.ranks.size()) ? plan.placement.ranks[r].host : "?";
   };
-  run.force_kill = [&control] {
-    for (int pid : control.LocalPids()) kill(pid, SIGKILL);
-  };
-  run.signal_local_ranks = [&control](int sig) {
-    for (int pid : control.LocalPids()) kill(pid, sig);
-  };
+  // Only processes gpulaunch can prove it started (a pidfd taken when they
+  // checked in, process_tree.h), never a pid as a peer reported it.
+  run.force_kill = [&control] { control.SignalLocalRanks(SIGKILL); };
+  run.signal_local_ranks = [&control](int sig) { control.SignalLocalRanks(sig); };
   // The engine delivers stop signals its own way (engine.h); SIGKILL follows
   // a kill grace later.
   const int world = static_cast<int>(plan.placement.ranks.size());
@@ -160,15 +171,15 @@ StatusOr<FileLimitChange> MakeRoomForOpenFiles(const LaunchPlan& plan, const Eng
 // No rank outlives gpulaunch, even when the engine died before its ranks
 // (e.g. a crashed mpirun): give them a moment, then SIGKILL.
 void KillSurvivors(ControlServer& control) {
-  std::set<int> alive = control.LocalPids();
+  std::map<int, int> alive = control.LiveLocalRanks();
   for (int waited_ms = 0; !alive.empty() && waited_ms <= 3000; waited_ms += 50) {
-    std::erase_if(alive, [](int pid) { return kill(pid, 0) != 0; });
-    if (!alive.empty()) usleep(50 * 1000);
+    usleep(50 * 1000);
+    alive = control.LiveLocalRanks();
   }
-  for (int pid : alive) {
-    std::cerr << "gpulaunch: rank process " << pid << " outlived the engine; killing it\n";
-    kill(pid, SIGKILL);
+  for (const auto& [rank, pid] : alive) {
+    std::cerr << "gpulaunch: rank " << rank << "'s process " << pid << " outlived the engine; killing it\n";
   }
+  if (!alive.empty()) control.SignalLocalRanks(SIGKILL);
 }
 
 // The launch's exit code and stop reason from the engine's result and the
@@ -227,7 +238,9 @@ void Blame(const std::map<int, RankRecord>& records, int checked_in, JobOutcome&
     refused = refused || !r.refusal.empty();
     if (r.lost) out.failed_hosts.insert(r.host);
   }
-  if (out.cause && out.cause->rank >= 0) out.failed_hosts.insert(job.planned_hosts[out.cause->rank]);
+  if (out.cause && out.cause->rank >= 0 && static_cast<size_t>(out.cause->rank) < job.planned_hosts.size()) {
+    out.failed_hosts.insert(job.planned_hosts[static_cast<size_t>(out.cause->rank)]);
+  }
   out.restartable = out.exit_code != 0 && checked_in > 0 && !refused &&
                     (out.stop == StopReason::kNone || out.stop == StopReason::kStall);
 }
@@ -268,12 +281,26 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
   const StatusOr<FileLimitChange> file_limit = MakeRoomForOpenFiles(plan, engine);
   if (!file_limit.ok()) return Failed(file_limit.status());
   ControlServer control;
-  if (Status s = control.Start(plan.all_local ? "127.0.0.1" : "0.0.0.0", plan.plan_hash,
-                               static_cast<int>(rows.size()), std::move(rows), std::move(check));
-      !s.ok()) {
-    return Failed(s);
+  const std::string secret = NewControlSecretHex();
+  const std::string job_id = NewJobId();
+  ControlServerOptions server;
+  server.job_id = job_id;
+  server.secret = *DecodeControlSecret(secret);
+  // One host: a Unix socket in the private job directory, which no other
+  // user can reach. Else the address the ranks are told, and no other.
+  if (plan.all_local && UnixSocketPathFits(job_dir.path / "control")) {
+    server.unix_path = (job_dir.path / "control").string();
+  } else {
+    server.bind_addr = advertise;
   }
-  const SlotTable table = MakeSlotTable(plan, advertise, control.port());
+  server.expected_hash = plan.plan_hash;
+  server.world = static_cast<int>(rows.size());
+  server.slot_rows = std::move(rows);
+  server.check = std::move(check);
+  server.keep_metrics = o.profile;
+  server.slurm_job_id = GetEnv("SLURM_JOB_ID").value_or("");
+  if (Status s = control.Start(std::move(server)); !s.ok()) return Failed(s);
+  const SlotTable table = MakeSlotTable(plan, advertise, job_id, control.address());
   const std::string encoded = EncodeSlotTable(table, /*with_rows=*/table.control.empty());
   if (encoded.size() > kMaxSlotTableBytes) {
     return Failed(Internal("the plan for " + std::to_string(table.ranks.size()) + " ranks takes " +
@@ -281,7 +308,8 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
                            "-byte environment limit (with no address the ranks reach this host by, they cannot ask for their "
                            "rows); launch fewer ranks per job"));
   }
-  auto run = EngineRun(plan, engine, engine_settings, o, job_dir.path, encoded, JobFileLimitSetting(*file_limit), control);
+  auto run = EngineRun(plan, engine, engine_settings, o, job_dir.path, encoded, JobFileLimitSetting(*file_limit), secret,
+                       control);
   if (!run.ok()) return Failed(run.status());
 
   JobOutcome job;

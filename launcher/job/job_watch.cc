@@ -55,10 +55,10 @@ bool JobWatch::Poll() {
                       std::all_of(records.begin(), records.end(), [](const auto& entry) { return entry.second.ended; });
   if (verdict_.failed_rank >= 0 && !teardown_since_) {
     teardown_since_ = now;
-    control_.SignalAllRanks(SIGTERM, monitor_.world);
+    control_.SignalAllRanks(SIGTERM);
   } else if (teardown_since_ && !teardown_killed_ && now - *teardown_since_ >= kill_grace_) {
     teardown_killed_ = true;
-    control_.SignalAllRanks(SIGKILL, monitor_.world);
+    control_.SignalAllRanks(SIGKILL);
   }
   if (verdict_.stop == StopReason::kStall) control_.CollectStacks(verdict_.stalled, kStackWaitMs);
   return verdict_.stop != StopReason::kNone;

@@ -32,7 +32,8 @@ struct JobProcess {
   const JobStartOptions* options;
   const JobPipeEnds* ends;
   int beat_as, metrics_as;  // the numbers the job has its pipe ends as
-  char* line;               // room for the check-in line with any pid
+  char* line;               // room for the check-in line with any pid and its tag
+  uint64_t check_in_seq;    // the check-in's sequence number on the connection
   // Written by the child, read by the shim once it resumes (shared memory;
   // volatile, or the compiler may keep the values it knew before vfork).
   volatile bool check_in_failed = false;
@@ -66,6 +67,7 @@ size_t WriteDecimal(char* out, long v) {
     size_t n = before.copy(s.line, before.size());
     n += WriteDecimal(s.line + n, getpid());
     n += after.copy(s.line + n, after.size());
+    n = o.check_in->session->SealInto(s.check_in_seq, s.line, n, s.line);  // computation only: no allocation
     s.check_in_failed = !SendAll(o.check_in->fd, s.line, n, kCheckInSendWaitMs);
   }
   sigset_t none;
@@ -116,8 +118,12 @@ StartedJob StartJob(char** argv, const JobStartOptions& o, const JobPipeEnds& en
   if (metrics >= 0) job_vars.push_back("GPULAUNCH_METRICS_FD=" + std::to_string(metrics));
   std::vector<char*> envp = JobEnvironment(job_vars);
   std::string line;
-  if (o.check_in) line.resize(o.check_in->before_pid.size() + 24 + o.check_in->after_pid.size());
-  JobProcess job{argv, envp.data(), getpid(), &o, &ends, beat, metrics, line.data()};
+  uint64_t seq = 0;
+  if (o.check_in && o.check_in->fd >= 0) {
+    line.resize(o.check_in->before_pid.size() + 24 + o.check_in->after_pid.size() + kControlTagChars + 1);
+    seq = o.check_in->session->ReserveSend();
+  }
+  JobProcess job{argv, envp.data(), getpid(), &o, &ends, beat, metrics, line.data(), seq};
 
   sigset_t all, shims_mask;
   sigfillset(&all);

@@ -29,12 +29,17 @@
 #include <span>
 #include <string>
 
+#include "launcher/base/control_auth.h"
+
 namespace gpulaunch {
 
 // A line the job process sends before it execs, its pid written between the
-// two parts in decimal (CheckinLineAround, control_protocol.h).
+// two parts in decimal (CheckinLineAround, control_protocol.h, without the
+// newline), then tagged with the connection's session (control_auth.h)
+// under a sequence number StartJob takes before vfork.
 struct CheckInLine {
-  int fd = -1;  // a connected socket; -1: nothing to send
+  int fd = -1;  // a connected, authenticated socket; -1: nothing to send
+  ControlSession* session = nullptr;
   std::string before_pid, after_pid;
 };
 

@@ -17,6 +17,7 @@
 
 #include "common/env.h"
 #include "common/strings.h"
+#include "launcher/base/control_auth.h"
 #include "launcher/base/exit_codes.h"
 #include "launcher/base/host_fingerprint.h"
 #include "launcher/base/host_names.h"
@@ -90,7 +91,7 @@ Status Apply(const SlotTable& table, const RankSlot& slot) {
 
 // The check-in line, which the job process sends just before it execs
 // (rank_supervisor.h); nothing to send without a control connection.
-CheckInLine CheckIn(const ControlClient& control, const SlotTable& table, const EngineIdentity& id,
+CheckInLine CheckIn(ControlClient& control, const SlotTable& table, const EngineIdentity& id,
                     const std::string& hostname) {
   ControlMessage m;
   m.kind = ControlMessage::Kind::kCheckin;
@@ -102,7 +103,9 @@ CheckInLine CheckIn(const ControlClient& control, const SlotTable& table, const 
   const std::optional<std::string> slurm_step = GetEnv("SLURM_STEP_ID");
   if (slurm_job && slurm_step) m.slurm_step = *slurm_job + "." + *slurm_step;
   CheckinLineParts parts = CheckinLineAround(m);
-  return {control.connected() ? control.fd() : -1, std::move(parts.before_pid), std::move(parts.after_pid)};
+  parts.after_pid.pop_back();  // the newline: the job process puts the tag before it
+  return {control.connected() ? control.fd() : -1, &control.session(), std::move(parts.before_pid),
+          std::move(parts.after_pid)};
 }
 
 // An engine daemon on another host: its open-file limit raised, then the
@@ -149,6 +152,12 @@ int main(int argc, char** argv) {
   if (!table_text) return Refuse(control, -1, hostname, std::string(kSlotTableEnv) + " is not set; start jobs with gpulaunch");
   auto table = DecodeSlotTable(*table_text);
   if (!table.ok()) return Refuse(control, -1, hostname, table.status().message());
+  // The job's secret proves this rank to gpulaunch and gpulaunch to it; the
+  // job itself never sees it (nor does getent).
+  const std::optional<std::string> secret_text = GetEnv(kControlSecretEnv);
+  unsetenv(kControlSecretEnv);
+  StatusOr<ControlKey> secret = DecodeControlSecret(secret_text.value_or(""));
+  if (!table->control.empty() && !secret.ok()) return Refuse(control, -1, hostname, secret.status().message());
   if (!ConnectWithRetries(control, table->control) && !table->control.empty()) {
     if (table->ranks.empty()) {
       return Refuse(control, -1, hostname, "could not reach gpulaunch at " + table->control +
@@ -160,7 +169,14 @@ int main(int argc, char** argv) {
   }
   auto id = ReadEngineIdentity(ProcessEnv());
   if (!id.ok()) return Refuse(control, -1, hostname, id.status().message());
+  // A rank the plan has proves itself; one it lacks (N singletons, say) is
+  // refused by CheckWorld, on the connection when it could authenticate.
+  Status authenticated = Status::Ok();
+  if (control.fd() >= 0 && id->rank >= 0 && id->rank < table->world) {
+    authenticated = control.Authenticate({table->job_id, id->rank, *secret});
+  }
   if (Status s = CheckWorld(*table, *id); !s.ok()) return Refuse(control, id->rank, hostname, s.message());
+  if (!authenticated.ok()) return Refuse(control, id->rank, hostname, authenticated.message());
   auto row = RowOf(control, *table, *id);
   if (!row.ok()) return Refuse(control, id->rank, hostname, row.status().message());
   // A host changed since the plan, and no rank anywhere got its row: exit 0

@@ -386,6 +386,12 @@ TEST(Shim, RefusesAWrongHostAndReports127ForAMissingProgram) {
   const std::string header_only = "v3|gl-x|h|127.0.0.1|1|127.0.0.1:1|1|-|-";
   env = EnvironmentWith({{"GPULAUNCH_SLOT_TABLE", header_only}, {"OMPI_COMM_WORLD_RANK", "0"},
                          {"OMPI_COMM_WORLD_SIZE", "1"}});
+  // Without the job's secret it cannot prove itself to gpulaunch: it says so.
+  CapturedRun no_secret = RunCaptured({kBin + "/gpulaunch-shim", "--", "true"}, env, 60000);
+  EXPECT_EQ(WEXITSTATUS(no_secret.wait_status), 125);
+  EXPECT_NE(no_secret.err.find("GPULAUNCH_CONTROL_SECRET is not 64 hex digits"), std::string::npos) << no_secret.err;
+  env = EnvironmentWith({{"GPULAUNCH_SLOT_TABLE", header_only}, {"OMPI_COMM_WORLD_RANK", "0"},
+                         {"OMPI_COMM_WORLD_SIZE", "1"}, {"GPULAUNCH_CONTROL_SECRET", std::string(64, 'a')}});
   CapturedRun unreachable = RunCaptured({kBin + "/gpulaunch-shim", "--", "true"}, env, 60000);
   EXPECT_EQ(WEXITSTATUS(unreachable.wait_status), 125);
   EXPECT_NE(unreachable.err.find("could not reach gpulaunch at 127.0.0.1:1 to get this rank's slot"), std::string::npos)

@@ -12,11 +12,16 @@
 #include <vector>
 
 #include "launcher/shim/control_client.h"
+#include "tests/testing/control_peer.h"
 
 namespace gpulaunch {
 namespace {
 
 using Kind = ControlMessage::Kind;
+using testing_control::Join;
+using testing_control::Options;
+using testing_control::TestKey;
+using testing_control::kTestJob;
 
 ControlMessage Checkin(int rank, int pid, const std::string& hash) {
   ControlMessage m;
@@ -34,7 +39,7 @@ ControlMessage Checkin(int rank, int pid, const std::string& hash) {
 // without a connection.
 TEST(ControlClient, ConnectsOnlyToANumericAddress) {
   ControlServer server;
-  ASSERT_TRUE(server.Start("127.0.0.1", "H", 1, {"node1/0/1/0/0/-/-1/-/0/-"}).ok());
+  ASSERT_TRUE(server.Start(Options(1, {"node1/0/1/0/0/-/-1/-/0/-"})).ok());
   const std::string port = std::to_string(server.port());
   ControlClient client;
   EXPECT_TRUE(client.Connect("127.0.0.1:" + port));
@@ -48,23 +53,22 @@ TEST(ControlClient, ConnectsOnlyToANumericAddress) {
 // Each shim asks for its own row; the answer names the plan it belongs to.
 TEST(ControlServer, ServesEachRankItsRowOfThePlan) {
   ControlServer server;
-  ASSERT_TRUE(server.Start("127.0.0.1", "H", 2, {"node1/0/2/0/1/0-3/0/0/1/mlx5_0:1", "node1/1/2/0/1/4-7/0/1/1/-"}).ok());
-  const std::string address = "127.0.0.1:" + std::to_string(server.port());
+  ASSERT_TRUE(server.Start(Options(4, {"node1/0/2/0/1/0-3/0/0/1/mlx5_0:1", "node1/1/2/0/1/4-7/0/1/1/-"})).ok());
   ControlClient a, b, c, d;
-  ASSERT_TRUE(a.Connect(address) && b.Connect(address) && c.Connect(address) && d.Connect(address));
+  ASSERT_TRUE(Join(a, server, 0) && Join(b, server, 1) && Join(c, server, 2) && Join(d, server, 3));
   auto row1 = b.FetchSlotRow(1, "H", 60000);
   ASSERT_TRUE(row1.ok()) << row1.status().ToString();
   EXPECT_EQ(*row1, "node1/1/2/0/1/4-7/0/1/1/-");
   auto row0 = a.FetchSlotRow(0, "H", 60000);
   ASSERT_TRUE(row0.ok()) << row0.status().ToString();
   EXPECT_EQ(*row0, "node1/0/2/0/1/0-3/0/0/1/mlx5_0:1");
-  // A rank started for another plan, or one the plan does not have, is told so.
-  auto other = c.FetchSlotRow(0, "other-plan", 60000);
+  // A rank started for another plan, or one the plan has no row for, is told so.
+  auto other = c.FetchSlotRow(2, "other-plan", 60000);
   ASSERT_FALSE(other.ok());
   EXPECT_NE(other.status().message().find("gpulaunch serves plan H"), std::string::npos) << other.status().message();
-  auto missing = d.FetchSlotRow(5, "H", 60000);
+  auto missing = d.FetchSlotRow(3, "H", 60000);
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("the plan has no rank 5"), std::string::npos) << missing.status().message();
+  EXPECT_NE(missing.status().message().find("the plan has no rank 3"), std::string::npos) << missing.status().message();
   // The row is asked before the check-in, on the same connection.
   ASSERT_TRUE(a.Send(Checkin(0, 999991, "H")));
   EXPECT_EQ(server.CheckedIn(), 1);
@@ -75,18 +79,14 @@ TEST(ControlServer, ServesEachRankItsRowOfThePlan) {
 TEST(ControlServer, HoldsEveryRowUntilEachCachedHostIsConfirmed) {
   ControlServer server;
   HostCheck check{{"node2", "node2", "node3"}, {{"node2", "f2"}, {"node3", "f3"}}};
-  ASSERT_TRUE(server.Start("127.0.0.1", "H", 3, {"node2/0/2/0/0/-/-1/-/0/-", "node2/1/2/0/0/-/-1/-/0/-",
-                                                 "node3/0/1/1/0/-/-1/-/0/-"}, check).ok());
-  const std::string address = "127.0.0.1:" + std::to_string(server.port());
+  ASSERT_TRUE(server.Start(Options(3, {"node2/0/2/0/0/-/-1/-/0/-", "node2/1/2/0/0/-/-1/-/0/-",
+                                       "node3/0/1/1/0/-/-1/-/0/-"}, check)).ok());
   ControlClient a, b, c;
-  ASSERT_TRUE(a.Connect(address) && b.Connect(address) && c.Connect(address));
+  ASSERT_TRUE(Join(a, server, 0) && Join(b, server, 1) && Join(c, server, 2));
   // node2's confirmed, node3's not yet: rank 1 waits (1 s is long enough to
   // see that it is not answered).
-  ControlMessage ask;
-  ask.kind = Kind::kSlot;
-  ask.rank = 0;
-  ask.text = "f2";
-  ASSERT_TRUE(a.Send(ask));
+  StatusOr<std::string> row0 = Internal("not answered");
+  std::thread first([&] { row0 = a.FetchSlotRow(0, "H", 60000, "f2"); });
   auto early = b.FetchSlotRow(1, "H", 1000);
   ASSERT_FALSE(early.ok());
   EXPECT_NE(early.status().message().find("no answer"), std::string::npos) << early.status().message();
@@ -96,7 +96,7 @@ TEST(ControlServer, HoldsEveryRowUntilEachCachedHostIsConfirmed) {
   auto row2 = c.FetchSlotRow(2, "H", 60000, "f3");
   ASSERT_TRUE(row2.ok()) << row2.status().ToString();
   EXPECT_EQ(*row2, "node3/0/1/1/0/-/-1/-/0/-");
-  auto row0 = a.FetchSlotRow(0, "H", 60000);  // answers both of rank 0's requests
+  first.join();
   ASSERT_TRUE(row0.ok()) << row0.status().ToString();
   EXPECT_EQ(*row0, "node2/0/2/0/0/-/-1/-/0/-");
   EXPECT_TRUE(server.ChangedHosts().empty());
@@ -105,11 +105,11 @@ TEST(ControlServer, HoldsEveryRowUntilEachCachedHostIsConfirmed) {
 
 TEST(ControlServer, AHostUnlikeItsCachedTopologyStopsEveryRank) {
   ControlServer server;
-  HostCheck check{{"node2", "node3"}, {{"node2", "f2"}, {"node3", "f3"}}};
-  ASSERT_TRUE(server.Start("127.0.0.1", "H", 2, {"node2/0/1/0/0/-/-1/-/0/-", "node3/0/1/1/0/-/-1/-/0/-"}, check).ok());
-  const std::string address = "127.0.0.1:" + std::to_string(server.port());
+  HostCheck check{{"node2", "node3", "node3"}, {{"node2", "f2"}, {"node3", "f3"}}};
+  ASSERT_TRUE(server.Start(Options(3, {"node2/0/1/0/0/-/-1/-/0/-", "node3/0/2/1/0/-/-1/-/0/-",
+                                       "node3/1/2/1/0/-/-1/-/0/-"}, check)).ok());
   ControlClient a, b, c;
-  ASSERT_TRUE(a.Connect(address) && b.Connect(address) && c.Connect(address));
+  ASSERT_TRUE(Join(a, server, 0) && Join(b, server, 1) && Join(c, server, 2));
   std::thread waiting([&] {
     auto row = a.FetchSlotRow(0, "H", 60000, "f2");  // node2 is as cached: waits for node3
     ASSERT_TRUE(row.ok()) << row.status().ToString();
@@ -119,7 +119,7 @@ TEST(ControlServer, AHostUnlikeItsCachedTopologyStopsEveryRank) {
   waiting.join();
   ASSERT_TRUE(changed.ok()) << changed.status().ToString();
   EXPECT_EQ(*changed, kHostChangedRow);
-  EXPECT_EQ(*c.FetchSlotRow(0, "H", 60000), kHostChangedRow);  // a late rank too
+  EXPECT_EQ(*c.FetchSlotRow(2, "H", 60000), kHostChangedRow);  // a late rank too
   EXPECT_EQ(server.ChangedHosts(), std::set<std::string>{"node3"});
 }
 
@@ -130,7 +130,7 @@ TEST(ControlServer, MoreRanksThanTheFileLimitAreRefusedByName) {
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &lim), 0);
   if (lim.rlim_max == RLIM_INFINITY) GTEST_SKIP() << "no hard open-file limit here";
   ControlServer server;
-  const Status s = server.Start("127.0.0.1", "H", static_cast<int>(std::min<rlim_t>(lim.rlim_max, 1 << 30)));
+  const Status s = server.Start(Options(static_cast<int>(std::min<rlim_t>(lim.rlim_max, 1 << 30))));
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("one connection per rank"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("hard open-file limit here is " + std::to_string(lim.rlim_max)), std::string::npos)
@@ -140,16 +140,14 @@ TEST(ControlServer, MoreRanksThanTheFileLimitAreRefusedByName) {
 
 TEST(ControlServer, RecordsCheckInsTailsExitsAndLostRanks) {
   ControlServer server;
-  ASSERT_TRUE(server.Start("127.0.0.1", "H").ok());
-  const std::string address = "127.0.0.1:" + std::to_string(server.port());
+  ASSERT_TRUE(server.Start(Options(2)).ok());
   ControlClient a, b;
-  ASSERT_TRUE(a.Connect(address));
-  ASSERT_TRUE(b.Connect(address));
+  ASSERT_TRUE(Join(a, server, 0));
+  ASSERT_TRUE(Join(b, server, 1));
   ASSERT_TRUE(a.Send(Checkin(0, 999991, "H")));
   ASSERT_TRUE(b.Send(Checkin(1, 999992, "other")));
   // What was sent before a query is in its answer: no sleeping here.
   EXPECT_EQ(server.CheckedIn(), 2);
-  EXPECT_EQ(server.LocalPids(), (std::set<int>{999991, 999992}));
   EXPECT_EQ(server.HashMismatches(), (std::set<int>{1}));
 
   ControlMessage tail;
@@ -161,9 +159,6 @@ TEST(ControlServer, RecordsCheckInsTailsExitsAndLostRanks) {
   exit_msg.kind = Kind::kExit;
   exit_msg.rank = 0;
   exit_msg.value = 3;
-  ASSERT_TRUE(a.Send(exit_msg));
-  // A message for another rank on this connection is ignored.
-  exit_msg.rank = 1;
   ASSERT_TRUE(a.Send(exit_msg));
   b.Close();  // rank 1 vanishes without a report
 
@@ -183,22 +178,20 @@ TEST(ControlServer, RecordsCheckInsTailsExitsAndLostRanks) {
     lost = server.Records().at(1).lost;
   }
   EXPECT_TRUE(lost);
-  // Rank 0 ended; rank 1 lost its connection but may still run, so a forced
-  // kill still targets it.
-  EXPECT_EQ(server.LocalPids(), std::set<int>{999992});
   server.Stop();
 }
 
+// Profiled steps are kept with --profile only, for the connection's rank.
 TEST(ControlServer, KeepsEachRanksMetricsAndCountsMalformedOnes) {
   ControlServer server;
-  ASSERT_TRUE(server.Start("127.0.0.1", "H").ok());
+  ControlServerOptions options = Options(1);
+  options.keep_metrics = true;
+  ASSERT_TRUE(server.Start(options).ok());
   ControlClient a;
-  ASSERT_TRUE(a.Connect("127.0.0.1:" + std::to_string(server.port())));
+  ASSERT_TRUE(Join(a, server, 0));
   ControlMessage m;
   m.kind = Kind::kMetric;
   m.rank = 0;
-  m.text = R"({"rank":0,"step":0,"step_s":1,"compute_s":1})";
-  ASSERT_TRUE(a.Send(m));  // before the check-in: not this connection's rank yet
   ASSERT_TRUE(a.Send(Checkin(0, 999993, "H")));
   // The record claims rank 7; the connection speaks for rank 0.
   m.text = R"({"rank":7,"step":0,"step_s":0.5,"compute_s":0.25,"groups":[{"group":"dp","comm_s":0.25,"bytes":8}]})";
@@ -218,9 +211,9 @@ TEST(ControlServer, KeepsEachRanksMetricsAndCountsMalformedOnes) {
 
 TEST(ControlServer, StackRequestsReachTheShimAndTheAnswerIsRecorded) {
   ControlServer server;
-  ASSERT_TRUE(server.Start("127.0.0.1", "H").ok());
+  ASSERT_TRUE(server.Start(Options(1)).ok());
   ControlClient shim;
-  ASSERT_TRUE(shim.Connect("127.0.0.1:" + std::to_string(server.port())));
+  ASSERT_TRUE(Join(shim, server, 0));
   ASSERT_TRUE(shim.Send(Checkin(0, 999993, "H")));
   ASSERT_EQ(server.CheckedIn(), 1);
   const std::string stacks = "#0 StallHere ()\n#1 main ()\n";
@@ -260,15 +253,15 @@ std::vector<std::string> RequestsWithin(ControlClient& shim, int ms) {
 // sends SIGTERM and SIGKILL back to back: that rank never saw its SIGTERM.
 TEST(ControlServer, AStopReachesARankThatChecksInAfterIt) {
   ControlServer server;
-  ASSERT_TRUE(server.Start("127.0.0.1", "H").ok());
-  EXPECT_FALSE(server.SignalAllRanks(SIGTERM, 2)) << "no rank known: the caller must signal the engine";
+  ASSERT_TRUE(server.Start(Options(2)).ok());
+  EXPECT_FALSE(server.SignalAllRanks(SIGTERM)) << "no rank known: the caller must signal the engine";
   ControlClient early, late;
-  ASSERT_TRUE(early.Connect("127.0.0.1:" + std::to_string(server.port())));
+  ASSERT_TRUE(Join(early, server, 0));
   ASSERT_TRUE(early.Send(Checkin(0, 999991, "H")));
   ASSERT_EQ(server.CheckedIn(), 1);
-  EXPECT_TRUE(server.SignalAllRanks(SIGTERM, 2)) << "one rank known: the shims carry the stop";
+  EXPECT_TRUE(server.SignalAllRanks(SIGTERM)) << "one rank known: the shims carry the stop";
   EXPECT_EQ(RequestsWithin(early, 5000), (std::vector<std::string>{"signal 15"}));
-  ASSERT_TRUE(late.Connect("127.0.0.1:" + std::to_string(server.port())));
+  ASSERT_TRUE(Join(late, server, 1));
   ASSERT_TRUE(late.Send(Checkin(1, 999992, "H")));
   EXPECT_EQ(RequestsWithin(late, 5000), (std::vector<std::string>{"signal 15"}));
 }

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/testing/control_peer.h"
+
 namespace gpulaunch {
 namespace {
 
@@ -84,7 +86,8 @@ TEST(RankSupervisor, TheJobHasCheckedInWithItsPidBeforeItRuns) {
   ASSERT_NE(mkdtemp(dir_template), nullptr);
   const std::string seen = std::string(dir_template) + "/seen";
   SuperviseOptions options;
-  options.check_in = {ends[0], "checkin 7 ", " 16 node3 abc -\n"};
+  ControlSession session(testing_control::TestKey(), ControlSide::kClient, "job", 7, "sn", "cn");
+  options.check_in = {ends[0], &session, "checkin 7 ", " 16 node3 abc -"};
   const Supervised r = Supervise("dd iflag=nonblock bs=4096 count=1 <&" + std::to_string(ends[1]) + " >" + seen +
                                      " 2>/dev/null; echo \"pid $$\" >>" + seen,
                                  options);
@@ -97,40 +100,38 @@ TEST(RankSupervisor, TheJobHasCheckedInWithItsPidBeforeItRuns) {
   std::getline(in, pid_line);
   std::filesystem::remove_all(dir_template);
   ASSERT_EQ(pid_line.rfind("pid ", 0), 0u) << "the job did not run: " << pid_line;
-  EXPECT_EQ(line, "checkin 7 " + pid_line.substr(4) + " 16 node3 abc -");
+  // The line carries the connection's tag, which gpulaunch's side opens.
+  ControlSession server(testing_control::TestKey(), ControlSide::kServer, "job", 7, "sn", "cn");
+  const auto opened = server.Open(line);
+  ASSERT_TRUE(opened) << line;
+  EXPECT_EQ(*opened, "checkin 7 " + pid_line.substr(4) + " 16 node3 abc -");
 }
 
 // A check-in that cannot be sent (here: nobody reads the other end) does not
 // keep the rank from running; the shim says so and closes its connection, as
 // for a rank that never reached gpulaunch.
 TEST(RankSupervisor, ACheckInThatCannotBeSentClosesTheConnectionAndTheJobRuns) {
-  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), len), 0);
-  ASSERT_EQ(listen(listener, 1), 0);
-  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const std::string address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  ControlServer server;
+  ASSERT_TRUE(server.Start(testing_control::Options(1)).ok());
+  const std::string address = server.address();
   ControlClient control;
-  ASSERT_TRUE(control.Connect(address));
+  ASSERT_TRUE(testing_control::Join(control, server, 0));
   int ends[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends), 0);
   close(ends[1]);  // the check-in line goes nowhere: EPIPE
   SuperviseOptions options;
   options.control = &control;
-  options.check_in = {ends[0], "checkin 7 ", " 16 node3 abc -\n"};
+  options.check_in = {ends[0], &control.session(), "checkin 7 ", " 16 node3 abc -"};
   testing::internal::CaptureStderr();
   const Supervised r = Supervise("echo ran >&2; exit 4", options);
   const std::string said = testing::internal::GetCapturedStderr();
   close(ends[0]);
-  close(listener);
   ASSERT_TRUE(WIFEXITED(r.wait_status));
   EXPECT_EQ(WEXITSTATUS(r.wait_status), 4);
   EXPECT_NE(said.find("ran\n"), std::string::npos) << said;
   EXPECT_NE(said.find("rank 0 could not check in with gpulaunch at " + address), std::string::npos) << said;
   EXPECT_FALSE(control.connected());
+  EXPECT_EQ(control.fd(), -1);
 }
 
 TEST(RankSupervisor, AProgramThatCannotRunExits127WhenMissingAnd126Otherwise) {
