@@ -14,6 +14,14 @@ check() { if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); els
 check "gpulaunch itself links no UCX library" "$(readelf -d "$BIN/gpulaunch" | grep -c 'libuc[pst]')" 0
 check "gpulaunch-linkcheck does" "$(readelf -d "$BIN/gpulaunch-linkcheck" | grep -c 'libucp')" 1
 
+# Without the run's secret the server does not start (a usage error).
+env -u GPULAUNCH_LINKCHECK_SECRET "$BIN/gpulaunch" linkcheck --server --once --port 1 > /dev/null 2> "$WORK/nosecret.err"
+check "linkcheck --server without GPULAUNCH_LINKCHECK_SECRET: exit 2" "$?" 2
+check "... naming it" "$(grep -c GPULAUNCH_LINKCHECK_SECRET "$WORK/nosecret.err")" 1
+
+# Both ends share a secret in the environment, never argv.
+GPULAUNCH_LINKCHECK_SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+export GPULAUNCH_LINKCHECK_SECRET
 # A port of our own: the server listens there until one client came (--once).
 port=$((20000 + $$ % 20000))
 "$BIN/gpulaunch" linkcheck --server --once --port "$port" --tls tcp > /dev/null 2> "$WORK/server.err" &

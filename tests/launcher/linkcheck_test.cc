@@ -78,33 +78,55 @@ TEST(Linkcheck, QuantilesAreNearestRank) {
   EXPECT_EQ(Quantile({}, 0.5), 0);
 }
 
-// Real UCX, two workers in this process over loopback: the measured figures
-// are present and sane, and --tls tcp makes UCX use tcp.
-void MeasureLoopback(const UcxSettings& settings, const std::string& transport_prefix) {
-  std::mutex mu;
-  std::condition_variable cv;
-  int port = 0;
-  Status served;
-  std::thread server([&] {
-    served = RunLinkServer(0, settings, true, {}, [&](int p) {
-      std::lock_guard<std::mutex> lock(mu);
-      port = p;
-      cv.notify_all();
-    });
-  });
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return port != 0; });
-  }
+LinkPlan SmallPlan() {
   LinkPlan plan;
   plan.warmup = 20;
   plan.iterations = 200;
   plan.sizes = {1u << 20, 2u << 20};
   plan.bytes_per_size = 16u << 20;
-  auto r = RunLinkClient("127.0.0.1", port, settings, plan, 5000, {});
+  return plan;
+}
+
+const std::string kSecret(64, 'a');
+
+struct Served {
+  StatusOr<LinkResult> client = Internal("not run");
+  Status server;
+};
+
+// Real UCX, two workers in this process over loopback: a server with its
+// secret and limits, and a client with its own secret and plan.
+Served RunPair(const UcxSettings& settings, const LinkPlan& limits, const std::string& server_secret,
+               const LinkPlan& plan, const std::string& client_secret) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int port = 0;
+  Served out;
+  std::thread server([&] {
+    out.server = RunLinkServer(0, settings, true, {}, server_secret, limits, [&](int p) {
+      std::lock_guard<std::mutex> lock(mu);
+      port = p;
+      cv.notify_all();
+    });
+    std::lock_guard<std::mutex> lock(mu);
+    port = port == 0 ? -1 : port;
+    cv.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return port != 0; });
+  }
+  if (port > 0) out.client = RunLinkClient("127.0.0.1", port, settings, plan, 5000, {}, client_secret);
   server.join();
+  return out;
+}
+
+// The measured figures are present and sane, and --tls tcp makes UCX use tcp.
+void MeasureLoopback(const UcxSettings& settings, const std::string& transport_prefix) {
+  const Served s = RunPair(settings, SmallPlan(), kSecret, SmallPlan(), kSecret);
+  const auto& r = s.client;
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_TRUE(served.ok()) << served.message();
+  EXPECT_TRUE(s.server.ok()) << s.server.message();
   ASSERT_FALSE(r->transports.empty());
   for (const std::string& t : r->transports) EXPECT_EQ(t.rfind(transport_prefix, 0), 0u) << t;
   EXPECT_EQ(r->iterations, 200);
@@ -121,9 +143,33 @@ void MeasureLoopback(const UcxSettings& settings, const std::string& transport_p
 TEST(Linkcheck, LoopbackOverUcxWithItsOwnChoice) { MeasureLoopback({}, ""); }
 TEST(Linkcheck, LoopbackOverUcxForcedToTcp) { MeasureLoopback({"tcp", ""}, "tcp/"); }
 
+// A client without the run's secret is refused before the server allocates
+// anything, and a server without it does not start.
+TEST(Linkcheck, BothEndsMustKnowTheRunsSecret) {
+  const Served wrong = RunPair({}, SmallPlan(), kSecret, SmallPlan(), std::string(64, 'b'));
+  ASSERT_FALSE(wrong.client.ok());
+  EXPECT_NE(wrong.client.status().message().find("refused this client"), std::string::npos)
+      << wrong.client.status().message();
+  EXPECT_NE(wrong.server.message().find("without this run's secret"), std::string::npos) << wrong.server.message();
+  const Served none = RunPair({}, SmallPlan(), "", SmallPlan(), kSecret);
+  EXPECT_EQ(none.server.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(none.server.message().find("GPULAUNCH_LINKCHECK_SECRET"), std::string::npos) << none.server.message();
+}
+
+// The server allocates window x size for the client's plan: one larger than
+// the server's own limits is refused.
+TEST(Linkcheck, APlanLargerThanTheServersLimitsIsRefused) {
+  LinkPlan big = SmallPlan();
+  big.sizes = {256u << 20};
+  big.window = 64;
+  const Served s = RunPair({}, SmallPlan(), kSecret, big, kSecret);
+  EXPECT_FALSE(s.client.ok());
+  EXPECT_NE(s.server.message().find("larger than this server allows"), std::string::npos) << s.server.message();
+}
+
 TEST(Linkcheck, NoServerIsAnErrorWithinTheConnectTimeout) {
   const auto start = std::chrono::steady_clock::now();
-  auto r = RunLinkClient("127.0.0.1", 1, {}, LinkPlan(), 300, {});
+  auto r = RunLinkClient("127.0.0.1", 1, {}, LinkPlan(), 300, {}, kSecret);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("cannot connect to 127.0.0.1:1"), std::string::npos) << r.status().message();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));

@@ -1,4 +1,6 @@
 #include "launcher/check/linkcheck/linkcheck_command.h"
+#include "launcher/base/control_auth.h"
+#include "common/env.h"
 
 #include <cstdlib>
 #include <iostream>
@@ -150,17 +152,20 @@ std::vector<std::string> ClientArgs(const LinkcheckOptions& o) {
 
 LinkResult MeasurePair(const std::string& from, const std::string& to, const LinkcheckOptions& o,
                        const HostCommandTarget& target, const std::string& self) {
-  std::vector<std::string> server = {self, "--server", "--once", "--port", std::to_string(o.port)};
-  if (!o.ucx.tls.empty()) server.insert(server.end(), {"--tls", o.ucx.tls});
-  if (!o.ucx.net_devices.empty()) server.insert(server.end(), {"--nic", o.ucx.net_devices});
+  // The server allows what the client will ask (the same measurement
+  // options), and both prove the run's secret, which travels in the
+  // environment (ucx_link.h).
+  const auto measure = ClientArgs(o);
+  std::vector<std::string> server = {self, "--server", "--once"};
+  server.insert(server.end(), measure.begin(), measure.end());
+  const std::map<std::string, std::string> env = {{kLinkcheckSecretEnv, NewControlSecretHex()}};
   CapturedRun server_run;
   std::thread server_thread([&] {
-    server_run = RunOnHost(to, server, *target.engine, o.allow_run_as_root, o.budget_s * 1000);
+    server_run = RunOnHost(to, server, *target.engine, o.allow_run_as_root, o.budget_s * 1000, env);
   });
   std::vector<std::string> client = {self, "--client", to};
-  const auto more = ClientArgs(o);
-  client.insert(client.end(), more.begin(), more.end());
-  const CapturedRun run = RunOnHost(from, client, *target.engine, o.allow_run_as_root, o.budget_s * 1000);
+  client.insert(client.end(), measure.begin(), measure.end());
+  const CapturedRun run = RunOnHost(from, client, *target.engine, o.allow_run_as_root, o.budget_s * 1000, env);
   server_thread.join();
   LinkResult r;
   r.from = from;
@@ -232,14 +237,15 @@ int RunLinkcheckCommand(const std::vector<std::string>& args) {
   }
   auto progress = [](const std::string& line) { std::cerr << "linkcheck: " << line << std::endl; };
   if (o.server) {
-    const Status s = RunLinkServer(o.port, o.ucx, o.once, progress, [&](int port) {
+    const Status s = RunLinkServer(o.port, o.ucx, o.once, progress, GetEnv(kLinkcheckSecretEnv).value_or(""), o.plan,
+                                   [&](int port) {
       std::cerr << "linkcheck: listening on port " << port << std::endl;
     });
     if (!s.ok()) std::cerr << "gpulaunch: linkcheck: " << s.message() << "\n";
     return s.ok() ? kExitOk : (s.code() == StatusCode::kInvalidArgument ? kExitUsage : 1);
   }
   if (o.client) {
-    auto r = RunLinkClient(*o.client, o.port, o.ucx, o.plan, 10000, progress);
+    auto r = RunLinkClient(*o.client, o.port, o.ucx, o.plan, 10000, progress, GetEnv(kLinkcheckSecretEnv).value_or(""));
     LinkResult result;
     if (r.ok()) {
       result = std::move(r).value();

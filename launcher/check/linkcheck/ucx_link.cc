@@ -1,5 +1,7 @@
 #include "launcher/check/linkcheck/ucx_link.h"
 
+#include "launcher/base/control_auth.h"
+
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <ucp/api/ucp.h>
@@ -55,8 +57,59 @@ StatusOr<ServerPlan> ParsePlan(const std::string& text) {
   return p;
 }
 
+// The handshake of ucx_link.h, from either side; an error names who failed.
+Status ProveServer(int fd, const ControlKey& key) {
+  const std::string nonce = NewControlNonceHex();
+  if (!SendBlob(fd, "linkcheck-v1 " + nonce)) return Unavailable("the client left before the handshake");
+  GL_ASSIGN_OR_RETURN(std::string answer, RecvBlob(fd, "handshake"));
+  const size_t space = answer.find(' ');
+  const std::string client_nonce = answer.substr(0, space);
+  if (space == std::string::npos || client_nonce.size() != kControlNonceHexChars ||
+      !ControlProofsEqual(answer.substr(space + 1),
+                          ControlProof(key, ControlSide::kClient, "linkcheck", 0, nonce, client_nonce))) {
+    return FailedPrecondition("a client without this run's secret (" + std::string(kLinkcheckSecretEnv) + ") was refused");
+  }
+  if (!SendBlob(fd, ControlProof(key, ControlSide::kServer, "linkcheck", 0, nonce, client_nonce))) {
+    return Unavailable("the client left during the handshake");
+  }
+  return Status::Ok();
+}
+
+Status ProveClient(int fd, const ControlKey& key) {
+  GL_ASSIGN_OR_RETURN(std::string hello, RecvBlob(fd, "handshake"));
+  if (hello.rfind("linkcheck-v1 ", 0) != 0) return FailedPrecondition("the server does not speak linkcheck-v1");
+  const std::string nonce = hello.substr(13), client_nonce = NewControlNonceHex();
+  if (!SendBlob(fd, client_nonce + " " + ControlProof(key, ControlSide::kClient, "linkcheck", 0, nonce, client_nonce))) {
+    return Unavailable("the server left during the handshake");
+  }
+  const auto proof = RecvBlob(fd, "handshake");
+  if (!proof.ok() || !ControlProofsEqual(*proof, ControlProof(key, ControlSide::kServer, "linkcheck", 0, nonce, client_nonce))) {
+    return FailedPrecondition("the server refused this client, or could not prove it knows the run's secret (" +
+                              std::string(kLinkcheckSecretEnv) + " must be the same on both hosts)");
+  }
+  return Status::Ok();
+}
+
+// A client's plan within the server's own limits: no larger message, no
+// wider window, no more messages than it would send itself.
+Status WithinLimits(const ServerPlan& plan, const LinkPlan& limits) {
+  const uint64_t largest = limits.sizes.empty() ? 0 : *std::max_element(limits.sizes.begin(), limits.sizes.end());
+  for (const auto& [size, count] : plan.sizes) {
+    if (size > largest || plan.window > limits.window || plan.sizes.size() > limits.sizes.size() ||
+        count > std::max<uint64_t>(8, limits.bytes_per_size / size) || plan.iterations > limits.iterations ||
+        plan.warmup > limits.warmup) {
+      return InvalidArgument("the client's plan (" + std::to_string(size) + "-byte messages, window " +
+                             std::to_string(plan.window) + ") is larger than this server allows; start the server "
+                             "with the client's --sizes, --window, --mib-per-size and --iterations");
+    }
+  }
+  return Status::Ok();
+}
+
 // The server's side of one client's tests.
-Status ServeOne(int fd, const UcxSettings& settings, const ProgressFn& progress) {
+Status ServeOne(int fd, const UcxSettings& settings, const ProgressFn& progress, const ControlKey& key,
+                const LinkPlan& limits) {
+  GL_RETURN_IF_ERROR(ProveServer(fd, key));
   UcxPeer peer;
   GL_RETURN_IF_ERROR(peer.Init(settings));
   if (!SendBlob(fd, peer.Address())) return Unavailable("the client left before the address exchange");
@@ -64,6 +117,11 @@ Status ServeOne(int fd, const UcxSettings& settings, const ProgressFn& progress)
   GL_RETURN_IF_ERROR(peer.Connect(remote));
   GL_ASSIGN_OR_RETURN(std::string plan_text, RecvBlob(fd, "test plan"));
   GL_ASSIGN_OR_RETURN(ServerPlan plan, ParsePlan(plan_text));
+  const Status allowed = WithinLimits(plan, limits);
+  // The verdict goes back before any buffer exists: a refused client stops at once.
+  if (!SendBlob(fd, allowed.ok() ? "plan ok" : "refused: " + allowed.message()) || !allowed.ok()) {
+    return allowed.ok() ? Unavailable("the client left before the measurements") : allowed;
+  }
   uint64_t word = 0;
   for (int i = 0; i < plan.warmup + plan.iterations; ++i) {
     GL_RETURN_IF_ERROR(peer.Recv(&word, sizeof word, kPing));
@@ -109,7 +167,12 @@ std::vector<std::string> ParseUcxLanes(const std::string& info) {
 }
 
 Status RunLinkServer(int port, const UcxSettings& settings, bool once, const ProgressFn& progress,
-                     const std::function<void(int)>& on_listening) {
+                     const std::string& secret_hex, const LinkPlan& limits, const std::function<void(int)>& on_listening) {
+  const auto key = DecodeControlSecret(secret_hex);
+  if (!key.ok()) {
+    return InvalidArgument(std::string(kLinkcheckSecretEnv) + " must hold the run's secret, 64 hex digits, the same for "
+                           "--server and --client (gpulaunch linkcheck --hosts sets it itself)");
+  }
   Fd listener{socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
   const int one = 1;
   setsockopt(listener.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -130,7 +193,7 @@ Status RunLinkServer(int port, const UcxSettings& settings, bool once, const Pro
       if (errno == EINTR) continue;
       return Unavailable(std::string("accept failed: ") + std::strerror(errno));
     }
-    Status s = ServeOne(client.fd, settings, progress);
+    Status s = ServeOne(client.fd, settings, progress, *key, limits);
     if (!s.ok() && progress) progress("a client's test failed: " + s.message());
     if (once) return s;
   }
@@ -194,12 +257,18 @@ StatusOr<BandwidthSample> MeasureBandwidth(UcxPeer& peer, const LinkPlan& plan, 
 }  // namespace
 
 StatusOr<LinkResult> RunLinkClient(const std::string& host, int port, const UcxSettings& settings, const LinkPlan& plan,
-                                   int connect_timeout_ms, const ProgressFn& progress) {
+                                   int connect_timeout_ms, const ProgressFn& progress, const std::string& secret_hex) {
   LinkResult result;
   result.to = host;
+  const auto key = DecodeControlSecret(secret_hex);
+  if (!key.ok()) {
+    return InvalidArgument(std::string(kLinkcheckSecretEnv) + " must hold the run's secret, 64 hex digits, the same for "
+                           "--server and --client (gpulaunch linkcheck --hosts sets it itself)");
+  }
   std::string error;
   Fd control{ConnectWithRetry(host, port, connect_timeout_ms, error)};
   if (control.fd < 0) return Unavailable(error);
+  GL_RETURN_IF_ERROR(ProveClient(control.fd, *key));
   UcxPeer peer;
   GL_RETURN_IF_ERROR(peer.Init(settings));
   GL_ASSIGN_OR_RETURN(std::string remote, RecvBlob(control.fd, "UCX worker address"));
@@ -208,6 +277,8 @@ StatusOr<LinkResult> RunLinkClient(const std::string& host, int port, const UcxS
   std::vector<uint64_t> counts;
   for (uint64_t size : plan.sizes) counts.push_back(std::max<uint64_t>(8, plan.bytes_per_size / size));
   if (!SendBlob(control.fd, PlanText(plan, counts))) return Unavailable("the server left before the test plan");
+  GL_ASSIGN_OR_RETURN(std::string verdict, RecvBlob(control.fd, "answer to the test plan"));
+  if (verdict != "plan ok") return FailedPrecondition("the server at " + host + " " + Excerpt(verdict, 300));
   GL_RETURN_IF_ERROR(MeasureLatency(peer, plan, progress, result));
   for (size_t i = 0; i < plan.sizes.size(); ++i) {
     GL_ASSIGN_OR_RETURN(BandwidthSample b, MeasureBandwidth(peer, plan, plan.sizes[i], counts[i], progress));

@@ -42,15 +42,26 @@ struct LinkPlan {
 
 using ProgressFn = std::function<void(const std::string&)>;
 
+// Both ends prove they know the run's secret before anything else is sent
+// (kLinkcheckSecretEnv, 64 hex digits, the same on both hosts; gpulaunch
+// linkcheck --hosts makes one per run and passes it in the environment):
+// the server sends a nonce, the client its nonce and proof, the server its
+// proof (control_auth.h's HMAC). A peer without it is dropped before the
+// server allocates anything, and the server never allocates more than its
+// own `limits` allow (its --sizes and --window, or their defaults): a
+// client's plan past them is refused.
+inline constexpr const char* kLinkcheckSecretEnv = "GPULAUNCH_LINKCHECK_SECRET";
+
 // Serves clients on `port` (0.0.0.0) one after another; with `once`, returns
 // after the first. `on_listening` gets the port once it listens.
 Status RunLinkServer(int port, const UcxSettings& settings, bool once, const ProgressFn& progress,
+                     const std::string& secret_hex, const LinkPlan& limits,
                      const std::function<void(int)>& on_listening = {});
 
 // Measures the link to the server at host:port, retrying the connection for
 // up to connect_timeout_ms.
 StatusOr<LinkResult> RunLinkClient(const std::string& host, int port, const UcxSettings& settings, const LinkPlan& plan,
-                                   int connect_timeout_ms, const ProgressFn& progress);
+                                   int connect_timeout_ms, const ProgressFn& progress, const std::string& secret_hex);
 
 // The "transport/device" names of the lanes in ucp_ep_print_info's text.
 std::vector<std::string> ParseUcxLanes(const std::string& ep_info);
