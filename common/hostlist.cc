@@ -1,5 +1,6 @@
 #include "common/hostlist.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "common/strings.h"
@@ -166,8 +167,18 @@ StatusOr<std::vector<std::string>> ExpandHostlist(std::string_view expression) {
   std::string item;
   int depth = 0;
   auto flush = [&]() -> Status {
+    const size_t before = hosts.size();
     if (!item.empty()) GL_RETURN_IF_ERROR(ExpandItem(expr, item, hosts));
     item.clear();
+    // A name that begins with '-' reaches mpirun's and ssh's own option
+    // parsers as an option ("ssh -F file"): no host is named so.
+    const auto dash = std::find_if(hosts.begin() + static_cast<ptrdiff_t>(before), hosts.end(),
+                                   [](const std::string& h) { return !h.empty() && h[0] == '-'; });
+    if (dash != hosts.end()) {
+      return InvalidArgument("host name '" + Excerpt(*dash) +
+                             "' begins with '-', which mpirun and ssh would read as an option; no host is named so: "
+                             "remove it or fix the name");
+    }
     if (hosts.size() > kMaxHostlistExpansion) return TooManyHosts(expr);
     return Status::Ok();
   };

@@ -23,6 +23,9 @@ namespace gpulaunch {
 inline constexpr size_t kMaxHostlistExpansion = 65536;
 
 // Expands to host names in written order (duplicates kept, as Slurm does).
+// A name beginning with '-' is refused: every host list (hostfiles, --host,
+// Slurm's node lists, topology.conf) comes through here, and such a name
+// would reach mpirun and ssh as an option.
 StatusOr<std::vector<std::string>> ExpandHostlist(std::string_view expression);
 
 // The inverse, for names in the given order: runs of names that differ only
