@@ -172,3 +172,36 @@ TEST(StorageCheck, CommandLine) {
 
 }  // namespace
 }  // namespace gpulaunch
+
+namespace gpulaunch {
+namespace {
+
+// What another user could plant where the probe writes (docs/security.md):
+// a link or a folder others may write under the scratch name, or a link
+// under a host's file name, is refused, and the link's target is untouched.
+TEST(StorageProbe, RefusesWhatSomeoneElsePlanted) {
+  char dir[] = "/tmp/gl-storage-plant-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = dir, victim = path + "/victim";
+  { std::ofstream(victim) << "precious"; }
+  std::filesystem::create_directory(path + "/elsewhere");
+  std::filesystem::create_directory_symlink(path + "/elsewhere", StorageScratchDir(path, "linked"));
+  const StorageWriteResult linked = StorageWrite(path, "linked", "a", 4096, 1);
+  EXPECT_NE(linked.error.find("is not this check's own folder"), std::string::npos) << linked.error;
+  EXPECT_TRUE(std::filesystem::is_empty(path + "/elsewhere"));
+  std::filesystem::create_directory(StorageScratchDir(path, "open"));
+  std::filesystem::permissions(StorageScratchDir(path, "open"), std::filesystem::perms::all);
+  EXPECT_NE(StorageWrite(path, "open", "a", 4096, 1).error.find("is not this check's own folder"), std::string::npos);
+  std::filesystem::create_directory(StorageScratchDir(path, "mine"));
+  std::filesystem::permissions(StorageScratchDir(path, "mine"), std::filesystem::perms::owner_all);
+  std::filesystem::create_symlink(victim, StorageScratchDir(path, "mine") + "/a.dat");
+  EXPECT_NE(StorageWrite(path, "mine", "a", 4096, 1).error, "");
+  std::ifstream in(victim);
+  std::string kept;
+  std::getline(in, kept);
+  EXPECT_EQ(kept, "precious");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gpulaunch
