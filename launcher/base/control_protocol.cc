@@ -97,6 +97,18 @@ std::optional<ControlMessage> ParseControlLine(const std::string& line) {
     m.told_to_stop = stopped.has_value();
     return m;
   }
+  if (word == "helper") {
+    const std::optional<int> pid = in.NextInt<int>();
+    const std::optional<int> ms = in.NextInt<int>();
+    const std::optional<std::string_view> how = in.Next();
+    if (!pid || !ms || !how || *pid <= 0 || *ms < 0 || (how != "term" && how != "kill")) return std::nullopt;
+    m.kind = ControlMessage::Kind::kHelper;
+    m.pid = *pid;
+    m.value = *ms;
+    m.signaled = how == "kill";
+    m.text = SafeReceived(in.RestOfLine());
+    return m;
+  }
   if (word == "metric") {
     m.kind = ControlMessage::Kind::kMetric;
     m.text = in.RestOfLine();
@@ -139,6 +151,9 @@ std::string FormatControlLine(const ControlMessage& m) {
              (m.told_to_stop ? " stopped" : "") + "\n";
     case ControlMessage::Kind::kStacks:
       return "stacks " + r + " " + std::to_string(m.payload_bytes) + "\n";
+    case ControlMessage::Kind::kHelper:
+      return "helper " + r + " " + std::to_string(m.pid) + " " + std::to_string(m.value) +
+             (m.signaled ? " kill " : " term ") + SafeText(m.text) + "\n";
     case ControlMessage::Kind::kMetric: {
       if (m.text.size() > kMaxMetricBytes) return "";
       std::string text = m.text;

@@ -39,6 +39,13 @@
 //                                      kMaxStackBytes; the tag covers the bytes)
 //   metric <rank> <json>               one profiled step (common/step_metrics.h),
 //                                      with --profile
+//   helper <rank> <pid> <ms> term|kill <command>
+//                                      a process the rank left running when its
+//                                      main process ended (or was still running
+//                                      when the rank was stopped), stopped by the
+//                                      shim `ms` after the rank ended: by SIGTERM,
+//                                      or SIGKILL after the kill grace
+//                                      (launcher/shim/descendants.h); before `exit`
 // gpulaunch -> shim
 //   slot <rank> <plan hash> <row>      the answer to `slot`: the row as in the
 //                                      slot table (slot_table.h); "-" when the
@@ -64,7 +71,7 @@
 namespace gpulaunch {
 
 struct ControlMessage {
-  enum class Kind { kCheckin, kRefuse, kBeat, kTail, kExit, kStacks, kMetric, kSlot };
+  enum class Kind { kCheckin, kRefuse, kBeat, kTail, kExit, kStacks, kMetric, kSlot, kHelper };
   Kind kind = Kind::kBeat;
   int rank = -1;
   int pid = -1;
@@ -72,10 +79,11 @@ struct ControlMessage {
   std::string host;
   std::string plan_hash;
   std::string slurm_step;   // "JOB.STEP", or empty
-  bool signaled = false;    // exit: `value` is a signal number, else an exit code
+  bool signaled = false;    // exit: `value` is a signal number, else an exit code; helper: it took SIGKILL
   bool told_to_stop = false; // exit: a stop signal reached it through the shim first
-  int value = 0;
-  std::string text;         // refuse: reason; tail: the line; metric: the JSON record; slot: the fingerprint
+  int value = 0;            // exit: the code or signal; helper: ms after the rank ended
+  std::string text;         // refuse: reason; tail: the line; metric: the JSON record; slot: the fingerprint;
+                            // helper: the command
   size_t payload_bytes = 0; // stacks: how many raw bytes follow the line
 };
 

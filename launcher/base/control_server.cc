@@ -394,6 +394,10 @@ bool ControlServer::HandleMessage(Peer& peer, const ControlMessage& m) {
     case Kind::kMetric:
       if (o_.keep_metrics) RecordMetric(m, r, now);
       break;
+    case Kind::kHelper:
+      ++r.helpers_total;
+      if (r.helpers.size() < kMaxHelpersKept) r.helpers.push_back({m.pid, m.text, m.value, m.signaled});
+      break;
     case Kind::kSlot:
     case Kind::kStacks:
       break;  // answered above

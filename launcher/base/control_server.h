@@ -50,7 +50,18 @@ struct RankRecord {
   bool lost = false;                   // the connection closed without an exit report
   std::vector<std::string> stderr_tail;
   std::string stacks;
+  // Processes the rank left behind, which its shim stopped
+  // (launcher/shim/descendants.h): at most kMaxHelpersKept, all counted.
+  struct Helper {
+    int pid = 0;
+    std::string command;
+    int after_ms = 0;     // after the rank's main process ended
+    bool killed = false;  // it outlived SIGTERM and took SIGKILL
+  };
+  std::vector<Helper> helpers;
+  int helpers_total = 0;
 };
+inline constexpr size_t kMaxHelpersKept = 32;
 
 // Hosts whose topology the plan took from gpulaunch's cache
 // (launcher/discovery/remote_topology_cache.h), and the fingerprint each

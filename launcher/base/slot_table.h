@@ -27,6 +27,9 @@
 namespace gpulaunch {
 
 inline constexpr const char* kSlotTableEnv = "GPULAUNCH_SLOT_TABLE";
+// The job's kill grace in milliseconds, for each shim: the time from SIGTERM
+// to SIGKILL for what a rank leaves behind (launcher/shim/descendants.h).
+inline constexpr const char* kKillGraceEnv = "GPULAUNCH_KILL_GRACE_MS";
 // Linux limits one environment string to 128 KiB (MAX_ARG_STRLEN); only an
 // inline table can come near it.
 inline constexpr size_t kMaxSlotTableBytes = 120 * 1024;

@@ -63,7 +63,7 @@ std::vector<std::string> BuildMpirunArgv(const LaunchPlan& plan, const EngineSet
     // CPU while they wait instead of spinning against each other.
     argv.insert(argv.end(), {"--mca", "mpi_yield_when_idle", "1"});
   }
-  argv.insert(argv.end(), {"-x", kSlotTableEnv, "-x", kControlSecretEnv});
+  argv.insert(argv.end(), {"-x", kSlotTableEnv, "-x", kControlSecretEnv, "-x", kKillGraceEnv});
   for (const EnvAssignment& e : plan.env) argv.insert(argv.end(), {"-x", e.name});
   argv.push_back(s.shim);
   argv.push_back("--");

@@ -130,6 +130,8 @@ StatusOr<JobRunOptions> EngineRun(const LaunchPlan& plan, const Engine& engine, 
     engine_env.emplace(name, value);
   }
 
+  const int kill_grace_ms = o.kill_grace_s.value_or(engine.DefaultKillGraceS()) * 1000;
+  engine_env[kKillGraceEnv] = std::to_string(kill_grace_ms);
   JobRunOptions run;
   run.argv = engine_job.argv;
   run.env = EnvironmentWith(engine_env);
@@ -145,7 +147,7 @@ StatusOr<JobRunOptions> EngineRun(const LaunchPlan& plan, const Engine& engine, 
   // a kill grace later.
   const int world = static_cast<int>(plan.placement.ranks.size());
   run.signal_all_ranks = [&engine, &control, world](int sig) { return engine.SignalAllRanks(control, world, sig); };
-  run.kill_grace_ms = o.kill_grace_s.value_or(engine.DefaultKillGraceS()) * 1000;
+  run.kill_grace_ms = kill_grace_ms;
   run.timeout_ms = o.timeout_s.value_or(0) * 1000;
   return run;
 }
@@ -351,6 +353,7 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
     out.exit_code = job.exit_code = 0;
   }
   Blame(records, checked_in, job, out);
+  std::cerr << HelpersNote(records);
   Report(o, job, records, out);
   return out;
 }

@@ -251,6 +251,52 @@ std::string RenderRootCause(const RootCause& cause, const std::string& summary_p
   return out;
 }
 
+std::string HelpersNote(const std::map<int, RankRecord>& ranks) {
+  std::string note;
+  for (const auto& [rank, r] : ranks) {
+    if (r.helpers_total == 0) continue;
+    std::string listed;
+    constexpr size_t kListed = 5;  // the summary has up to kMaxHelpersKept
+    for (size_t i = 0; i < std::min(kListed, r.helpers.size()); ++i) {
+      const RankRecord::Helper& h = r.helpers[i];
+      char after[32];
+      std::snprintf(after, sizeof after, "%.1f", h.after_ms / 1000.0);
+      listed += (listed.empty() ? "" : ", ") + std::to_string(h.pid) + " " + h.command + " (" + after + " s past it" +
+                (h.killed ? ", SIGKILL" : "") + ")";
+    }
+    if (r.helpers_total > static_cast<int>(std::min(kListed, r.helpers.size()))) {
+      listed += " and " + std::to_string(r.helpers_total - static_cast<int>(std::min(kListed, r.helpers.size()))) +
+                " more (the summary lists them)";
+    }
+    note += "gpulaunch: note: rank " + std::to_string(rank) + " left " + std::to_string(r.helpers_total) +
+            " process(es) running when it ended; its shim stopped them: " + listed + "\n";
+  }
+  return note;
+}
+
+namespace {
+
+// The helpers a rank's shim stopped, as the summary lists them.
+Json HelpersJson(const RankRecord& r) {
+  Json list = Json::Array();
+  for (const RankRecord::Helper& h : r.helpers) {
+    Json e = Json::Object();
+    e.Set("pid", h.pid);
+    e.Set("command", h.command);
+    e.Set("after_s", h.after_ms / 1000.0);
+    e.Set("signal", h.killed ? "SIGKILL" : "SIGTERM");
+    list.Push(e);
+  }
+  if (r.helpers_total > static_cast<int>(r.helpers.size())) {
+    Json more = Json::Object();
+    more.Set("not_listed", r.helpers_total - static_cast<int>(r.helpers.size()));
+    list.Push(more);
+  }
+  return list;
+}
+
+}  // namespace
+
 std::string SummaryJson(const JobOutcome& job, const std::map<int, RankRecord>& ranks,
                         const std::optional<RootCause>& cause) {
   auto wall = [&](ControlClock::time_point t) {
@@ -268,6 +314,8 @@ std::string SummaryJson(const JobOutcome& job, const std::map<int, RankRecord>& 
   root.Set("exit_code", job.exit_code);
   root.Set("started_at", UtcTimestamp(job.started_wall, true));
   root.Set("runtime_s", Seconds(job.ended - job.started));
+  // How every rank's descendants were found and stopped (launcher/shim/descendants.h).
+  root.Set("helper_tracking", "subreaper");
   if (cause) {
     Json c = Json::Object();
     c.Set("rank", cause->rank);
@@ -298,6 +346,7 @@ std::string SummaryJson(const JobOutcome& job, const std::map<int, RankRecord>& 
       for (const std::string& line : r->stderr_tail) tail.Push(line);
     e.Set("stderr_tail", tail);
     if (r && !r->stacks.empty()) e.Set("stacks", r->stacks);
+    if (r && r->helpers_total > 0) e.Set("helpers_stopped", HelpersJson(*r));
     list.Push(e);
   }
   root.Set("ranks", list);

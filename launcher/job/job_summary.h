@@ -59,6 +59,12 @@ std::string RenderRootCause(const RootCause& cause, const std::string& summary_p
 std::string SummaryJson(const JobOutcome& job, const std::map<int, RankRecord>& ranks,
                         const std::optional<RootCause>& cause);
 
+// The note printed after a job whose ranks left processes behind, one line
+// a rank (PID, command, how long it ran past its rank, SIGKILL when it took
+// one); "" when none did. Leftover helpers are not an error: the shim stopped
+// them (launcher/shim/descendants.h).
+std::string HelpersNote(const std::map<int, RankRecord>& ranks);
+
 // "SIGKILL" for 9; "signal N" for what has no name.
 std::string SignalName(int sig);
 

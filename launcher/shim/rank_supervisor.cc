@@ -19,6 +19,7 @@
 #include "common/env.h"
 #include "launcher/base/fd_io.h"
 #include "launcher/shim/child_streams.h"
+#include "launcher/shim/descendants.h"
 #include "launcher/shim/job_start.h"
 #include "launcher/shim/stack_dump.h"
 
@@ -69,6 +70,7 @@ class Supervision {
         fds_{{g_signal_pipe[0], POLLIN, 0}, {p.err[0], POLLIN, 0}, {p.beat[0], POLLIN, 0},
              {control_ ? control_->fd() : -1, POLLIN, 0}, {p.metrics[0], POLLIN, 0}},
         forwarder_(o.rank, control_),
+        helpers_(child),
         settle_at_(o.once_settled ? Clock::now() + o.settle_after : Clock::time_point{}) {}
 
   int Run() {
@@ -90,11 +92,22 @@ class Supervision {
         orphan_kill_at_ = {};
       }
       RunOnceSettled();
-      if (!exited_ && waitpid(child_, &status_, WNOHANG) == child_) {
+      // The shim is the subreaper of everything the rank started: orphans
+      // that end are reaped here, the main process among them.
+      if (const std::optional<int> main = ReapOrphans(child_); main && !exited_) {
+        status_ = *main;
         exited_ = true;
         exited_at_ = Clock::now();
+        helpers_.Start(exited_at_ + o_.kill_grace, true);  // no-op when a stop started it already
       }
-      if (exited_ && (fds_[kStderr].fd < 0 || Clock::now() - exited_at_ > kDrainLimit)) break;
+      if (helpers_.started() && !helpers_done_ && exited_) {
+        helpers_done_ = helpers_.Turn();
+        if (helpers_done_) helpers_done_at_ = Clock::now();
+      } else if (helpers_.started() && !exited_) {
+        helpers_.Turn();  // a stop under way: helpers found later get their SIGTERM too
+      }
+      // Once the helpers are gone nothing holds the stderr pipe but the shim.
+      if (exited_ && helpers_done_ && (fds_[kStderr].fd < 0 || Clock::now() - helpers_done_at_ > kDrainLimit)) break;
     }
     Finish();
     return status_;
@@ -108,6 +121,7 @@ class Supervision {
     // Without gpulaunch, beats go nowhere and wake nobody.
     if (beat_pending_ && control_) timeout = Sooner(timeout, MsUntil(beat_sent_ + kBeatInterval));
     if (orphan_kill_at_ != Clock::time_point{}) timeout = Sooner(timeout, 200);
+    if (helpers_.started()) timeout = Sooner(timeout, 50);
     if (settle_at_ != Clock::time_point{}) timeout = Sooner(timeout, MsUntil(settle_at_));
     return exited_ ? 50 : timeout;
   }
@@ -146,6 +160,7 @@ class Supervision {
       if (sig == SIGCHLD || exited_) continue;
       told_to_stop_ = told_to_stop_ || IsStopSignal(sig);
       if (o_.forward_signals) kill(child_, sig);
+      if (IsStopSignal(sig)) StopHelpersToo();
     }
   }
 
@@ -189,6 +204,7 @@ class Supervision {
         if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGKILL) {
           told_to_stop_ = true;
           kill(child_, sig);
+          StopHelpersToo();
         }
         continue;
       }
@@ -213,6 +229,16 @@ class Supervision {
     told_to_stop_ = true;
     kill(child_, SIGTERM);
     orphan_kill_at_ = Clock::now() + kOrphanGrace;
+    StopHelpersToo();
+  }
+
+  // A stop reaches what the rank started as well as the rank: helpers in the
+  // job's process group or escaped from it get SIGTERM now (unless the
+  // engine signals every process itself, as slurmstepd does), and SIGKILL
+  // before the engine's own SIGKILL to the shim could come (three quarters
+  // of the kill grace), whenever the main process ends.
+  void StopHelpersToo() {
+    helpers_.Start(Clock::now() + o_.kill_grace * 3 / 4, o_.forward_signals);
   }
 
   // The last metrics, the stderr tail and the exit report, in that order.
@@ -223,9 +249,23 @@ class Supervision {
       forwarder_.Drain(fds_[kMetrics].fd);
       CloseSlot(kMetrics);
     }
+    if (helpers_.gave_up()) {
+      std::fprintf(stderr, "gpulaunch-shim: rank %d: processes it started did not end even after SIGKILL (uninterruptible?)\n",
+                   o_.rank);
+    }
     if (!control_) return;
     ControlMessage m;
     m.rank = o_.rank;
+    m.kind = ControlMessage::Kind::kHelper;
+    for (const HelperStopper::Helper& h : helpers_.helpers()) {
+      m.pid = h.pid;
+      m.text = h.command;
+      m.signaled = h.killed;
+      const auto gone = h.gone == Clock::time_point{} ? Clock::now() : h.gone;
+      m.value = static_cast<int>(std::max<int64_t>(
+          0, std::chrono::duration_cast<std::chrono::milliseconds>(gone - exited_at_).count()));
+      control_->Send(m);
+    }
     m.kind = ControlMessage::Kind::kTail;
     for (const std::string& line : tail_.Finish()) {
       m.text = line;
@@ -244,9 +284,10 @@ class Supervision {
   pollfd fds_[5];
   MetricsForwarder forwarder_;
   TailKeeper tail_;
-  bool exited_ = false, beat_pending_ = false, told_to_stop_ = false;
+  HelperStopper helpers_;
+  bool exited_ = false, beat_pending_ = false, told_to_stop_ = false, helpers_done_ = false;
   int status_ = 0;
-  Clock::time_point exited_at_{}, beat_sent_{}, orphan_kill_at_{};
+  Clock::time_point exited_at_{}, beat_sent_{}, orphan_kill_at_{}, helpers_done_at_{};
   Clock::time_point settle_at_;  // when once_settled is due; zero: done or dropped
 };
 

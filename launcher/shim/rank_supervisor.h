@@ -31,6 +31,13 @@
 //   line written there (a step record, common/step_metrics.h) goes to
 //   gpulaunch whole, as a `metric` message; what is left in the pipe when the
 //   child exits is sent before the exit report.
+// - Nothing the rank started outlives it (the shim is their subreaper,
+//   descendants.h): when the main process ends, every other descendant gets
+//   SIGTERM and, kill_grace later, SIGKILL; a stop signal reaching the rank
+//   reaches them at once, with SIGKILL due at three quarters of the grace,
+//   before an engine's own SIGKILL to the shim. Each is reported to
+//   gpulaunch (`helper`) before the exit report, and the shim waits for them
+//   (the stderr pipe they may hold closes with them).
 // - `once_settled`, when set, runs once in the shim when the child has run
 //   for `settle_after` and no stop has reached it: work that must not slow
 //   the start of every rank (a launch of short ranks never pays it) and is
@@ -53,6 +60,9 @@ struct SuperviseOptions {
   CheckInLine check_in;
   std::function<void()> once_settled;
   std::chrono::milliseconds settle_after{1000};
+  // From SIGTERM to SIGKILL for the processes the rank leaves behind
+  // (descendants.h): gpulaunch's kill grace, GPULAUNCH_KILL_GRACE_MS.
+  std::chrono::milliseconds kill_grace{2000};
   long* wakeups = nullptr;                   // when set, counts the supervision loop's turns (tests)
 };
 

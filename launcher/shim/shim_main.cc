@@ -25,6 +25,7 @@
 #include "launcher/base/child_environment.h"
 #include "launcher/shim/apply_slot.h"
 #include "launcher/shim/control_client.h"
+#include "launcher/shim/descendants.h"
 #include "launcher/shim/getent_lookup.h"
 #include "launcher/shim/inherited_fd_entries.h"
 #include "launcher/shim/rank_supervisor.h"
@@ -144,6 +145,11 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   DropEngineOnlyEnvironment();  // before anything starts a process: the job and getent see the user's environment
+  // Everything the rank starts stays in this process's tree, whatever it
+  // does to escape (descendants.h). GPULAUNCH_TEST_NO_SUBREAPER=1 leaves the
+  // step out: only the tests that prove it matters set it.
+  if (!EnvIs("GPULAUNCH_TEST_NO_SUBREAPER", "1")) BecomeSubreaper();
+  unsetenv("GPULAUNCH_TEST_NO_SUBREAPER");
   RestoreJobFileLimit();        // and the open-file limit the user had
   DropDaemonLaunchAgent();
   ControlClient control;
@@ -196,6 +202,10 @@ int main(int argc, char** argv) {
 
   SuperviseOptions options;
   options.rank = id->rank;
+  if (const auto grace = ParseInt(GetEnv(kKillGraceEnv).value_or("")); grace && *grace >= 0 && *grace <= 86400000) {
+    options.kill_grace = std::chrono::milliseconds(*grace);
+  }
+  unsetenv(kKillGraceEnv);
   options.control = &control;
   // Under srun (no Open MPI daemon above us) slurmstepd signals every
   // process of the step, the job included; Open MPI signals only the shim's

@@ -61,7 +61,8 @@ TEST(Plan, MpirunArgvPassesValuesThroughTheEnvironment) {
   const auto argv = BuildMpirunArgv(plan, s);
   const std::vector<std::string> want = {"mpirun", "-n", "2", "--rankfile", "/tmp/x/rankfile", "--allow-run-as-root",
                                          "--tag-output", "--mca", "odls_base_sigkill_timeout", "7",
-                                         "-x", "GPULAUNCH_SLOT_TABLE", "-x", "GPULAUNCH_CONTROL_SECRET", "-x", "FOO",
+                                         "-x", "GPULAUNCH_SLOT_TABLE", "-x", "GPULAUNCH_CONTROL_SECRET",
+                                         "-x", "GPULAUNCH_KILL_GRACE_MS", "-x", "FOO",
                                          "/opt/gl/bin/gpulaunch-shim", "--", "./job"};
   EXPECT_EQ(argv, want);
 }

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Nothing of a job outlives it (docs/launch.md, "What gpulaunch stops"):
+# every rank of tests/e2e/survivors/helpers_job.sh starts a child that
+# ignores SIGTERM, a setsid double-forked daemon, a daemon(3)-style process
+# with its streams closed, a three-deep tree, a helper holding stdout and one
+# that keeps re-forking; the jobs end normally, by a failing rank, by Ctrl-C
+# to gpulaunch, by kill -9 of gpulaunch, by the kill grace (ranks that ignore
+# SIGTERM), and under Slurm by scancel. After each end, no process carrying
+# the job's GPULAUNCH_JOB_ID in its environment may remain on any host (one
+# scan of /proc/*/environ covers the namespace hosts, which share this
+# machine's processes) within kill grace + 2 s of the event. Then the same
+# job with the shim's subreaper step taken out (GPULAUNCH_TEST_NO_SUBREAPER)
+# must leave survivors: the check can fail. On one host always; on the
+# namespace rig (GL_RIG) and the Slurm cluster (GL_SLURM_CLUSTER_CONF) when up.
+# Usage: survivors_test.sh BIN_DIR
+set -uo pipefail
+BIN=$(cd "${1:?usage: survivors_test.sh BIN_DIR}" && pwd)
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+JOB=$SRC/tests/e2e/survivors/helpers_job.sh
+NSP=${GL_NSP:-glr}
+GRACE=2
+WORK=$(mktemp -d)
+chmod 755 "$WORK"
+trap 'cleanup_leftovers; rm -rf "$WORK"' EXIT
+passed=0; failed=0
+check() { if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); else echo "FAIL - $1 (got '$2', want '$3')"; failed=$((failed + 1)); fi; }
+ROOT_ARGS=()
+[ "$(id -u)" -eq 0 ] && ROOT_ARGS=(--allow-run-as-root)
+
+# The pids whose environment carries GPULAUNCH_JOB_ID=ID.
+carriers() { grep -lsa "GPULAUNCH_JOB_ID=$1" /proc/[0-9]*/environ 2> /dev/null | sed 's|/proc/\([0-9]*\)/environ|\1|' | grep -v "^$$\$"; }
+ids_seen=()
+cleanup_leftovers() {  # a failed case must not leave its survivors to the next test
+  local id p
+  for id in "${ids_seen[@]}"; do for p in $(carriers "$id"); do kill -9 "$p" 2> /dev/null; done; done
+}
+# Waits up to GRACE + 2 s from the event (an epoch in ms) for the job's
+# processes to be gone; prints how many remain then, and the ms it took.
+survivors_after() {
+  local id=$1 event_ms=$2 left
+  ids_seen+=("$id")
+  while :; do
+    left=$(carriers "$id" | wc -l)
+    local now_ms=$(($(date +%s%N) / 1000000))
+    if [ "$left" -eq 0 ] || [ $((now_ms - event_ms)) -gt $(((GRACE + 2) * 1000)) ]; then
+      echo "$left $((now_ms - event_ms))"
+      return
+    fi
+    sleep 0.1
+  done
+}
+job_id() { cat "$1"/job-id.0 2> /dev/null; }
+wait_started() {  # until every rank started its helpers (30 s at most)
+  for _ in $(seq 300); do [ "$(ls "$1"/started.* 2> /dev/null | wc -l)" -ge "$2" ] && return 0; sleep 0.1; done
+  return 1
+}
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# One case: RUNNER gpulaunch ARGS... with the job ending as END, stopped as
+# HOW (none | int | kill9); checks that nothing is left.
+run_case() {
+  local where=$1 ranks=$2 end=$3 how=$4; shift 4
+  local dir="$WORK/$where-$end-$how"
+  mkdir -p "$dir"; chmod 777 "$dir"
+  "$@" --kill-grace "$GRACE" --summary "$dir/summary.json" "$JOB" "$dir" "$end" > "$dir/out" 2> "$dir/err" &
+  local pid=$! event
+  wait_started "$dir" "$ranks" || echo "note: $where $end $how: not every rank reported its helpers"
+  local gl
+  gl=$(pgrep -n -f -- "--summary $dir/summary.json" || echo "$pid")
+  case $how in
+    int) sleep 0.3; event=$(now_ms); kill -INT "$gl" ;;
+    kill9) sleep 0.3; event=$(now_ms); kill -9 "$gl" ;;
+    timeout) event=$(now_ms) ;;  # --timeout in the args: measured from the job's start
+    *) ;;
+  esac
+  wait "$pid" 2> /dev/null
+  local rc=$?
+  [ "$how" = none ] && event=$(now_ms)
+  [ "$how" = timeout ] && event=$(now_ms)
+  local id; id=$(job_id "$dir")
+  check "$where, every helper, ended by $end/$how: the job had an id" "$([ -n "$id" ] && echo yes)" yes
+  read -r left took < <(survivors_after "$id" "$event")
+  check "... no process of the job left within $((GRACE + 2)) s (${took} ms)" "$left" 0
+  [ "$left" -eq 0 ] || carriers "$id" | xargs -r ps -o pid,ppid,stat,cmd -p
+  echo "$rc" > "$dir/rc"
+}
+
+# --- one host
+ONE=("$BIN/gpulaunch" "${ROOT_ARGS[@]}" -n 2 --oversubscribe)
+run_case onehost 2 exit0 none "${ONE[@]}"
+check "... exit 0" "$(cat "$WORK/onehost-exit0-none/rc")" 0
+check "... the summary lists what each rank's shim stopped" \
+  "$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['helper_tracking'], all(len(r.get('helpers_stopped', [])) >= 6 for r in d['ranks']))" "$WORK/onehost-exit0-none/summary.json")" \
+  "subreaper True"
+check "... and the note says so" "$(grep -c 'process(es) running when it ended; its shim stopped them' "$WORK/onehost-exit0-none/err")" 2
+check "... with no word of mpirun hanging" "$(grep -c 'did not exit' "$WORK/onehost-exit0-none/err")" 0
+run_case onehost 2 fail none "${ONE[@]}"
+check "... the failing rank's code 3" "$(cat "$WORK/onehost-fail-none/rc")" 3
+run_case onehost 2 wait int "${ONE[@]}"
+check "... Ctrl-C: 130" "$(cat "$WORK/onehost-wait-int/rc")" 130
+run_case onehost 2 wait kill9 "${ONE[@]}"
+run_case onehost 2 deaf timeout "${ONE[@]}" --timeout 3
+check "... the kill grace: the timeout's 124" "$(cat "$WORK/onehost-deaf-timeout/rc")" 124
+
+# The subreaper step taken out: the escaped helpers must survive (the check above can fail).
+dir="$WORK/no-subreaper"; mkdir -p "$dir"; chmod 777 "$dir"
+GPULAUNCH_TEST_NO_SUBREAPER=1 "${ONE[@]}" --kill-grace "$GRACE" --no-summary "$JOB" "$dir" exit0 > /dev/null 2>&1
+id=$(job_id "$dir")
+read -r left took < <(survivors_after "$id" "$(now_ms)")
+check "without the subreaper, helpers survive (the test sees them)" "$([ "$left" -gt 0 ] && echo yes)" yes
+cleanup_leftovers
+
+# --- the 4 namespace hosts
+if [ -n "${GL_RIG:-}" ] && [ -f "$GL_RIG/ssh/ssh_config" ] && ip netns list 2> /dev/null | grep -q "^${NSP}n1"; then
+  on_node1() {
+    OMPI_MCA_plm_rsh_agent=ssh OMPI_MCA_plm_rsh_args="-F $GL_RIG/ssh/ssh_config" \
+      ip netns exec "${NSP}n1" unshare --uts sh -c 'hostname node1; exec "$@"' sh "$@"
+  }
+  FOUR=(on_node1 "$BIN/gpulaunch" "${ROOT_ARGS[@]}" -H node1:1,node2:1,node3:1,node4:1)
+  run_case 4hosts 4 exit0 none "${FOUR[@]}"
+  check "... exit 0" "$(cat "$WORK/4hosts-exit0-none/rc")" 0
+  run_case 4hosts 4 fail none "${FOUR[@]}"
+  check "... the failing rank's code 3" "$(cat "$WORK/4hosts-fail-none/rc")" 3
+  run_case 4hosts 4 wait int "${FOUR[@]}"
+  run_case 4hosts 4 wait kill9 "${FOUR[@]}"
+else
+  echo "survivors: the namespace rig is not up; the 4-host cases were skipped"
+fi
+
+# --- the Slurm cluster (proctrack/linuxproc, which loses what reparents to init)
+if [ -n "${GL_SLURM_CLUSTER_CONF:-}" ] && ip netns list 2> /dev/null | grep -q "^${NSP}n1"; then
+  on1() { ip netns exec "${NSP}n1" env SLURM_CONF="$GL_SLURM_CLUSTER_CONF" OMPI_MCA_btl=self,tcp "$@"; }
+  check "the cluster tracks processes with proctrack/linuxproc" \
+    "$(on1 scontrol show config | grep -c 'ProctrackType.*proctrack/linuxproc')" 1
+  for end in exit0 scancel; do
+    dir="$WORK/slurm-$end"; mkdir -p "$dir"; chmod 777 "$dir"
+    mode=exit0; [ "$end" = scancel ] && mode=wait
+    jobid=$(on1 sbatch --parsable -N2 -n4 --overcommit -o "$dir/out" \
+              --wrap "$BIN/gpulaunch --kill-grace $GRACE --summary $dir/summary.json $JOB $dir $mode" 2> "$dir/sbatch.err")
+    wait_started "$dir" 4 || echo "note: slurm $end: not every rank reported its helpers"
+    event=$(now_ms)
+    [ "$end" = scancel ] && on1 scancel "$jobid"
+    for _ in $(seq 600); do
+      on1 scontrol show job -o "$jobid" 2> /dev/null | grep -qE 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT)' && break
+      sleep 0.2
+    done
+    [ "$end" = exit0 ] && event=$(now_ms)
+    id=$(job_id "$dir")
+    check "slurm, every helper, ended by $end: the job had an id" "$([ -n "$id" ] && echo yes)" yes
+    read -r left took < <(survivors_after "$id" "$event")
+    check "... no process of the job left within $((GRACE + 2)) s (${took} ms)" "$left" 0
+    [ "$left" -eq 0 ] || carriers "$id" | xargs -r ps -o pid,ppid,stat,cmd -p
+  done
+else
+  echo "survivors: the Slurm cluster is not up; its cases were skipped"
+fi
+echo "survivors: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
