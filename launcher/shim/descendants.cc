@@ -105,7 +105,7 @@ void HelperStopper::Signal(pid_t pid, int sig) {
 
 bool HelperStopper::Turn() {
   if (!started()) return false;
-  ReapOrphans(main_);
+  // No reaping here: the caller reaps (ReapOrphans), and main's status is its to take.
   const auto now = Clock::now();
   killing_ = killing_ || now >= deadline_;
   std::vector<pid_t> live;

@@ -39,8 +39,7 @@ std::string CommandOf(pid_t pid);
 std::optional<int> ReapOrphans(pid_t main);
 
 // Stops every descendant but `main`: SIGTERM to each as it is found, SIGKILL
-// to all that remain once the deadline passed, and each is reaped as it
-// ends. A helper that keeps forking cannot outrun it: each turn finds the
+// to all that remain once the deadline passed. A helper that keeps forking cannot outrun it: each turn finds the
 // new ones. Gives up 5 s past the deadline (a process in uninterruptible
 // sleep), saying so.
 class HelperStopper {
@@ -58,7 +57,8 @@ class HelperStopper {
   // Starts (once): SIGTERM to every helper now, SIGKILL at `deadline`. With
   // `term` false, no SIGTERM (the engine already sent every process one).
   void Start(Clock::time_point deadline, bool term);
-  // One turn: reap, find new helpers, signal them; true once none is left.
+  // One turn: find new helpers and signal them; true once none is left. It
+  // reaps nothing: call ReapOrphans before each turn (zombies count as left).
   bool Turn();
   const std::vector<Helper>& helpers() const { return helpers_; }
   bool gave_up() const { return gave_up_; }

@@ -30,24 +30,21 @@ ROOT_ARGS=()
 # The pids whose environment carries GPULAUNCH_JOB_ID=ID.
 carriers() { grep -lsa "GPULAUNCH_JOB_ID=$1" /proc/[0-9]*/environ 2> /dev/null | sed 's|/proc/\([0-9]*\)/environ|\1|' | grep -v "^$$\$"; }
 ids_seen=()
-cleanup_leftovers() {  # a failed case must not leave its survivors to the next test
-  local id p
-  for id in "${ids_seen[@]}"; do for p in $(carriers "$id"); do kill -9 "$p" 2> /dev/null; done; done
-}
-# Waits up to GRACE + 2 s from the event (an epoch in ms) for the job's
-# processes to be gone; prints how many remain then, and the ms it took.
-survivors_after() {
-  local id=$1 event_ms=$2 left
-  ids_seen+=("$id")
-  while :; do
-    left=$(carriers "$id" | wc -l)
-    local now_ms=$(($(date +%s%N) / 1000000))
-    if [ "$left" -eq 0 ] || [ $((now_ms - event_ms)) -gt $(((GRACE + 2) * 1000)) ]; then
-      echo "$left $((now_ms - event_ms))"
-      return
-    fi
+cleanup_leftovers() {  # a failed case must not leave its survivors to the next test (re-forkers: until none)
+  local id p round
+  for round in $(seq 20); do
+    local any=0
+    for id in "${ids_seen[@]}"; do for p in $(carriers "$id"); do kill -9 "$p" 2> /dev/null; any=1; done; done
+    [ "$any" -eq 0 ] && return
     sleep 0.1
   done
+}
+# Waits up to GRACE + 2 s from the event (an epoch in ms) for the job's
+# processes to be gone (tests/e2e/survivors/wait_gone.py); prints how many
+# ranks still had some then ("none" or their numbers), and the ms it took.
+# (Run in a process substitution: the caller records the id in ids_seen.)
+survivors_after() {
+  python3 "$SRC/tests/e2e/survivors/wait_gone.py" "$1" $(((GRACE + 2) * 1000)) "$3" --start "$2"
 }
 job_id() { cat "$1"/job-id.0 2> /dev/null; }
 wait_started() {  # until every rank started its helpers (30 s at most)
@@ -67,21 +64,26 @@ run_case() {
   wait_started "$dir" "$ranks" || echo "note: $where $end $how: not every rank reported its helpers"
   local gl
   gl=$(pgrep -n -f -- "--summary $dir/summary.json" || echo "$pid")
-  case $how in
-    int) sleep 0.3; event=$(now_ms); kill -INT "$gl" ;;
-    kill9) sleep 0.3; event=$(now_ms); kill -9 "$gl" ;;
-    timeout) event=$(now_ms) ;;  # --timeout in the args: measured from the job's start
-    *) ;;
-  esac
-  wait "$pid" 2> /dev/null
-  local rc=$?
-  [ "$how" = none ] && event=$(now_ms)
-  [ "$how" = timeout ] && event=$(now_ms)
   local id; id=$(job_id "$dir")
+  ids_seen+=("$id")
+  local late took rc
+  case $how in
+    int|kill9)  # the event is the signal: the clock runs from it, while gpulaunch still ends
+      sleep 0.3
+      event=$(now_ms)
+      if [ "$how" = int ]; then kill -INT "$gl"; else kill -9 "$gl"; fi
+      read -r took late < <(survivors_after "$id" "$event" "$ranks")
+      wait "$pid" 2> /dev/null
+      rc=$? ;;
+    *)  # the event is the job's end (its own, or --timeout's): gpulaunch's exit
+      wait "$pid" 2> /dev/null
+      rc=$?
+      event=$(now_ms)
+      read -r took late < <(survivors_after "$id" "$event" "$ranks") ;;
+  esac
   check "$where, every helper, ended by $end/$how: the job had an id" "$([ -n "$id" ] && echo yes)" yes
-  read -r left took < <(survivors_after "$id" "$event")
-  check "... no process of the job left within $((GRACE + 2)) s (${took} ms)" "$left" 0
-  [ "$left" -eq 0 ] || carriers "$id" | xargs -r ps -o pid,ppid,stat,cmd -p
+  check "... no process of the job left within $((GRACE + 2)) s (${took} ms)" "$late" none
+  [ "$late" = none ] || carriers "$id" | xargs -r ps -o pid,ppid,stat,cmd -p
   echo "$rc" > "$dir/rc"
 }
 
@@ -106,8 +108,9 @@ check "... the kill grace: the timeout's 124" "$(cat "$WORK/onehost-deaf-timeout
 dir="$WORK/no-subreaper"; mkdir -p "$dir"; chmod 777 "$dir"
 GPULAUNCH_TEST_NO_SUBREAPER=1 "${ONE[@]}" --kill-grace "$GRACE" --no-summary "$JOB" "$dir" exit0 > /dev/null 2>&1
 id=$(job_id "$dir")
-read -r left took < <(survivors_after "$id" "$(now_ms)")
-check "without the subreaper, helpers survive (the test sees them)" "$([ "$left" -gt 0 ] && echo yes)" yes
+ids_seen+=("$id")
+read -r took late < <(survivors_after "$id" "$(now_ms)" 2)
+check "without the subreaper, helpers survive (the test sees them)" "$late" "0 1"
 cleanup_leftovers
 
 # --- the 4 namespace hosts
@@ -138,18 +141,27 @@ if [ -n "${GL_SLURM_CLUSTER_CONF:-}" ] && ip netns list 2> /dev/null | grep -q "
     jobid=$(on1 sbatch --parsable -N2 -n4 --overcommit -o "$dir/out" \
               --wrap "$BIN/gpulaunch --kill-grace $GRACE --summary $dir/summary.json $JOB $dir $mode" 2> "$dir/sbatch.err")
     wait_started "$dir" 4 || echo "note: slurm $end: not every rank reported its helpers"
-    event=$(now_ms)
-    [ "$end" = scancel ] && on1 scancel "$jobid"
-    for _ in $(seq 600); do
-      on1 scontrol show job -o "$jobid" 2> /dev/null | grep -qE 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT)' && break
-      sleep 0.2
-    done
-    [ "$end" = exit0 ] && event=$(now_ms)
     id=$(job_id "$dir")
+    ids_seen+=("$id")
+    ended() { on1 scontrol show job -o "$jobid" 2> /dev/null | grep -qE 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT)'; }
+    if [ "$end" = scancel ]; then
+      # Each rank's clock runs from the stop reaching it (its main process
+      # notes when): Slurm's own delivery, slurmctld to each slurmd, took 2 to
+      # 4 s on this machine, and reached the batch host 1.7 s after the other.
+      on1 scancel "$jobid"
+      read -r took late < <(python3 "$SRC/tests/e2e/survivors/wait_gone.py" "$id" $(((GRACE + 2) * 1000)) 4 "$dir")
+      check "slurm, every helper, ended by scancel: each rank's processes gone within $((GRACE + 2)) s of its stop (${took} ms)" \
+        "$late" none
+      for _ in $(seq 600); do ended && break; sleep 0.2; done
+      continue
+    else  # from the job's end, as Slurm reports it
+      for _ in $(seq 600); do ended && break; sleep 0.2; done
+      event=$(now_ms)
+      read -r took late < <(survivors_after "$id" "$event" 4)
+    fi
     check "slurm, every helper, ended by $end: the job had an id" "$([ -n "$id" ] && echo yes)" yes
-    read -r left took < <(survivors_after "$id" "$event")
-    check "... no process of the job left within $((GRACE + 2)) s (${took} ms)" "$left" 0
-    [ "$left" -eq 0 ] || carriers "$id" | xargs -r ps -o pid,ppid,stat,cmd -p
+    check "... no process of the job left within $((GRACE + 2)) s (${took} ms)" "$late" none
+    [ "$late" = none ] || carriers "$id" | xargs -r ps -o pid,ppid,stat,cmd -p
   done
 else
   echo "survivors: the Slurm cluster is not up; its cases were skipped"

@@ -10,11 +10,13 @@ echo "$GPULAUNCH_JOB_ID" > "$work/job-id.$RANK"
 ( setsid sh -c 'exec < /dev/null > /dev/null 2>&1; exec sleep 302' & )  # daemon(3)-style: its streams closed
 sh -c 'sh -c "sleep 303 & wait" & wait' &                               # a three-deep tree
 sleep 304 &                                                             # a helper holding stdout and stderr
-sh -c 'while :; do sleep 305 & sleep 0.05; done' > /dev/null 2>&1 &     # one that keeps re-forking
+sh -c 'while :; do sleep 305 & sleep 0.2; done' > /dev/null 2>&1 &      # one that keeps re-forking
 echo "rank $RANK started its helpers" > "$work/started.$RANK"
 case $end in
   exit0) exit 0 ;;
   fail) [ "$RANK" = 1 ] && { sleep 0.5; exit 3; }; exec sleep 300 ;;
-  wait) exec sleep 300 ;;
+  wait)  # notes when the stop reached it (the file's time: no command to fork, which the stop would hit too)
+    trap ': > "$work/stopped.$RANK"; exit 143' TERM INT
+    sleep 300 & wait ;;
   deaf) trap '' TERM; sleep 300; exit 0 ;;
 esac
