@@ -24,11 +24,14 @@ bw_line=$(perftest tag_bw 4194304 200)
 perf_lat=$(awk '{print $3}' <<< "$lat_line")       # median one-way latency, us
 perf_bw=$(awk '{print $6}' <<< "$bw_line")         # average bandwidth, MB/s
 
-"$BIN/gpulaunch" linkcheck --server --once --port "$PORT" --tls tcp 2> "$work/lc-server.txt" &
+# Both halves share a secret; the server allows what the client measures (docs/security.md).
+GPULAUNCH_LINKCHECK_SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+export GPULAUNCH_LINKCHECK_SECRET
+measure=(--port "$PORT" --tls tcp --sizes 4 --iterations 20000)
+"$BIN/gpulaunch" linkcheck --server --once "${measure[@]}" 2> "$work/lc-server.txt" &
 server=$!
 sleep 0.3
-"$BIN/gpulaunch" linkcheck --client 127.0.0.1 --port "$PORT" --tls tcp --sizes 4 --iterations 20000 \
-  --format json > "$work/lc.json" 2> /dev/null
+"$BIN/gpulaunch" linkcheck --client 127.0.0.1 "${measure[@]}" --format json > "$work/lc.json" 2> /dev/null
 wait "$server" || true
 lc_lat=$(python3 -c "import json;print(json.load(open('$work/lc.json'))['links'][0]['latency']['one_way_median_us'])")
 lc_bw=$(python3 -c "import json;print(json.load(open('$work/lc.json'))['links'][0]['bandwidth'][0]['mib_per_s'])")
