@@ -70,11 +70,16 @@ run_case() {
   case $how in
     int|kill9)  # the event is the signal: the clock runs from it, while gpulaunch still ends
       sleep 0.3
+      # A gpulaunch killed with -9 cannot remove its job folder: the test does (mpirun's rankfile is in it).
+      local engine jobdir=""
+      engine=$(pgrep -P "$gl" -x mpirun | head -n 1)
+      [ -n "$engine" ] && jobdir=$(tr '\0' '\n' < "/proc/$engine/cmdline" | grep -m 1 '/gpulaunch\.[^/]*/rankfile$')
       event=$(now_ms)
       if [ "$how" = int ]; then kill -INT "$gl"; else kill -9 "$gl"; fi
       read -r took late < <(survivors_after "$id" "$event" "$ranks")
       wait "$pid" 2> /dev/null
-      rc=$? ;;
+      rc=$?
+      [ "$how" = kill9 ] && [ -n "$jobdir" ] && rm -rf "$(dirname "$jobdir")" ;;
     *)  # the event is the job's end (its own, or --timeout's): gpulaunch's exit
       wait "$pid" 2> /dev/null
       rc=$?
