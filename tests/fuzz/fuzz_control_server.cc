@@ -58,7 +58,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   static const std::string dir = [] {
     char t[] = "/tmp/gl-fuzz-control-XXXXXX";
-    return std::string(mkdtemp(t));
+    std::string made = mkdtemp(t);
+    // libFuzzer ends with exit(): the folder goes with the process.
+    static std::string to_remove;
+    to_remove = made;
+    std::atexit([] {
+      unlink((to_remove + "/control").c_str());
+      rmdir(to_remove.c_str());
+    });
+    return made;
   }();
   const std::string path = dir + "/control";
   unlink(path.c_str());
