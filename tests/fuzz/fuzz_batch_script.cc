@@ -6,7 +6,10 @@
 //     gpulaunch, and what printf prints must be the words, byte for byte;
 //   - #SBATCH: each line read back as sbatch reads it (split at blanks,
 //     double or single quotes group, a backslash escapes the next
-//     character) must be the word.
+//     character) must be the word. sbatch reads #SBATCH lines only up to
+//     the script's first line that is neither blank nor a comment, so a
+//     job argument that holds "\n#SBATCH " inside the exec line's quotes
+//     is not a directive, and the reader stops there as sbatch does.
 #include <unistd.h>
 
 #include <cstdint>
@@ -86,6 +89,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   while (from < script_text.size()) {
     const size_t end = script_text.find('\n', from);
     const std::string line = script_text.substr(from, end - from);
+    const size_t first = line.find_first_not_of(" \t");
+    if (first != std::string::npos && line[first] != '#') break;  // a command: sbatch stops here
     if (line.rfind("#SBATCH ", 0) == 0) {
       const auto w = SbatchRead(line.substr(8));
       if (w.size() != 1) __builtin_trap();  // one word per line
