@@ -1,10 +1,11 @@
 #include "runtime/deterministic_reducer.h"
 
+#include <algorithm>
 #include <cstring>
-#include <functional>
 
 #include "common/sha256.h"
 #include "runtime/local_kernels.h"
+#include "runtime/tree_evaluation.h"
 
 namespace gpulaunch::rt {
 namespace {
@@ -24,15 +25,22 @@ std::vector<TreeNode> NodesOf(int rank, int world, int leaves) {
   return MaximalNodes(leaves, first, end);
 }
 
+void CountSent(const std::vector<int>& host_of, int me, int dst, size_t bytes, ReduceTraffic& traffic) {
+  (host_of[static_cast<size_t>(dst)] == host_of[static_cast<size_t>(me)] ? traffic.intra_host_bytes
+                                                                         : traffic.inter_host_bytes) += bytes;
+}
+
 // Each rank holds its own range of `out`; afterwards every rank holds all of
 // it. Pairwise exchanges: bandwidth-optimal, n-1 steps.
 template <typename T>
-Status AllgatherRanges(Communicator& comm, T* out, size_t count) {
+Status AllgatherRanges(Communicator& comm, T* out, size_t count, const std::vector<int>& host_of,
+                       ReduceTraffic& traffic) {
   const int n = comm.size(), r = comm.rank();
   const auto [lo, hi] = ElementRange(count, r, n);
   for (int s = 1; s < n; ++s) {
     const int dst = (r + s) % n, src = (r - s + n) % n;
     const auto [slo, shi] = ElementRange(count, src, n);
+    CountSent(host_of, r, dst, (hi - lo) * sizeof(T), traffic);
     GL_RETURN_IF_ERROR(comm.SendRecv(dst, out + lo, (hi - lo) * sizeof(T), src, out + slo, (shi - slo) * sizeof(T),
                                      kTagAllgather));
   }
@@ -42,7 +50,8 @@ Status AllgatherRanges(Communicator& comm, T* out, size_t count) {
 // Reduce-scatter of the ranks' tree nodes: writes this rank's element range
 // of the root's value to `out` (which has room for that range).
 template <typename T>
-Status ReduceScatterNodes(Communicator& comm, const LeafSum<T>& mine, T* out) {
+Status ReduceScatterNodes(Communicator& comm, const LeafSum<T>& mine, T* out, const std::vector<int>& host_of,
+                          ReduceTraffic& traffic) {
   const int n = comm.size(), r = comm.rank();
   const size_t count = mine.count();
   const int leaves = mine.leaves();
@@ -50,7 +59,7 @@ Status ReduceScatterNodes(Communicator& comm, const LeafSum<T>& mine, T* out) {
   const size_t my_len = my_hi - my_lo;
   const std::vector<TreeNode> my_nodes = mine.nodes();
 
-  std::vector<std::pair<TreeNode, const T*>> contributions;
+  std::vector<NodeValues<T>> contributions;
   for (size_t j = 0; j < my_nodes.size(); ++j) contributions.push_back({my_nodes[j], mine.values(j) + my_lo});
   std::vector<std::vector<T>> received(n);
   std::vector<T> packed;
@@ -70,46 +79,58 @@ Status ReduceScatterNodes(Communicator& comm, const LeafSum<T>& mine, T* out) {
     }
     const std::vector<TreeNode> src_nodes = NodesOf(src, n, leaves);
     received[src].resize(src_nodes.size() * my_len);
+    CountSent(host_of, r, dst, my_nodes.size() * dlen * sizeof(T), traffic);
     GL_RETURN_IF_ERROR(comm.SendRecv(dst, send, my_nodes.size() * dlen * sizeof(T), src, received[src].data(),
                                      received[src].size() * sizeof(T), kTagReduceScatter));
     for (size_t j = 0; j < src_nodes.size(); ++j) {
       contributions.push_back({src_nodes[j], received[src].data() + j * my_len});
     }
   }
-  // Evaluate the fixed tree over this element range.
-  std::vector<std::vector<T>> temps;
-  std::function<const T*(const TreeNode&, T*)> eval = [&](const TreeNode& node, T* dest) -> const T* {
-    for (const auto& [c, values] : contributions) {
-      if (!(c == node)) continue;
-      if (!dest) return values;
-      std::memcpy(dest, values, my_len * sizeof(T));
-      return dest;
-    }
-    const T* left = eval(node.Left(), nullptr);
-    const T* right = eval(node.Right(), nullptr);
-    if (!dest) {
-      temps.emplace_back(my_len);
-      dest = temps.back().data();
-    }
-    AddInto(left, right, dest, my_len);
-    return dest;
-  };
-  eval(TreeNode{0, leaves}, out);
+  EvaluateTree(TreeNode{0, leaves}, contributions, my_len, out);
   return Status::Ok();
 }
 
 }  // namespace
 
+ReduceAlgorithm ResolvedAlgorithm(const ReduceConfig& c) {
+  if (c.algorithm != ReduceAlgorithm::kAuto) return c.algorithm;
+  for (int h : c.host_of_rank) {
+    if (h != c.host_of_rank.front()) return ReduceAlgorithm::kHierarchical;
+  }
+  return ReduceAlgorithm::kFlat;
+}
+
 std::string ReductionPlanText(const ReduceConfig& c) {
-  return "gpurt-reduce/v1 algo=tree-rs-ag leaves=" + std::to_string(c.leaves) +
+  std::string algo = "algo=tree-rs-ag";
+  if (ResolvedAlgorithm(c) == ReduceAlgorithm::kHierarchical) {
+    // Which ranks share a host decides who sends what: ranks must agree on it.
+    std::vector<std::string> labels;
+    for (int h : c.host_of_rank) labels.push_back(std::to_string(h));
+    const std::vector<int> dense = HostIndices(labels);
+    std::string map;
+    for (int h : dense) map += std::to_string(h) + ",";
+    const int hosts = dense.empty() ? 1 : *std::max_element(dense.begin(), dense.end()) + 1;
+    algo = "algo=hier-rs-ag hosts=" + std::to_string(hosts) + " map=" + Sha256Hex(map).substr(0, 16);
+  }
+  return "gpurt-reduce/v1 " + algo + " leaves=" + std::to_string(c.leaves) +
          " dtype=" + (c.type == ElementType::kFloat32 ? "f32" : "f64") + " tree=balanced-ceil-left" +
          " kernel=elementwise-add";
 }
 
 std::string ReductionFingerprint(const ReduceConfig& c) { return Sha256Hex(ReductionPlanText(c)).substr(0, 16); }
 
-StatusOr<DeterministicReducer> DeterministicReducer::Create(Communicator& comm, const ReduceConfig& config) {
-  if (config.leaves < 1) return InvalidArgument("a reduction needs at least one leaf");
+StatusOr<DeterministicReducer> DeterministicReducer::Create(Communicator& comm, const ReduceConfig& requested) {
+  if (requested.leaves < 1) return InvalidArgument("a reduction needs at least one leaf");
+  if (!requested.host_of_rank.empty() && requested.host_of_rank.size() != static_cast<size_t>(comm.size())) {
+    return InvalidArgument("the reduction's host map names " + std::to_string(requested.host_of_rank.size()) +
+                           " ranks, the communicator has " + std::to_string(comm.size()) +
+                           "; give one host per rank, in rank order");
+  }
+  ReduceConfig config = requested;
+  config.algorithm = ResolvedAlgorithm(requested);
+  std::vector<std::string> labels;
+  for (int h : requested.host_of_rank) labels.push_back(std::to_string(h));
+  config.host_of_rank = labels.empty() ? std::vector<int>(static_cast<size_t>(comm.size()), 0) : HostIndices(labels);
   const std::string mine = ReductionFingerprint(config);
   std::vector<char> all(static_cast<size_t>(comm.size()) * mine.size());
   GL_RETURN_IF_ERROR(comm.Allgather(mine.data(), mine.size(), all.data()));
@@ -141,9 +162,17 @@ Status DeterministicReducer::CheckInput(const LeafSum<T>& mine) const {
 }
 
 template <typename T>
+Status DeterministicReducer::ReduceScatterRange(const LeafSum<T>& mine, T* out) {
+  if (config_.algorithm == ReduceAlgorithm::kHierarchical) {
+    return HierarchicalReduceScatter(*comm_, config_.host_of_rank, mine, out, traffic_);
+  }
+  return ReduceScatterNodes(*comm_, mine, out, config_.host_of_rank, traffic_);
+}
+
+template <typename T>
 Status DeterministicReducer::ReduceScatter(const LeafSum<T>& mine, T* out) {
   GL_RETURN_IF_ERROR(CheckInput(mine));
-  return ReduceScatterNodes(*comm_, mine, out);
+  return ReduceScatterRange(mine, out);
 }
 
 template <typename T>
@@ -151,8 +180,11 @@ Status DeterministicReducer::Allreduce(const LeafSum<T>& mine, T* out) {
   GL_RETURN_IF_ERROR(CheckInput(mine));
   const auto [lo, hi] = ElementRange(mine.count(), comm_->rank(), comm_->size());
   (void)hi;
-  GL_RETURN_IF_ERROR(ReduceScatterNodes(*comm_, mine, out + lo));
-  return AllgatherRanges(*comm_, out, mine.count());
+  GL_RETURN_IF_ERROR(ReduceScatterRange(mine, out + lo));
+  if (config_.algorithm == ReduceAlgorithm::kHierarchical) {
+    return HierarchicalAllgatherRanges(*comm_, config_.host_of_rank, out, mine.count(), traffic_);
+  }
+  return AllgatherRanges(*comm_, out, mine.count(), config_.host_of_rank, traffic_);
 }
 
 template <typename T>
@@ -162,8 +194,11 @@ Status DeterministicReducer::Reduce(const LeafSum<T>& mine, T* out, int root) {
   const size_t count = mine.count();
   const auto [lo, hi] = ElementRange(count, r, n);
   std::vector<T> part(hi - lo);
-  GL_RETURN_IF_ERROR(ReduceScatterNodes(*comm_, mine, part.data()));
-  if (r != root) return comm_->Send(root, kTagGather, part.data(), part.size() * sizeof(T));
+  GL_RETURN_IF_ERROR(ReduceScatterRange(mine, part.data()));
+  if (r != root) {
+    CountSent(config_.host_of_rank, r, root, part.size() * sizeof(T), traffic_);
+    return comm_->Send(root, kTagGather, part.data(), part.size() * sizeof(T));
+  }
   std::memcpy(out + lo, part.data(), part.size() * sizeof(T));
   for (int src = 0; src < n; ++src) {
     if (src == root) continue;
@@ -219,7 +254,8 @@ Status ExactAllreduce(Communicator& comm, const std::vector<Superaccumulator>& m
   for (size_t i = 0; i < acc.size(); ++i) {
     out[lo + i] = std::is_same_v<T, float> ? acc[i].RoundToFloat() : static_cast<T>(acc[i].RoundToDouble());
   }
-  return AllgatherRanges(comm, out, count);
+  ReduceTraffic uncounted;
+  return AllgatherRanges(comm, out, count, std::vector<int>(static_cast<size_t>(n), 0), uncounted);
 }
 
 template Status DeterministicReducer::Allreduce(const LeafSum<float>&, float*);

@@ -3,19 +3,27 @@
 // Allreduce/Reduce/ReduceScatter of float32 and float64 take each rank's
 // LeafSum and give every rank the same bits as a one-process run of the same
 // leaves, for any rank count and any rank -> host mapping (see
-// reduction_tree.h). Algorithm: reduce-scatter by element range (pairwise
-// exchanges of the ranks' tree nodes; the owner evaluates the fixed tree),
-// then an allgather of the ranges.
+// reduction_tree.h). Two algorithms give those same bits:
+//   - flat (algo=tree-rs-ag): reduce-scatter by element range (pairwise
+//     exchanges of the ranks' tree nodes; the owner evaluates the fixed
+//     tree), then an allgather of the ranges. Every rank sends its nodes to
+//     every other rank, wherever it runs.
+//   - hierarchical (algo=hier-rs-ag, hierarchical_reduce.h): combine inside
+//     each host first, then exchange between hosts only each host's
+//     combined nodes, then spread inside each host. Needs every rank's host.
+// kAuto picks the hierarchical one when the ranks span more than one host.
 //
 // Fail closed: Create() exchanges the reduction-plan fingerprint (algorithm,
-// leaves, dtype, tree) and refuses when any rank differs.
+// host map, leaves, dtype, tree) and refuses when any rank differs.
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
 #include "runtime/communicator.h"
+#include "runtime/hierarchical_reduce.h"
 #include "runtime/leaf_sum.h"
 #include "runtime/superaccumulator.h"
 
@@ -23,12 +31,27 @@ namespace gpulaunch::rt {
 
 enum class ElementType { kFloat32, kFloat64 };
 
+enum class ReduceAlgorithm { kAuto, kFlat, kHierarchical };
+
 struct ReduceConfig {
-  int leaves = 64;
-  ElementType type = ElementType::kFloat32;
+  // Not an aggregate, so that {leaves, type} stays a complete initialiser.
+  ReduceConfig(int leaves_ = 64, ElementType type_ = ElementType::kFloat32,
+               ReduceAlgorithm algorithm_ = ReduceAlgorithm::kAuto, std::vector<int> host_of_rank_ = {})
+      : leaves(leaves_), type(type_), algorithm(algorithm_), host_of_rank(std::move(host_of_rank_)) {}
+  int leaves;
+  ElementType type;
+  ReduceAlgorithm algorithm;
+  // Host of every rank of the communicator, by rank: any labels, only which
+  // ranks share one matters (e.g. HostIndices(runtime.hosts()) mapped onto a
+  // group's ranks). Empty: unknown, taken as one host.
+  std::vector<int> host_of_rank;
 };
 
-// "gpurt-reduce/v1 algo=tree-rs-ag leaves=64 dtype=f32 tree=balanced-ceil-left"
+// The algorithm kAuto resolves to: hierarchical when host_of_rank names more
+// than one host, flat otherwise.
+ReduceAlgorithm ResolvedAlgorithm(const ReduceConfig& config);
+// "gpurt-reduce/v1 algo=tree-rs-ag leaves=64 dtype=f32 tree=balanced-ceil-left
+// kernel=elementwise-add"; the hierarchical one adds "hosts=H map=<digest>".
 std::string ReductionPlanText(const ReduceConfig& config);
 // First 16 hex digits of the SHA-256 of the plan text.
 std::string ReductionFingerprint(const ReduceConfig& config);
@@ -39,8 +62,13 @@ class DeterministicReducer {
   // ranks' fingerprints differ.
   static StatusOr<DeterministicReducer> Create(Communicator& comm, const ReduceConfig& config);
 
+  // The configuration with its algorithm resolved and host labels made
+  // dense (0.. by first appearance in rank order).
   const ReduceConfig& config() const { return config_; }
   const std::string& fingerprint() const { return fingerprint_; }
+  // Bytes this rank's reductions sent so far, to its own host and to others
+  // (ranks of an unknown host map count as one host).
+  const ReduceTraffic& traffic() const { return traffic_; }
 
   // out: count elements, identical on every rank.
   template <typename T>
@@ -57,10 +85,14 @@ class DeterministicReducer {
       : comm_(&comm), config_(config), fingerprint_(std::move(fingerprint)) {}
   template <typename T>
   Status CheckInput(const LeafSum<T>& mine) const;
+  // This rank's ElementRange of the root, by the configured algorithm.
+  template <typename T>
+  Status ReduceScatterRange(const LeafSum<T>& mine, T* out);
 
   Communicator* comm_;
   ReduceConfig config_;
   std::string fingerprint_;
+  ReduceTraffic traffic_;
 };
 
 // Allgather of equal-sized blocks; out: size() * count elements in rank order.

@@ -1,0 +1,294 @@
+// The hierarchical deterministic reduction (runtime/hierarchical_reduce.h) on
+// the in-process communicator: the one-rank bits for every rank count, host
+// shape and rank -> host mapping, and no more bytes between hosts than a
+// ring allreduce sends.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <mutex>
+
+#include "runtime/deterministic_reducer.h"
+#include "runtime/thread_communicator.h"
+
+namespace gpulaunch::rt {
+namespace {
+
+// Leaf l's vector: a wide exponent range and cancelling pairs, so that any
+// other order of additions changes bits somewhere.
+uint64_t SplitMix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+template <typename T>
+std::vector<T> Leaf(int l, size_t count) {
+  std::vector<T> v(count);
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t bits = SplitMix(7919ULL * static_cast<uint64_t>(l) + i);
+    const double mag = std::ldexp(0.5 + static_cast<double>(bits >> 11) * 0x1p-54, int(bits % 120) - 60);
+    v[i] = static_cast<T>((i % 4 == 0 && l % 2) ? -mag * 3 : mag * (1 + l % 5));
+  }
+  return v;
+}
+
+template <typename T>
+std::vector<T> OneRank(int leaves, size_t count) {
+  LeafSum<T> all(count, leaves, 0, leaves);
+  for (int l = 0; l < leaves; ++l) EXPECT_TRUE(all.AddLeaf(Leaf<T>(l, count).data()).ok());
+  std::vector<T> out(count);
+  const std::vector<TreeNode> nodes = all.nodes();
+  EXPECT_EQ(nodes.size(), 1u);
+  std::memcpy(out.data(), all.values(0), count * sizeof(T));
+  return out;
+}
+
+struct Outcome {
+  std::vector<std::vector<float>> results;  // by rank
+  std::vector<ReduceTraffic> traffic;       // by rank
+  std::vector<std::string> plans;           // by rank
+};
+
+// An allreduce of float leaves on world = host_of.size() ranks.
+Outcome AllreduceOn(const std::vector<int>& host_of, int leaves, size_t count, ReduceAlgorithm algorithm) {
+  const int world = static_cast<int>(host_of.size());
+  Outcome run{std::vector<std::vector<float>>(world, std::vector<float>(count)), std::vector<ReduceTraffic>(world),
+          std::vector<std::string>(world)};
+  RunOnThreads(world, [&](Communicator& c) {
+    auto reducer = DeterministicReducer::Create(c, {leaves, ElementType::kFloat32, algorithm, host_of});
+    ASSERT_TRUE(reducer.ok()) << reducer.status().ToString();
+    auto sum = LeafSum<float>::ForRank(count, leaves, c.rank(), c.size());
+    for (int l = sum.first_leaf(); l < sum.end_leaf(); ++l) {
+      ASSERT_TRUE(sum.AddLeaf(Leaf<float>(l, count).data()).ok());
+    }
+    ASSERT_TRUE(reducer->Allreduce(sum, run.results[c.rank()].data()).ok());
+    run.traffic[c.rank()] = reducer->traffic();
+    run.plans[c.rank()] = ReductionPlanText(reducer->config());
+  });
+  return run;
+}
+
+std::string Describe(const std::vector<int>& host_of) {
+  std::string s = "hosts";
+  for (int h : host_of) s += " " + std::to_string(h);
+  return s;
+}
+
+void ExpectOneRankBits(const Outcome& run, const std::vector<float>& want, const std::string& what) {
+  for (size_t r = 0; r < run.results.size(); ++r) {
+    ASSERT_EQ(std::memcmp(run.results[r].data(), want.data(), want.size() * sizeof(float)), 0)
+        << what << ": rank " << r << " differs from the one-rank result";
+  }
+}
+
+TEST(HostPureNodes, PartitionTheTreeIntoMaximalOneHostNodes) {
+  for (const auto& host_of : std::vector<std::vector<int>>{{0, 0, 1, 1}, {0, 1, 0, 1}, {0, 0, 0, 1, 1, 2, 2, 3},
+                                                           {2, 0, 1, 0, 2}, {0}}) {
+    for (int leaves : {1, 3, 7, 64, 100}) {
+      const auto pure = HostPureNodes(leaves, host_of);
+      int next = 0;
+      for (const auto& [node, host] : pure) {
+        EXPECT_EQ(node.lo, next) << Describe(host_of) << " leaves=" << leaves;  // left to right, no gap
+        next = node.hi;
+        EXPECT_TRUE(IsTreeNode(node, leaves));
+      }
+      EXPECT_EQ(next, leaves);
+      // Maximal: no two neighbours of one host are siblings.
+      for (size_t k = 0; k + 1 < pure.size(); ++k) {
+        const TreeNode& a = pure[k].first;
+        const TreeNode& b = pure[k + 1].first;
+        const bool siblings = IsTreeNode({a.lo, b.hi}, leaves) && TreeNode{a.lo, b.hi}.Mid() == a.hi;
+        EXPECT_FALSE(siblings && pure[k].second == pure[k + 1].second) << Describe(host_of) << " leaves=" << leaves;
+      }
+    }
+  }
+  // p ranks on each of h hosts in host order, 64 leaves: one node a host.
+  EXPECT_EQ(HostPureNodes(64, {0, 0, 1, 1, 2, 2, 3, 3}).size(), 4u);
+}
+
+TEST(HostIndices, NumberHostsByFirstAppearance) {
+  EXPECT_EQ(HostIndices({"node3", "node1", "node3", "node2"}), (std::vector<int>{0, 1, 0, 2}));
+  EXPECT_EQ(HostIndices({}), std::vector<int>{});
+}
+
+TEST(HierarchicalAllreduce, OneRankBitsForEveryHostShape) {
+  const std::vector<std::vector<int>> shapes = {
+      {0, 1},
+      {0, 0, 1},
+      {0, 1, 1},
+      {0, 0, 1, 1},
+      {0, 1, 0, 1},
+      {0, 0, 0, 1, 1, 2, 2, 3},  // 3+2+2+1
+      {3, 2, 2, 1, 1, 0, 0, 0},  // 3+2+2+1, hosts named the other way round
+      {0, 1, 2, 0, 1, 2, 0},
+      {0, 0, 0, 0, 0, 0, 0, 1},
+      {0, 1, 2, 3, 4, 5, 6, 7},
+  };
+  for (int leaves : {64, 7, 3}) {
+    const size_t count = 1001;
+    const auto want = OneRank<float>(leaves, count);
+    for (const auto& host_of : shapes) {
+      const Outcome run = AllreduceOn(host_of, leaves, count, ReduceAlgorithm::kHierarchical);
+      ExpectOneRankBits(run, want, Describe(host_of) + " leaves=" + std::to_string(leaves));
+      EXPECT_NE(run.plans[0].find("algo=hier-rs-ag"), std::string::npos) << run.plans[0];
+    }
+  }
+}
+
+TEST(HierarchicalAllreduce, FewerElementsThanRanksAndEmptyInputs) {
+  for (size_t count : {0, 1, 3}) {
+    const auto want = OneRank<float>(16, count);
+    ExpectOneRankBits(AllreduceOn({0, 0, 0, 1, 1, 2, 2, 3}, 16, count, ReduceAlgorithm::kHierarchical), want,
+                      "count=" + std::to_string(count));
+  }
+}
+
+// Every way to put 8 ranks on exactly k hosts (set partitions: the hosts'
+// names do not matter, which ranks share one does).
+void ForEveryMapping(int ranks, int hosts, const std::function<void(const std::vector<int>&)>& fn) {
+  std::vector<int> host_of(static_cast<size_t>(ranks), 0);
+  std::function<void(int, int)> next = [&](int r, int used) {
+    if (r == ranks) {
+      if (used == hosts) fn(host_of);
+      return;
+    }
+    for (int h = 0; h <= used && h < hosts; ++h) {
+      host_of[static_cast<size_t>(r)] = h;
+      next(r + 1, std::max(used, h + 1));
+    }
+  };
+  next(0, 0);
+}
+
+TEST(HierarchicalAllreduce, OneRankBitsForEveryMappingOfEightRanksOntoTwoAndFourHosts) {
+  const size_t count = 67;
+  const int leaves = 64;
+  const auto want = OneRank<float>(leaves, count);
+  for (int hosts : {2, 4}) {
+    int mappings = 0;
+    ForEveryMapping(8, hosts, [&](const std::vector<int>& host_of) {
+      ++mappings;
+      ExpectOneRankBits(AllreduceOn(host_of, leaves, count, ReduceAlgorithm::kHierarchical), want,
+                        Describe(host_of));
+    });
+    EXPECT_EQ(mappings, hosts == 2 ? 127 : 1701);  // Stirling numbers S(8,2), S(8,4)
+  }
+}
+
+TEST(HierarchicalReduce, ReduceAndReduceScatterAgreeWithTheOneRankResult) {
+  const size_t count = 513;
+  const std::vector<int> host_of = {1, 1, 0, 2, 0};
+  const auto want = OneRank<double>(16, count);
+  RunOnThreads(5, [&](Communicator& c) {
+    auto reducer = DeterministicReducer::Create(c, {16, ElementType::kFloat64, ReduceAlgorithm::kAuto, host_of});
+    ASSERT_TRUE(reducer.ok());
+    EXPECT_EQ(reducer->config().algorithm, ReduceAlgorithm::kHierarchical);
+    auto sum = LeafSum<double>::ForRank(count, 16, c.rank(), c.size());
+    for (int l = sum.first_leaf(); l < sum.end_leaf(); ++l) ASSERT_TRUE(sum.AddLeaf(Leaf<double>(l, count).data()).ok());
+    std::vector<double> full(count, -1);
+    ASSERT_TRUE(reducer->Reduce(sum, c.rank() == 3 ? full.data() : nullptr, 3).ok());
+    if (c.rank() == 3) {
+      EXPECT_EQ(std::memcmp(full.data(), want.data(), count * sizeof(double)), 0);
+    }
+    const auto [lo, hi] = ElementRange(count, c.rank(), c.size());
+    std::vector<double> part(hi - lo);
+    ASSERT_TRUE(reducer->ReduceScatter(sum, part.data()).ok());
+    EXPECT_EQ(std::memcmp(part.data(), want.data() + lo, part.size() * sizeof(double)), 0);
+  });
+}
+
+TEST(HierarchicalReducer, RanksThatDisagreeAboutHostsOrAlgorithmRefuse) {
+  RunOnThreads(4, [](Communicator& c) {
+    // Rank 3 believes it shares rank 2's host; the others do not.
+    const std::vector<int> host_of = c.rank() == 3 ? std::vector<int>{0, 0, 1, 1} : std::vector<int>{0, 0, 1, 2};
+    auto reducer = DeterministicReducer::Create(c, {64, ElementType::kFloat32, ReduceAlgorithm::kAuto, host_of});
+    ASSERT_FALSE(reducer.ok());
+    EXPECT_NE(reducer.status().message().find("refusing to reduce"), std::string::npos);
+  });
+  RunOnThreads(2, [](Communicator& c) {
+    const auto algorithm = c.rank() == 0 ? ReduceAlgorithm::kFlat : ReduceAlgorithm::kHierarchical;
+    auto reducer = DeterministicReducer::Create(c, {64, ElementType::kFloat32, algorithm, {0, 1}});
+    EXPECT_FALSE(reducer.ok());
+  });
+  RunOnThreads(2, [](Communicator& c) {
+    auto reducer = DeterministicReducer::Create(c, {64, ElementType::kFloat32, ReduceAlgorithm::kAuto, {0, 1, 2}});
+    ASSERT_FALSE(reducer.ok());
+    EXPECT_NE(reducer.status().message().find("names 3 ranks, the communicator has 2"), std::string::npos);
+  });
+}
+
+TEST(HierarchicalReducer, HostLabelsDoNotMatterOnlyWhoSharesAHost) {
+  const Outcome a = AllreduceOn({5, 5, 9, 9}, 64, 10, ReduceAlgorithm::kAuto);
+  const Outcome b = AllreduceOn({0, 0, 1, 1}, 64, 10, ReduceAlgorithm::kAuto);
+  EXPECT_EQ(a.plans[0], b.plans[0]);
+  EXPECT_NE(a.plans[0], AllreduceOn({0, 1, 0, 1}, 64, 10, ReduceAlgorithm::kAuto).plans[0]);
+  // One host, or none known: the flat algorithm, under its old plan text.
+  EXPECT_EQ(AllreduceOn({4, 4}, 64, 10, ReduceAlgorithm::kAuto).plans[0],
+            ReductionPlanText({64, ElementType::kFloat32}));
+  EXPECT_NE(a.plans[0].find("algo=hier-rs-ag hosts=2 map="), std::string::npos) << a.plans[0];
+  EXPECT_NE(AllreduceOn({0, 0, 1, 1}, 64, 10, ReduceAlgorithm::kFlat).plans[0].find("algo=tree-rs-ag"),
+            std::string::npos);
+}
+
+// Bytes a host sent to other hosts, in multiples of one rank's payload.
+std::vector<double> InterHostPayloads(const Outcome& run, const std::vector<int>& host_of, size_t payload_bytes) {
+  std::vector<double> per_host;
+  for (size_t r = 0; r < host_of.size(); ++r) {
+    if (static_cast<size_t>(host_of[r]) >= per_host.size()) per_host.resize(static_cast<size_t>(host_of[r]) + 1);
+    per_host[static_cast<size_t>(host_of[r])] +=
+        static_cast<double>(run.traffic[r].inter_host_bytes) / static_cast<double>(payload_bytes);
+  }
+  return per_host;
+}
+
+// Issue 45's measurement of Open MPI's MPI_Allreduce on 4 hosts x 2 ranks:
+// 1.51 payloads sent per host (interfaces' tx_bytes, 1-16 MiB).
+constexpr double kOpenMpiPerHostPayloads4x2 = 1.51;
+
+TEST(HierarchicalTraffic, EachHostSendsNoMoreThanARingAllreduce) {
+  const size_t count = 1 << 16;
+  const size_t payload = count * sizeof(float);
+  for (int hosts : {2, 4}) {
+    for (int per_host : {1, 2, 3, 4}) {
+      std::vector<int> host_of;
+      for (int h = 0; h < hosts; ++h) host_of.insert(host_of.end(), static_cast<size_t>(per_host), h);
+      const std::string what = std::to_string(hosts) + " hosts x " + std::to_string(per_host) + " ranks";
+      const Outcome hier = AllreduceOn(host_of, 64, count, ReduceAlgorithm::kHierarchical);
+      const Outcome flat = AllreduceOn(host_of, 64, count, ReduceAlgorithm::kFlat);
+      const double ring = 2.0 * (hosts - 1) / hosts;
+      const auto hier_sent = InterHostPayloads(hier, host_of, payload);
+      const auto flat_sent = InterHostPayloads(flat, host_of, payload);
+      for (int h = 0; h < hosts; ++h) {
+        EXPECT_LE(hier_sent[h], ring + 1e-3) << what << ", host " << h;
+        if (hosts == 4 && per_host == 2) {
+          EXPECT_LE(hier_sent[h], kOpenMpiPerHostPayloads4x2) << what;
+        }
+        // The flat algorithm sends every rank's nodes to every other rank:
+        // at least p times the ring's figure, so the counter tells them apart.
+        EXPECT_GE(flat_sent[h], per_host * ring - 1e-3) << what << ", host " << h;
+      }
+    }
+  }
+}
+
+TEST(HierarchicalTraffic, UnevenHostsSendOneShareAPureNodePlusTheAllgather) {
+  // 3+2+2+1 ranks, 64 leaves: hosts own leaves [0,24) [24,40) [40,56)
+  // [56,64): 2, 2, 2 and 1 pure nodes. A host sends each other host's share
+  // of its pure nodes, then its finished elements to each other host.
+  const std::vector<int> host_of = {0, 0, 0, 1, 1, 2, 2, 3};
+  const size_t count = 8000;
+  const Outcome run = AllreduceOn(host_of, 64, count, ReduceAlgorithm::kHierarchical);
+  const auto sent = InterHostPayloads(run, host_of, count * sizeof(float));
+  const std::vector<int> pure_nodes = {2, 2, 2, 1};
+  const std::vector<int> ranks = {3, 2, 2, 1};
+  for (int h = 0; h < 4; ++h) {
+    const double owned = ranks[h] / 8.0;  // of the elements, finished on this host
+    EXPECT_NEAR(sent[h], pure_nodes[h] * (1 - owned) + owned * 3, 1e-3) << "host " << h;
+  }
+}
+
+}  // namespace
+}  // namespace gpulaunch::rt
