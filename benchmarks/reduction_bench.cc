@@ -1,9 +1,13 @@
 // Reduction benchmarks, each a ratio against its anchor measured in the same
-// run. Run with 2 ranks:
+// run. Run with any number of ranks on one host or several:
 //   build/bin/gpulaunch -n 2 --allow-run-as-root build/bin/reduction_bench
+//   build/bin/gpulaunch -n 8 --host node1:2,node2:2,node3:2,node4:2 ... reduction_bench
 //
 // 1. Deterministic allreduce (64 leaves, float32) vs MPI_Allreduce of the same
-//    buffer, 64 KiB .. 64 MiB. Target: at most 1.25x.
+//    buffer, 64 KiB .. 64 MiB: the flat algorithm and the hierarchical one
+//    (given the ranks' hosts; on one host it is the flat one) side by side,
+//    with the bytes the busiest host sent to other hosts per allreduce, in
+//    payloads. Target: at most 1.25x.
 // 2. Local kernels vs memcpy of the same bytes: the fixed-lane vector sum
 //    (reads the bytes) and the elementwise add (reads 2x, writes 1x).
 //    Target for the fixed-order sum: at least 0.5x memcpy throughput.
@@ -15,6 +19,7 @@
 #include <benchmark/benchmark.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -52,10 +57,19 @@ void BM_MpiAllreduce(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * state.range(0));
 }
 
-void BM_DeterministicAllreduce(benchmark::State& state) {
+// Payloads the busiest host sent to other hosts per allreduce, by benchmark
+// name (rank 0's record; every rank computes it, collectively).
+std::map<std::string, double> g_host_payloads;
+
+void DeterministicAllreduce(benchmark::State& state, ReduceAlgorithm algorithm, const char* name) {
   Communicator& world = g_rt->world();
   const size_t count = static_cast<size_t>(state.range(0)) / sizeof(float);
-  auto reducer = DeterministicReducer::Create(world, {kLeaves, ElementType::kFloat32});
+  auto reducer =
+      DeterministicReducer::Create(world, {kLeaves, ElementType::kFloat32, algorithm, HostIndices(g_rt->hosts())});
+  if (!reducer.ok()) {
+    state.SkipWithError(reducer.status().message().c_str());
+    return;
+  }
   auto sum = LeafSum<float>::ForRank(count, kLeaves, world.rank(), world.size());
   for (int l = sum.first_leaf(); l < sum.end_leaf(); ++l) (void)sum.AddLeaf(Data(count, l).data());
   std::vector<float> out(count);
@@ -64,6 +78,25 @@ void BM_DeterministicAllreduce(benchmark::State& state) {
     if (!reducer->Allreduce(sum, out.data()).ok()) state.SkipWithError("allreduce failed");
   }
   state.SetBytesProcessed(state.iterations() * state.range(0));
+  // Bytes to other hosts: every rank's count, summed by host.
+  const double mine = static_cast<double>(reducer->traffic().inter_host_bytes) /
+                      static_cast<double>(std::max<int64_t>(state.iterations(), 1));
+  std::vector<double> all(static_cast<size_t>(world.size()));
+  MPI_Allgather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
+  std::map<std::string, double> by_host;
+  for (size_t r = 0; r < all.size(); ++r) by_host[g_rt->hosts()[r]] += all[r];
+  double busiest = 0;
+  for (const auto& [host, bytes] : by_host) busiest = std::max(busiest, bytes);
+  g_host_payloads[std::string(name) + "/" + std::to_string(state.range(0))] =
+      busiest / static_cast<double>(state.range(0));
+  state.counters["host_payloads"] = busiest / static_cast<double>(state.range(0));
+}
+
+void BM_DeterministicAllreduce(benchmark::State& state) {
+  DeterministicAllreduce(state, ReduceAlgorithm::kAuto, "BM_DeterministicAllreduce");
+}
+void BM_FlatAllreduce(benchmark::State& state) {
+  DeterministicAllreduce(state, ReduceAlgorithm::kFlat, "BM_FlatAllreduce");
 }
 
 constexpr size_t kLocalBytes = 64 << 20;
@@ -134,14 +167,25 @@ class RatioReporter : public benchmark::ConsoleReporter {
     return it == median_ms_.end() ? NAN : it->second;
   }
   void Summary() const {
-    std::printf("\ndeterministic allreduce vs MPI_Allreduce (2 ranks, float32, medians):\n");
-    std::printf("  %10s %12s %12s %8s\n", "bytes", "MPI (us)", "det (us)", "ratio");
+    const std::vector<int> hosts = HostIndices(g_rt->hosts());
+    const int host_count = hosts.empty() ? 1 : *std::max_element(hosts.begin(), hosts.end()) + 1;
+    std::printf("\ndeterministic allreduce vs MPI_Allreduce (%d ranks on %d host(s), float32, medians; "
+                "det = %s; to hosts = payloads the busiest host sent to other hosts):\n",
+                g_rt->world().size(), host_count, host_count > 1 ? "hierarchical" : "flat (one host)");
+    std::printf("  %10s %12s %12s %8s %12s %8s %9s %9s\n", "bytes", "MPI (us)", "det (us)", "ratio", "flat (us)",
+                "ratio", "det hosts", "flat hosts");
     double worst = 0;
     for (int64_t bytes = 64 << 10; bytes <= 64 << 20; bytes *= 4) {
       const std::string arg = std::to_string(bytes);
       const double mpi = Get("BM_MpiAllreduce/" + arg), det = Get("BM_DeterministicAllreduce/" + arg);
+      const double flat = Get("BM_FlatAllreduce/" + arg);
+      auto payloads = [&](const std::string& name) {
+        auto it = g_host_payloads.find(name + "/" + arg);
+        return it == g_host_payloads.end() ? NAN : it->second;
+      };
       worst = std::max(worst, det / mpi);
-      std::printf("  %10lld %12.1f %12.1f %8.3f\n", static_cast<long long>(bytes), mpi, det, det / mpi);
+      std::printf("  %10lld %12.1f %12.1f %8.3f %12.1f %8.3f %9.3f %9.3f\n", static_cast<long long>(bytes), mpi, det,
+                  det / mpi, flat, flat / mpi, payloads("BM_DeterministicAllreduce"), payloads("BM_FlatAllreduce"));
     }
     std::printf("  worst ratio %.3f; target <= 1.25: %s\n", worst, worst <= 1.25 ? "met" : "NOT met");
     const double copy = Get("BM_Memcpy/"), lane = Get("BM_FixedLaneSum/"), add = Get("BM_ElementwiseAdd/");
@@ -186,6 +230,8 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark("BM_MpiAllreduce", BM_MpiAllreduce)->Arg(bytes)->Iterations(IterationsFor(bytes))
         ->UseRealTime()->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark("BM_DeterministicAllreduce", BM_DeterministicAllreduce)->Arg(bytes)
+        ->Iterations(IterationsFor(bytes))->UseRealTime()->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark("BM_FlatAllreduce", BM_FlatAllreduce)->Arg(bytes)
         ->Iterations(IterationsFor(bytes))->UseRealTime()->Unit(benchmark::kMicrosecond);
   }
   for (auto* b : {benchmark::RegisterBenchmark("BM_Memcpy", BM_Memcpy),

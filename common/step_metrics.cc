@@ -51,6 +51,7 @@ std::string StepMetricsJson(const StepMetrics& m) {
     e["comm_s"] = Finite(g.comm_s);
     e["bytes"] = g.bytes;
     e["calls"] = g.calls;
+    e["inter_host_bytes"] = g.inter_host_bytes;
     groups.push_back(std::move(e));
   }
   j["groups"] = std::move(groups);
@@ -83,8 +84,10 @@ StatusOr<StepMetrics> ParseStepMetricsJson(std::string_view line, const std::str
       GL_ASSIGN_OR_RETURN(t.comm_s, NumberField(g, "comm_s", origin, true));
       GL_ASSIGN_OR_RETURN(double bytes, NumberField(g, "bytes", origin, false));
       GL_ASSIGN_OR_RETURN(double calls, NumberField(g, "calls", origin, false));
+      GL_ASSIGN_OR_RETURN(double inter_host, NumberField(g, "inter_host_bytes", origin, false));
       t.bytes = static_cast<uint64_t>(std::min(bytes, 1.8e19));
       t.calls = static_cast<uint64_t>(std::min(calls, 1.8e19));
+      t.inter_host_bytes = static_cast<uint64_t>(std::min(inter_host, 1.8e19));
       m.groups.push_back(std::move(t));
     }
   }

@@ -5,7 +5,8 @@
 // value type and its one-line JSON form, so they can never disagree on it.
 //
 //   {"rank":3,"step":7,"step_s":0.081,"compute_s":0.052,"bubble_s":0,
-//    "bubble_theory":0,"groups":[{"group":"dp","comm_s":0.029,"bytes":1048576,"calls":4}]}
+//    "bubble_theory":0,"groups":[{"group":"dp","comm_s":0.029,"bytes":1048576,"calls":4,
+//    "inter_host_bytes":393216}]}
 //
 // Units: seconds and bytes. `comm_s` is wall time inside the group's
 // communication calls, waiting for peers included (a rank that waits for a
@@ -31,6 +32,10 @@ struct GroupTraffic {
   double comm_s = 0;
   uint64_t bytes = 0;  // payload bytes sent plus received by this rank
   uint64_t calls = 0;
+  // Payload bytes this rank sent to ranks on other hosts in point-to-point
+  // calls (what the runtime's reductions use); 0 when the group's hosts are
+  // unknown. Collectives the transport runs itself are not split by host.
+  uint64_t inter_host_bytes = 0;
 };
 
 struct StepMetrics {

@@ -162,9 +162,12 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(rt::Runtime& rt, const TrainJ
   GL_ASSIGN_OR_RETURN(rt::DeterministicReducer tp, rt::DeterministicReducer::Create(
                                                        *groups.group[rt::kTp],
                                                        {job.opt.model.heads, rt::ElementType::kFloat32}));
+  // The gradients' reduction knows which data-parallel ranks share a host:
+  // across hosts it runs hierarchically (the same bits, fewer bytes on the wire).
   GL_ASSIGN_OR_RETURN(rt::DeterministicReducer dp, rt::DeterministicReducer::Create(
                                                        *groups.group[rt::kDp],
-                                                       {job.cut.global_microbatches, rt::ElementType::kFloat32}));
+                                                       {job.cut.global_microbatches, rt::ElementType::kFloat32,
+                                                        rt::ReduceAlgorithm::kAuto, groups.group_hosts[rt::kDp]}));
   return std::unique_ptr<Trainer>(new Trainer(rt, job, std::move(groups), std::move(tp), std::move(dp)));
 }
 

@@ -26,8 +26,7 @@ std::vector<TreeNode> NodesOf(int rank, int world, int leaves) {
 }
 
 void CountSent(const std::vector<int>& host_of, int me, int dst, size_t bytes, ReduceTraffic& traffic) {
-  (host_of[static_cast<size_t>(dst)] == host_of[static_cast<size_t>(me)] ? traffic.intra_host_bytes
-                                                                         : traffic.inter_host_bytes) += bytes;
+  traffic.Count(host_of, me, dst, bytes);
 }
 
 // Each rank holds its own range of `out`; afterwards every rank holds all of
@@ -131,6 +130,7 @@ StatusOr<DeterministicReducer> DeterministicReducer::Create(Communicator& comm, 
   std::vector<std::string> labels;
   for (int h : requested.host_of_rank) labels.push_back(std::to_string(h));
   config.host_of_rank = labels.empty() ? std::vector<int>(static_cast<size_t>(comm.size()), 0) : HostIndices(labels);
+  if (!config.local_reducer) config.local_reducer = MakeCpuLocalReducer();
   const std::string mine = ReductionFingerprint(config);
   std::vector<char> all(static_cast<size_t>(comm.size()) * mine.size());
   GL_RETURN_IF_ERROR(comm.Allgather(mine.data(), mine.size(), all.data()));
@@ -164,7 +164,7 @@ Status DeterministicReducer::CheckInput(const LeafSum<T>& mine) const {
 template <typename T>
 Status DeterministicReducer::ReduceScatterRange(const LeafSum<T>& mine, T* out) {
   if (config_.algorithm == ReduceAlgorithm::kHierarchical) {
-    return HierarchicalReduceScatter(*comm_, config_.host_of_rank, mine, out, traffic_);
+    return HierarchicalReduceScatter(*comm_, config_.host_of_rank, mine, out, *config_.local_reducer, traffic_);
   }
   return ReduceScatterNodes(*comm_, mine, out, config_.host_of_rank, traffic_);
 }
@@ -235,7 +235,16 @@ StatusOr<double> ExactAllreduceSum(Communicator& comm, const Superaccumulator& m
 }
 
 template <typename T>
-Status ExactAllreduce(Communicator& comm, const std::vector<Superaccumulator>& mine, T* out) {
+Status ExactAllreduce(Communicator& comm, const std::vector<Superaccumulator>& mine, T* out,
+                      const std::vector<int>& host_of_rank) {
+  if (host_of_rank.size() == static_cast<size_t>(comm.size()) &&
+      ResolvedAlgorithm(ReduceConfig(1, ElementType::kFloat64, ReduceAlgorithm::kAuto, host_of_rank)) ==
+          ReduceAlgorithm::kHierarchical) {
+    std::vector<std::string> labels;
+    for (int h : host_of_rank) labels.push_back(std::to_string(h));
+    ReduceTraffic traffic;
+    return HierarchicalExactAllreduce(comm, HostIndices(labels), mine, out, traffic);
+  }
   constexpr size_t kWords = Superaccumulator::kWireWords;
   const int n = comm.size(), r = comm.rank();
   const size_t count = mine.size();
@@ -268,7 +277,7 @@ template Status Allgather(Communicator&, const float*, size_t, float*);
 template Status Allgather(Communicator&, const double*, size_t, double*);
 template Status Gather(Communicator&, const float*, size_t, float*, int);
 template Status Gather(Communicator&, const double*, size_t, double*, int);
-template Status ExactAllreduce(Communicator&, const std::vector<Superaccumulator>&, float*);
-template Status ExactAllreduce(Communicator&, const std::vector<Superaccumulator>&, double*);
+template Status ExactAllreduce(Communicator&, const std::vector<Superaccumulator>&, float*, const std::vector<int>&);
+template Status ExactAllreduce(Communicator&, const std::vector<Superaccumulator>&, double*, const std::vector<int>&);
 
 }  // namespace gpulaunch::rt

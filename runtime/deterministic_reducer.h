@@ -17,6 +17,7 @@
 // host map, leaves, dtype, tree) and refuses when any rank differs.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +46,10 @@ struct ReduceConfig {
   // ranks share one matters (e.g. HostIndices(runtime.hosts()) mapped onto a
   // group's ranks). Empty: unknown, taken as one host.
   std::vector<int> host_of_rank;
+  // The hierarchical algorithm's step inside a host; null: the CPU one
+  // (MakeCpuLocalReducer). Not part of the fingerprint: every implementation
+  // gives the same bits.
+  std::shared_ptr<LocalReducer> local_reducer;
 };
 
 // The algorithm kAuto resolves to: hierarchical when host_of_rank names more
@@ -106,8 +111,12 @@ Status Gather(Communicator& comm, const T* in, size_t count, T* out, int root);
 // values, the same bits everywhere and for any order or rank count.
 StatusOr<double> ExactAllreduceSum(Communicator& comm, const Superaccumulator& mine);
 // Elementwise exact sums of vectors (on request: 552 bytes travel per
-// element), each rounded once into T (float or double).
+// element), each rounded once into T (float or double). With `host_of_rank`
+// (every rank's host) naming more than one host, the accumulators are merged
+// inside each host before any crosses to another (hierarchical_reduce.h);
+// the bits are the same either way.
 template <typename T>
-Status ExactAllreduce(Communicator& comm, const std::vector<Superaccumulator>& mine, T* out);
+Status ExactAllreduce(Communicator& comm, const std::vector<Superaccumulator>& mine, T* out,
+                      const std::vector<int>& host_of_rank = {});
 
 }  // namespace gpulaunch::rt

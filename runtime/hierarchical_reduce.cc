@@ -9,7 +9,7 @@
 namespace gpulaunch::rt {
 namespace {
 
-constexpr int kTagLocal = 0x6711;   // A: inside a host, ranks' nodes
+// 0x6711: step A, inside a host (cpu_local_reducer.cc)
 constexpr int kTagCross = 0x6712;   // B: to each range's finisher, hosts' pure nodes
 constexpr int kTagSpread = 0x6713;  // C: a finished range to one rank of each other host
 constexpr int kTagShare = 0x6714;   // C: inside a host, the ranges each rank holds
@@ -44,30 +44,6 @@ struct HostGroups {
     return m[static_cast<size_t>(local_index[static_cast<size_t>(from)]) % m.size()];
   }
 };
-
-// Posts sends, counting their bytes by where the receiver runs.
-class CountingSender {
- public:
-  CountingSender(Communicator& comm, const std::vector<int>& host_of, ReduceTraffic& traffic)
-      : comm_(comm), host_of_(host_of), traffic_(traffic) {}
-  Status Post(int dst, int tag, const void* data, size_t bytes) {
-    if (bytes == 0) return Status::Ok();
-    (host_of_[static_cast<size_t>(dst)] == host_of_[static_cast<size_t>(comm_.rank())] ? traffic_.intra_host_bytes
-                                                                                        : traffic_.inter_host_bytes) +=
-        bytes;
-    return comm_.PostSend(dst, tag, data, bytes);
-  }
-
- private:
-  Communicator& comm_;
-  const std::vector<int>& host_of_;
-  ReduceTraffic& traffic_;
-};
-
-std::vector<TreeNode> NodesOfRank(int rank, int world, int leaves) {
-  const auto [first, end] = LeafRange(rank, world, leaves);
-  return MaximalNodes(leaves, first, end);
-}
 
 void CollectPure(const TreeNode& node, const std::vector<int>& leaf_host, std::vector<std::pair<TreeNode, int>>& out) {
   const int host = leaf_host[static_cast<size_t>(node.lo)];
@@ -105,7 +81,7 @@ std::vector<std::pair<TreeNode, int>> HostPureNodes(int leaves, const std::vecto
 
 template <typename T>
 Status HierarchicalReduceScatter(Communicator& comm, const std::vector<int>& host_of, const LeafSum<T>& mine, T* out,
-                                 ReduceTraffic& traffic) {
+                                 LocalReducer& local_reducer, ReduceTraffic& traffic) {
   const int n = comm.size(), me = comm.rank();
   const size_t count = mine.count();
   const int leaves = mine.leaves();
@@ -123,41 +99,15 @@ Status HierarchicalReduceScatter(Communicator& comm, const std::vector<int>& hos
 
   // A: this host's pure nodes over this rank's local share of the elements.
   const Span share = Elements(count, j, p);
-  const std::vector<TreeNode> my_nodes = mine.nodes();
-  std::vector<std::vector<T>> packs;
-  for (int step = 1; step < p; ++step) {
-    const Span to = Elements(count, (j + step) % p, p);
-    if (to.size() == 0 || my_nodes.empty()) continue;
-    const int dst = local[static_cast<size_t>((j + step) % p)];
-    if (my_nodes.size() == 1) {
-      GL_RETURN_IF_ERROR(sender.Post(dst, kTagLocal, mine.values(0) + to.lo, to.size() * sizeof(T)));
-      continue;
-    }
-    std::vector<T>& pack = packs.emplace_back(my_nodes.size() * to.size());
-    for (size_t q = 0; q < my_nodes.size(); ++q) {
-      std::memcpy(pack.data() + q * to.size(), mine.values(q) + to.lo, to.size() * sizeof(T));
-    }
-    GL_RETURN_IF_ERROR(sender.Post(dst, kTagLocal, pack.data(), pack.size() * sizeof(T)));
-  }
-  std::vector<NodeValues<T>> parts;
-  for (size_t q = 0; q < my_nodes.size(); ++q) parts.push_back({my_nodes[q], mine.values(q) + share.lo});
-  std::vector<std::vector<T>> received(static_cast<size_t>(p));
-  for (int step = 1; step < p && share.size() > 0; ++step) {
-    const int i = (j - step + p) % p;
-    const int src = local[static_cast<size_t>(i)];
-    const std::vector<TreeNode> nodes = NodesOfRank(src, n, leaves);
-    if (nodes.empty()) continue;
-    std::vector<T>& buffer = received[static_cast<size_t>(i)];
-    buffer.resize(nodes.size() * share.size());
-    GL_RETURN_IF_ERROR(comm.Recv(src, kTagLocal, buffer.data(), buffer.size() * sizeof(T)));
-    for (size_t q = 0; q < nodes.size(); ++q) parts.push_back({nodes[q], buffer.data() + q * share.size()});
-  }
+  LocalStep step;
+  step.comm = &comm;
+  step.host_of = host_of;
+  step.local = local;
+  step.leaves = leaves;
+  for (size_t k : my_host_pure) step.host_nodes.push_back(pure[k].first);
   std::vector<T> host_values(my_host_pure.size() * share.size());
-  for (size_t q = 0; q < my_host_pure.size() && share.size() > 0; ++q) {
-    EvaluateTree(pure[my_host_pure[q]].first, parts, share.size(), host_values.data() + q * share.size());
-  }
-  GL_RETURN_IF_ERROR(comm.FlushSends());
-  packs.clear();
+  GL_RETURN_IF_ERROR(local_reducer.Reduce(step, mine, host_values.data(), traffic));
+  std::vector<std::vector<T>> packs;
 
   // B: each finisher gets every host's pure nodes over its range.
   const Span mine_final = Elements(count, me, n);
@@ -257,9 +207,9 @@ Status HierarchicalAllgatherRanges(Communicator& comm, const std::vector<int>& h
 }
 
 template Status HierarchicalReduceScatter(Communicator&, const std::vector<int>&, const LeafSum<float>&, float*,
-                                          ReduceTraffic&);
+                                          LocalReducer&, ReduceTraffic&);
 template Status HierarchicalReduceScatter(Communicator&, const std::vector<int>&, const LeafSum<double>&, double*,
-                                          ReduceTraffic&);
+                                          LocalReducer&, ReduceTraffic&);
 template Status HierarchicalAllgatherRanges(Communicator&, const std::vector<int>&, float*, size_t, ReduceTraffic&);
 template Status HierarchicalAllgatherRanges(Communicator&, const std::vector<int>&, double*, size_t, ReduceTraffic&);
 

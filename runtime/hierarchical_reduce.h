@@ -7,7 +7,8 @@
 // (HostPureNodes): nodes whose leaves all belong to ranks of one host. Then:
 //   A. inside each host, a reduce-scatter: local rank j of p evaluates its
 //      host's pure nodes over elements ElementRange(count, j, p), from the
-//      host's ranks' LeafSum nodes;
+//      host's ranks' LeafSum nodes (behind the LocalReducer seam,
+//      local_reducer.h, where a GPU implementation belongs);
 //   B. between hosts: rank t finishes elements ElementRange(count, t, n) (the
 //      flat algorithm's ranges, so ReduceScatter's contract is unchanged);
 //      every rank sends t its host's pure-node values over the part of t's
@@ -33,17 +34,14 @@
 #include "common/status.h"
 #include "runtime/communicator.h"
 #include "runtime/leaf_sum.h"
+#include "runtime/local_reducer.h"
+#include "runtime/reduce_traffic.h"
+#include "runtime/superaccumulator.h"
 
 namespace gpulaunch::rt {
 
 // Host indices by first appearance in rank order: {"b","a","b"} -> {0,1,0}.
 std::vector<int> HostIndices(const std::vector<std::string>& host_names);
-
-// Bytes a reducer sent, by where the receiver runs.
-struct ReduceTraffic {
-  uint64_t inter_host_bytes = 0;
-  uint64_t intra_host_bytes = 0;
-};
 
 // The maximal tree nodes whose leaves all belong to ranks of one host, left
 // to right, each with that host. host_of[r] is rank r's host; leaves are
@@ -51,15 +49,23 @@ struct ReduceTraffic {
 std::vector<std::pair<TreeNode, int>> HostPureNodes(int leaves, const std::vector<int>& host_of);
 
 // Writes this rank's elements ElementRange(count, rank, size) of the root's
-// value to `out`.
+// value to `out`. Step A runs through `local_reducer`.
 template <typename T>
 Status HierarchicalReduceScatter(Communicator& comm, const std::vector<int>& host_of, const LeafSum<T>& mine, T* out,
-                                 ReduceTraffic& traffic);
+                                 LocalReducer& local_reducer, ReduceTraffic& traffic);
 
 // Each rank holds its range ElementRange(count, rank, size) of `out`;
 // afterwards every rank holds all of it.
 template <typename T>
 Status HierarchicalAllgatherRanges(Communicator& comm, const std::vector<int>& host_of, T* out, size_t count,
                                    ReduceTraffic& traffic);
+
+// The exact (L3) elementwise allreduce with the same three steps: merge
+// inside each host, each range's finisher merges every host's part and
+// rounds once into T, then the hierarchical allgather. Any grouping of exact
+// merges gives the same bits; the hierarchy saves bytes between hosts.
+template <typename T>
+Status HierarchicalExactAllreduce(Communicator& comm, const std::vector<int>& host_of,
+                                  const std::vector<Superaccumulator>& mine, T* out, ReduceTraffic& traffic);
 
 }  // namespace gpulaunch::rt

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "common/strings.h"
+#include "runtime/hierarchical_reduce.h"
 #include "runtime/step_profiler.h"
 
 namespace gpulaunch::rt {
@@ -16,16 +17,26 @@ StatusOr<ProcessGroups> CreateGroups(Communicator& world, const ParallelLayout& 
   ProcessGroups pg;
   pg.layout = layout;
   const auto coords = layout.CoordsOf(world.rank());
+  const bool hosts_known = host_of_rank.size() == static_cast<size_t>(world.size());
   for (Axis axis : {kTp, kPp, kDp}) {
+    if (hosts_known) {
+      // Group rank k is the member whose coordinate on this axis is k (the split's key).
+      std::vector<std::string> names;
+      for (int r : layout.GroupOf(axis, world.rank())) names.push_back(host_of_rank[static_cast<size_t>(r)]);
+      pg.group_hosts[axis] = HostIndices(names);
+    }
     // Color: the rank's position with this axis' coordinate set to 0.
     auto c = coords;
     c[axis] = 0;
     GL_ASSIGN_OR_RETURN(pg.group[axis], world.Split(layout.RankOf(c), coords[axis]));
     // With --profile, each group's traffic is counted under its axis' name
     // (a group of one rank never communicates).
-    if (pg.group[axis]->size() > 1) pg.group[axis] = ProfileCommunicator(std::move(pg.group[axis]), AxisName(axis));
+    if (pg.group[axis]->size() > 1) {
+      pg.group[axis] = ProfileCommunicator(std::move(pg.group[axis]), AxisName(axis), StepProfiler::Process(),
+                                           pg.group_hosts[axis]);
+    }
   }
-  if (host_of_rank.size() == static_cast<size_t>(world.size())) {
+  if (hosts_known) {
     std::set<std::string> hosts;
     for (int r : layout.GroupOf(kTp, world.rank())) hosts.insert(host_of_rank[r]);
     if (hosts.size() > 1) {

@@ -25,6 +25,10 @@ using gpulaunch::ParseLayout;
 struct ProcessGroups {
   ParallelLayout layout;
   std::array<std::unique_ptr<Communicator>, 3> group;  // by Axis
+  // The host of each rank of this rank's group, by group rank (dense indices,
+  // HostIndices); empty when CreateGroups was given no hosts. What a
+  // DeterministicReducer over the group takes as ReduceConfig::host_of_rank.
+  std::array<std::vector<int>, 3> group_hosts;
   std::vector<std::string> warnings;  // e.g. a TP group spanning hosts
 };
 

@@ -44,17 +44,19 @@ class LineWriter {
   int fd_;
 };
 
-// Bytes this rank sends plus receives in each kind of call.
+// Bytes this rank sends plus receives in each kind of call, and what its
+// point-to-point sends carry to other hosts when the hosts are known.
 class ProfiledCommunicator : public Communicator {
  public:
-  ProfiledCommunicator(std::unique_ptr<Communicator> inner, std::string group, StepProfiler& profiler)
-      : inner_(std::move(inner)), group_(std::move(group)), profiler_(profiler) {}
+  ProfiledCommunicator(std::unique_ptr<Communicator> inner, std::string group, StepProfiler& profiler,
+                       std::vector<int> host_of_rank)
+      : inner_(std::move(inner)), group_(std::move(group)), profiler_(profiler), host_of_rank_(std::move(host_of_rank)) {}
 
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   std::string Name() const override { return inner_->Name(); }
   Status Send(int dst, int tag, const void* data, size_t bytes) override {
-    return Timed(bytes, [&] { return inner_->Send(dst, tag, data, bytes); });
+    return Timed(bytes, [&] { return inner_->Send(dst, tag, data, bytes); }, InterHost(dst, bytes));
   }
   Status Recv(int src, int tag, void* data, size_t bytes) override {
     return Timed(bytes, [&] { return inner_->Recv(src, tag, data, bytes); });
@@ -62,10 +64,11 @@ class ProfiledCommunicator : public Communicator {
   Status SendRecv(int dst, const void* send, size_t send_bytes, int src, void* recv, size_t recv_bytes,
                   int tag) override {
     return Timed(send_bytes + recv_bytes,
-                 [&] { return inner_->SendRecv(dst, send, send_bytes, src, recv, recv_bytes, tag); });
+                 [&] { return inner_->SendRecv(dst, send, send_bytes, src, recv, recv_bytes, tag); },
+                 InterHost(dst, send_bytes));
   }
   Status PostSend(int dst, int tag, const void* data, size_t bytes) override {
-    return Timed(bytes, [&] { return inner_->PostSend(dst, tag, data, bytes); });
+    return Timed(bytes, [&] { return inner_->PostSend(dst, tag, data, bytes); }, InterHost(dst, bytes));
   }
   Status FlushSends() override {
     return Timed(0, [&] { return inner_->FlushSends(); });
@@ -83,15 +86,20 @@ class ProfiledCommunicator : public Communicator {
 
  private:
   template <typename Call>
-  Status Timed(size_t bytes, Call&& call) {
+  Status Timed(size_t bytes, Call&& call, size_t inter_host_bytes = 0) {
     const double start = profiler_.Now();
     Status s = call();
-    profiler_.AddCommunication(group_, profiler_.Now() - start, bytes);
+    profiler_.AddCommunication(group_, profiler_.Now() - start, bytes, inter_host_bytes);
     return s;
+  }
+  size_t InterHost(int dst, size_t bytes) const {
+    if (host_of_rank_.empty() || dst < 0 || dst >= size()) return 0;
+    return host_of_rank_[static_cast<size_t>(dst)] == host_of_rank_[static_cast<size_t>(rank())] ? 0 : bytes;
   }
   std::unique_ptr<Communicator> inner_;
   std::string group_;
   StepProfiler& profiler_;
+  std::vector<int> host_of_rank_;
 };
 
 }  // namespace
@@ -157,7 +165,8 @@ void StepProfiler::EndStep() {
   sink_(m);
 }
 
-void StepProfiler::AddCommunication(const std::string& group, double seconds, uint64_t bytes) {
+void StepProfiler::AddCommunication(const std::string& group, double seconds, uint64_t bytes,
+                                    uint64_t inter_host_bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!in_step_) return;
   GroupTraffic& t = groups_[group];
@@ -165,6 +174,7 @@ void StepProfiler::AddCommunication(const std::string& group, double seconds, ui
   t.comm_s += seconds;
   t.bytes += bytes;
   t.calls += 1;
+  t.inter_host_bytes += inter_host_bytes;
 }
 
 void StepProfiler::AddBubble(double seconds, double theory) {
@@ -178,9 +188,10 @@ ProfiledStep::ProfiledStep(int64_t step, StepProfiler& profiler) : profiler_(pro
 ProfiledStep::~ProfiledStep() { profiler_.EndStep(); }
 
 std::unique_ptr<Communicator> ProfileCommunicator(std::unique_ptr<Communicator> inner, const std::string& group,
-                                                  StepProfiler& profiler) {
+                                                  StepProfiler& profiler, std::vector<int> host_of_rank) {
   if (!profiler.enabled() || !inner) return inner;
-  return std::make_unique<ProfiledCommunicator>(std::move(inner), group, profiler);
+  if (host_of_rank.size() != static_cast<size_t>(inner->size())) host_of_rank.clear();
+  return std::make_unique<ProfiledCommunicator>(std::move(inner), group, profiler, std::move(host_of_rank));
 }
 
 }  // namespace gpulaunch::rt

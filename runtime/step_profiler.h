@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/step_metrics.h"
 #include "runtime/communicator.h"
@@ -53,7 +54,9 @@ class StepProfiler {
   // drops the unfinished step.
   void BeginStep(int64_t step);
   void EndStep();
-  void AddCommunication(const std::string& group, double seconds, uint64_t bytes);
+  // `inter_host_bytes`: the part of what this rank sent that went to
+  // another host.
+  void AddCommunication(const std::string& group, double seconds, uint64_t bytes, uint64_t inter_host_bytes = 0);
   // Pipeline executor: time blocked on a neighbour, and the schedule's
   // textbook bubble fraction.
   void AddBubble(double seconds, double theory);
@@ -86,7 +89,10 @@ class ProfiledStep {
 // `inner` itself when `profiler` is disabled; else a communicator that counts
 // every call's time and bytes under `group`. Split returns the inner
 // communicator's split unwrapped: whoever names the new group wraps it.
+// `host_of_rank` (the host of each of inner's ranks, any labels; empty:
+// unknown) lets it count what point-to-point sends carry to other hosts.
 std::unique_ptr<Communicator> ProfileCommunicator(std::unique_ptr<Communicator> inner, const std::string& group,
-                                                  StepProfiler& profiler = StepProfiler::Process());
+                                                  StepProfiler& profiler = StepProfiler::Process(),
+                                                  std::vector<int> host_of_rank = {});
 
 }  // namespace gpulaunch::rt

@@ -101,6 +101,7 @@ void AddFigures(const RunProfile& p, RunReport& r) {
         s.group = g.group;
         s.comm_s += g.comm_s;
         s.bytes += g.bytes;
+        s.inter_host_bytes_per_step += static_cast<double>(g.inter_host_bytes);
       }
     }
     compute_by_rank.emplace_back(compute / static_cast<double>(steps.size()), rank);
@@ -117,6 +118,7 @@ void AddFigures(const RunProfile& p, RunReport& r) {
   for (auto& [name, g] : groups) {
     g.share = total_step > 0 ? g.comm_s / total_step : 0;
     g.gbps = g.comm_s > 0 ? static_cast<double>(g.bytes) * 8 / g.comm_s / 1e9 : 0;
+    g.inter_host_bytes_per_step /= static_cast<double>(std::max(r.steps, 1));
     r.comm_share += g.share;
     r.groups.push_back(g);
   }
@@ -201,6 +203,9 @@ std::string RenderRunReport(const RunReport& r) {
     const GroupSummary& g = r.groups[i];
     out += (i ? "; " : " (") + g.group + " " + Percent(g.share) + ", " + Bytes(g.bytes) + ", " + Fixed(g.gbps, 2) +
            " Gbps";
+    if (g.inter_host_bytes_per_step > 0) {
+      out += ", " + Bytes(static_cast<uint64_t>(g.inter_host_bytes_per_step)) + " a step to other hosts";
+    }
   }
   out += r.groups.empty() ? "\n" : ")\n";
   if (r.bubble_theory > 0) {
@@ -232,6 +237,7 @@ std::string RunReportJson(const RunReport& r) {
     e.Set("share", g.share);
     e.Set("bytes", static_cast<double>(g.bytes));
     e.Set("gbps", g.gbps);
+    e.Set("inter_host_bytes_per_step", g.inter_host_bytes_per_step);
     groups.Push(e);
   }
   j.Set("groups", groups);

@@ -45,6 +45,8 @@ struct GroupSummary {
   double share = 0;       // comm_s / step time over all ranks and steps
   uint64_t bytes = 0;
   double gbps = 0;        // bytes * 8 / comm_s / 1e9 (waiting included)
+  // Sent to other hosts, all ranks together, per step (GroupTraffic::inter_host_bytes).
+  double inter_host_bytes_per_step = 0;
 };
 
 struct RunReport {

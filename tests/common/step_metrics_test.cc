@@ -13,7 +13,7 @@ TEST(StepMetrics, JsonRoundTripsOnOneLine) {
   m.compute_s = 0.0625;
   m.bubble_s = 0.001;
   m.bubble_theory = 0.2;
-  m.groups = {{"dp", 0.05, 4096, 3}, {"tp", 0.0125, 64, 10}};
+  m.groups = {{"dp", 0.05, 4096, 3, 1536}, {"tp", 0.0125, 64, 10, 0}};
   const std::string line = StepMetricsJson(m);
   EXPECT_EQ(line.find('\n'), std::string::npos);
   auto back = ParseStepMetricsJson(line, "test");
@@ -26,6 +26,12 @@ TEST(StepMetrics, JsonRoundTripsOnOneLine) {
   EXPECT_EQ(back->groups[1].group, "tp");
   EXPECT_EQ(back->groups[0].bytes, 4096u);
   EXPECT_EQ(back->groups[1].calls, 10u);
+  EXPECT_EQ(back->groups[0].inter_host_bytes, 1536u);
+  // A record from before the field existed still reads, as 0.
+  auto old = ParseStepMetricsJson(R"({"rank":1,"step":2,"step_s":1,"compute_s":1,"groups":[{"group":"dp","comm_s":0}]})",
+                                  "test");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_EQ(old->groups[0].inter_host_bytes, 0u);
   EXPECT_DOUBLE_EQ(back->comm_s(), 0.0625);
   EXPECT_EQ(StepMetricsJson(*back), line);
 }

@@ -67,6 +67,22 @@ TEST(RunReport, LowCommunicationShareGivesNoWarning) {
   EXPECT_TRUE(r.warnings.empty());
 }
 
+TEST(RunReport, BytesToOtherHostsAreShownPerStep) {
+  RunProfile p;
+  p.host_of_rank = {"a", "b"};
+  for (int r = 0; r < 2; ++r) {
+    for (int s = 0; s < 4; ++s) p.steps[r].push_back(Step(r, s, 0.1, {{"dp", 0.02, 4096, 2, 3u << 20}}));
+  }
+  const RunReport r = AnalyzeRun(p);
+  ASSERT_EQ(r.groups.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.groups[0].inter_host_bytes_per_step, 6.0 * (1 << 20));  // both ranks' 3 MiB
+  const std::string text = RenderRunReport(r);
+  EXPECT_NE(text.find("6.0 MiB a step to other hosts"), std::string::npos) << text;
+  EXPECT_NE(RunReportJson(r).find("\"inter_host_bytes_per_step\""), std::string::npos);
+  // Without host information nothing is claimed.
+  EXPECT_EQ(RenderRunReport(AnalyzeRun(Straggler(2))).find("other hosts"), std::string::npos);
+}
+
 TEST(RunReport, TensorParallelGroupAcrossHostsIsTheLikelyCause) {
   RunProfile p;
   p.layout = "tp=2,dp=2";

@@ -11,6 +11,7 @@
 
 #include "runtime/deterministic_reducer.h"
 #include "runtime/thread_communicator.h"
+#include "tests/runtime/local_reducer_conformance.h"
 
 namespace gpulaunch::rt {
 namespace {
@@ -107,6 +108,72 @@ TEST(HostPureNodes, PartitionTheTreeIntoMaximalOneHostNodes) {
   }
   // p ranks on each of h hosts in host order, 64 leaves: one node a host.
   EXPECT_EQ(HostPureNodes(64, {0, 0, 1, 1, 2, 2, 3, 3}).size(), 4u);
+}
+
+TEST(LocalReducer, TheCpuImplementationPassesTheConformanceSuite) {
+  testing::RunLocalReducerConformance([] { return MakeCpuLocalReducer(); });
+}
+
+// A local step that gets one node wrong: the conformance suite and the
+// reduction's bits must both notice (the seam is tested, not just called).
+class OffByOneUlpReducer : public LocalReducer {
+ public:
+  std::string Name() const override { return "broken"; }
+  Status Reduce(const LocalStep& step, const LeafSum<float>& mine, float* out, ReduceTraffic& traffic) override {
+    GL_RETURN_IF_ERROR(cpu_->Reduce(step, mine, out, traffic));
+    if (!step.host_nodes.empty()) out[0] = std::nextafter(out[0], 1e30f);
+    return Status::Ok();
+  }
+  Status Reduce(const LocalStep& step, const LeafSum<double>& mine, double* out, ReduceTraffic& traffic) override {
+    return cpu_->Reduce(step, mine, out, traffic);
+  }
+
+ private:
+  std::unique_ptr<LocalReducer> cpu_ = MakeCpuLocalReducer();
+};
+
+TEST(LocalReducer, TheReducerUsesTheGivenImplementation) {
+  const std::vector<int> host_of = {0, 0, 1, 1};
+  const size_t count = 16;
+  std::vector<std::vector<float>> out(4, std::vector<float>(count));
+  RunOnThreads(4, [&](Communicator& c) {
+    ReduceConfig config{64, ElementType::kFloat32, ReduceAlgorithm::kHierarchical, host_of};
+    config.local_reducer = std::make_shared<OffByOneUlpReducer>();
+    auto reducer = DeterministicReducer::Create(c, config);
+    ASSERT_TRUE(reducer.ok());
+    auto sum = LeafSum<float>::ForRank(count, 64, c.rank(), 4);
+    for (int l = sum.first_leaf(); l < sum.end_leaf(); ++l) ASSERT_TRUE(sum.AddLeaf(Leaf<float>(l, count).data()).ok());
+    ASSERT_TRUE(reducer->Allreduce(sum, out[c.rank()].data()).ok());
+  });
+  EXPECT_NE(std::memcmp(out[0].data(), OneRank<float>(64, count).data(), count * sizeof(float)), 0);
+}
+
+TEST(HierarchicalExact, SameBitsAsTheFlatExactSumAndEachHostsAccumulatorsCrossOnce) {
+  const size_t count = 40;
+  auto value = [](int rank, size_t i) { return std::ldexp(1.0 + double((rank * 13 + i) % 7), int((rank * 31 + i * 3) % 200) - 100); };
+  for (const auto& host_of : std::vector<std::vector<int>>{{0, 0, 1, 1}, {0, 1, 0, 1, 1}, {0, 0, 0, 1, 1, 2, 2, 3}}) {
+    const int world = static_cast<int>(host_of.size());
+    std::vector<double> flat(count);
+    RunOnThreads(world, [&](Communicator& c) {
+      std::vector<Superaccumulator> mine(count);
+      for (size_t i = 0; i < count; ++i) mine[i].Add(value(c.rank(), i));
+      std::vector<double> out(count), hier(count);
+      ASSERT_TRUE(ExactAllreduce(c, mine, out.data()).ok());
+      ASSERT_TRUE(ExactAllreduce(c, mine, hier.data(), host_of).ok());
+      EXPECT_EQ(std::memcmp(out.data(), hier.data(), count * sizeof(double)), 0) << Describe(host_of);
+    });
+  }
+  // 2 hosts x 2 ranks: a host sends the other host's half of its merged
+  // accumulators once (552 bytes each), then its finished half, rounded.
+  std::vector<ReduceTraffic> traffic(4);
+  RunOnThreads(4, [&](Communicator& c) {
+    std::vector<Superaccumulator> mine(count);
+    for (size_t i = 0; i < count; ++i) mine[i].Add(value(c.rank(), i));
+    std::vector<double> out(count);
+    ASSERT_TRUE(HierarchicalExactAllreduce(c, {0, 0, 1, 1}, mine, out.data(), traffic[c.rank()]).ok());
+  });
+  const size_t wire = Superaccumulator::kWireWords * sizeof(int64_t);
+  EXPECT_EQ(traffic[0].inter_host_bytes + traffic[1].inter_host_bytes, count / 2 * wire + count / 2 * sizeof(double));
 }
 
 TEST(HostIndices, NumberHostsByFirstAppearance) {

@@ -91,6 +91,21 @@ TEST(ProcessGroups, MatchTheLayoutOnEveryRankAndWarnAcrossHosts) {
       EXPECT_EQ(members, expected) << AxisName(a) << " group of rank " << me;
     }
     EXPECT_EQ(!pg->warnings.empty(), c.rank() == 4 || c.rank() == 5) << c.rank();
+    // Each group's hosts by group rank, as a reducer over the group takes them.
+    for (Axis a : {kTp, kPp, kDp}) {
+      const auto members = layout.GroupOf(a, c.rank());
+      ASSERT_EQ(pg->group_hosts[a].size(), members.size());
+      for (size_t i = 0; i < members.size(); ++i) {
+        for (size_t k = 0; k < members.size(); ++k) {
+          EXPECT_EQ(pg->group_hosts[a][i] == pg->group_hosts[a][k], hosts[members[i]] == hosts[members[k]]);
+        }
+      }
+    }
+  });
+  RunOnThreads(2, [&](Communicator& c) {
+    auto pg = CreateGroups(c, *ParseLayout("dp=2", 2));
+    ASSERT_TRUE(pg.ok());
+    EXPECT_TRUE(pg->group_hosts[kDp].empty());  // no hosts given: unknown
   });
 }
 

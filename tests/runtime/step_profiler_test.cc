@@ -170,6 +170,38 @@ TEST(StepProfiler, ProfiledCommunicatorCountsTimeAndBytesOfEveryCall) {
   EXPECT_DOUBLE_EQ(by_rank[0].groups[0].comm_s, 0.0);
 }
 
+TEST(StepProfiler, SendsToAnotherHostAreCountedApart) {
+  std::mutex mu;
+  std::map<int, StepMetrics> by_rank;
+  RunOnThreads(3, [&](Communicator& comm) {
+    const int r = comm.rank();
+    StepProfiler p(r, [&](const StepMetrics& m) {
+      std::lock_guard<std::mutex> lock(mu);
+      by_rank[m.rank] = m;
+    });
+    auto split = comm.Split(0, r);
+    ASSERT_TRUE(split.ok());
+    // Ranks 0 and 1 share a host, rank 2 is on another.
+    auto profiled = ProfileCommunicator(std::move(split).value(), "dp", p, {7, 7, 3});
+    ProfiledStep step(0, p);
+    std::vector<char> buf(100);
+    if (r == 0) {
+      ASSERT_TRUE(profiled->Send(1, 1, buf.data(), 10).ok());   // same host
+      ASSERT_TRUE(profiled->PostSend(2, 1, buf.data(), 20).ok());  // other host
+      ASSERT_TRUE(profiled->FlushSends().ok());
+    } else {
+      ASSERT_TRUE(profiled->Recv(0, 1, buf.data(), r == 1 ? 10 : 20).ok());
+    }
+    // A pairwise exchange: 1 <-> 2 cross hosts, 40 bytes each way.
+    if (r > 0) {
+      ASSERT_TRUE(profiled->SendRecv(3 - r, buf.data(), 40, 3 - r, buf.data() + 50, 40, 2).ok());
+    }
+  });
+  EXPECT_EQ(by_rank[0].groups[0].inter_host_bytes, 20u);
+  EXPECT_EQ(by_rank[1].groups[0].inter_host_bytes, 40u);
+  EXPECT_EQ(by_rank[2].groups[0].inter_host_bytes, 40u);
+}
+
 // Stage 0 works 1 s per micro-batch on its own clock, and each second passes
 // on stage 1's clock too while stage 1 is blocked receiving that micro-batch.
 class GatedStages : public PipelineStages {
