@@ -40,14 +40,26 @@ TEST(MpiRuntime, DeterministicAllreduceEqualsTheOneRankResult) {
   // The one-rank result, computed on every rank alone.
   LeafSum<double> alone(count, leaves, 0, leaves);
   for (int l = 0; l < leaves; ++l) ASSERT_TRUE(alone.AddLeaf(leaf(l).data()).ok());
-  auto reducer = DeterministicReducer::Create(world, {leaves, ElementType::kFloat64});
-  ASSERT_TRUE(reducer.ok()) << reducer.status().ToString();
   auto mine = LeafSum<double>::ForRank(count, leaves, world.rank(), world.size());
   for (int l = mine.first_leaf(); l < mine.end_leaf(); ++l) ASSERT_TRUE(mine.AddLeaf(leaf(l).data()).ok());
-  std::vector<double> out(count);
-  ASSERT_TRUE(reducer->Allreduce(mine, out.data()).ok());
   ASSERT_EQ(alone.nodes().size(), 1u);
-  EXPECT_EQ(std::memcmp(out.data(), alone.values(0), count * sizeof(double)), 0);
+  // The flat algorithm; the ranks' real hosts (hierarchical when they span
+  // several); and the hierarchical one over pretend hosts of 2 and 3 ranks,
+  // so that even a one-host run sends its messages over real MPI.
+  std::vector<int> pairs, triples;
+  for (int r = 0; r < world.size(); ++r) pairs.push_back(r / 2), triples.push_back(r / 3);
+  const std::vector<ReduceConfig> configs = {
+      {leaves, ElementType::kFloat64, ReduceAlgorithm::kFlat},
+      {leaves, ElementType::kFloat64, ReduceAlgorithm::kAuto, HostIndices(g_runtime->hosts())},
+      {leaves, ElementType::kFloat64, ReduceAlgorithm::kHierarchical, pairs},
+      {leaves, ElementType::kFloat64, ReduceAlgorithm::kHierarchical, triples}};
+  for (const ReduceConfig& config : configs) {
+    auto reducer = DeterministicReducer::Create(world, config);
+    ASSERT_TRUE(reducer.ok()) << reducer.status().ToString();
+    std::vector<double> out(count);
+    ASSERT_TRUE(reducer->Allreduce(mine, out.data()).ok());
+    EXPECT_EQ(std::memcmp(out.data(), alone.values(0), count * sizeof(double)), 0) << ReductionPlanText(config);
+  }
 }
 
 TEST(MpiRuntime, LayoutGroupsOverMpi) {
