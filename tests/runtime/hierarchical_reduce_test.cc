@@ -43,7 +43,7 @@ std::vector<T> OneRank(int leaves, size_t count) {
   std::vector<T> out(count);
   const std::vector<TreeNode> nodes = all.nodes();
   EXPECT_EQ(nodes.size(), 1u);
-  std::memcpy(out.data(), all.values(0), count * sizeof(T));
+  if (count > 0) std::memcpy(out.data(), all.values(0), count * sizeof(T));
   return out;
 }
 
@@ -80,7 +80,7 @@ std::string Describe(const std::vector<int>& host_of) {
 
 void ExpectOneRankBits(const Outcome& run, const std::vector<float>& want, const std::string& what) {
   for (size_t r = 0; r < run.results.size(); ++r) {
-    ASSERT_EQ(std::memcmp(run.results[r].data(), want.data(), want.size() * sizeof(float)), 0)
+    ASSERT_TRUE(want.empty() || std::memcmp(run.results[r].data(), want.data(), want.size() * sizeof(float)) == 0)
         << what << ": rank " << r << " differs from the one-rank result";
   }
 }

@@ -57,7 +57,7 @@ void RunCase(const std::function<std::unique_ptr<LocalReducer>()>& make, const s
     EXPECT_EQ(traffic.inter_host_bytes, 0u) << reducer->Name() << ": step A left the host";
     for (size_t q = 0; q < step.host_nodes.size(); ++q) {
       const auto want = Reference(step.host_nodes[q], leaves, count);
-      EXPECT_EQ(std::memcmp(out.data() + q * (hi - lo), want.data() + lo, (hi - lo) * sizeof(double)), 0)
+      EXPECT_TRUE(hi == lo || std::memcmp(out.data() + q * (hi - lo), want.data() + lo, (hi - lo) * sizeof(double)) == 0)
           << reducer->Name() << ": rank " << c.rank() << ", node [" << step.host_nodes[q].lo << ","
           << step.host_nodes[q].hi << ")";
     }
