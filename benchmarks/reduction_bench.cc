@@ -156,8 +156,12 @@ class RatioReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
-      if (r.run_type == Run::RT_Aggregate && r.aggregate_name == "median" && !r.error_occurred) {
-        median_ms_[r.run_name.function_name + "/" + r.run_name.args] = r.GetAdjustedRealTime();
+      if (r.error_occurred) continue;
+      const std::string name = r.run_name.function_name + "/" + r.run_name.args;
+      if (r.run_type == Run::RT_Aggregate && r.aggregate_name == "median") {
+        median_ms_[name] = r.GetAdjustedRealTime();
+      } else if (r.run_type == Run::RT_Iteration && !median_ms_.count(name)) {
+        median_ms_[name] = r.GetAdjustedRealTime();  // --benchmark_repetitions=1: no aggregate comes
       }
     }
     ConsoleReporter::ReportRuns(runs);

@@ -14,16 +14,18 @@ constexpr int kTagLocal = 0x6711;
 class CpuLocalReducer : public LocalReducer {
  public:
   std::string Name() const override { return "cpu-pairwise"; }
+  // One instance serves one rank at a time: it keeps its buffers between calls.
   Status Reduce(const LocalStep& step, const LeafSum<float>& mine, float* out, ReduceTraffic& traffic) override {
-    return ReduceT(step, mine, out, traffic);
+    return ReduceT(step, mine, out, traffic, scratch_.For<float>());
   }
   Status Reduce(const LocalStep& step, const LeafSum<double>& mine, double* out, ReduceTraffic& traffic) override {
-    return ReduceT(step, mine, out, traffic);
+    return ReduceT(step, mine, out, traffic, scratch_.For<double>());
   }
 
  private:
   template <typename T>
-  static Status ReduceT(const LocalStep& step, const LeafSum<T>& mine, T* out, ReduceTraffic& traffic) {
+  static Status ReduceT(const LocalStep& step, const LeafSum<T>& mine, T* out, ReduceTraffic& traffic,
+                        ReduceScratch::Of<T>& scratch) {
     Communicator& comm = *step.comm;
     const int n = comm.size(), p = static_cast<int>(step.local.size());
     int j = 0;
@@ -36,7 +38,7 @@ class CpuLocalReducer : public LocalReducer {
     CountingSender sender(comm, step.host_of, traffic);
 
     const std::vector<TreeNode> my_nodes = mine.nodes();
-    std::vector<std::vector<T>> packs;  // alive until FlushSends
+    size_t packed = 0;  // scratch.packs in use, alive until FlushSends
     for (int s = 1; s < p; ++s) {
       const int i = (j + s) % p;
       const auto [to_lo, to_hi] = share_of(i);
@@ -47,22 +49,22 @@ class CpuLocalReducer : public LocalReducer {
         GL_RETURN_IF_ERROR(sender.Post(dst, kTagLocal, mine.values(0) + to_lo, to_len * sizeof(T)));
         continue;
       }
-      std::vector<T>& pack = packs.emplace_back(my_nodes.size() * to_len);
+      T* pack = scratch.Pack(packed++, my_nodes.size() * to_len);
       for (size_t q = 0; q < my_nodes.size(); ++q) {
-        std::memcpy(pack.data() + q * to_len, mine.values(q) + to_lo, to_len * sizeof(T));
+        std::memcpy(pack + q * to_len, mine.values(q) + to_lo, to_len * sizeof(T));
       }
-      GL_RETURN_IF_ERROR(sender.Post(dst, kTagLocal, pack.data(), pack.size() * sizeof(T)));
+      GL_RETURN_IF_ERROR(sender.Post(dst, kTagLocal, pack, my_nodes.size() * to_len * sizeof(T)));
     }
     std::vector<NodeValues<T>> parts;
     for (size_t q = 0; q < my_nodes.size(); ++q) parts.push_back({my_nodes[q], mine.values(q) + lo});
-    std::vector<std::vector<T>> received(static_cast<size_t>(p));
+    if (scratch.received.size() < static_cast<size_t>(p)) scratch.received.resize(static_cast<size_t>(p));
     for (int s = 1; s < p && len > 0; ++s) {
       const int i = (j - s + p) % p;
       const int src = step.local[static_cast<size_t>(i)];
       const auto [first, end] = LeafRange(src, n, step.leaves);
       const std::vector<TreeNode> nodes = MaximalNodes(step.leaves, first, end);
       if (nodes.empty()) continue;
-      std::vector<T>& buffer = received[static_cast<size_t>(i)];
+      std::vector<T>& buffer = scratch.received[static_cast<size_t>(i)];
       buffer.resize(nodes.size() * len);
       GL_RETURN_IF_ERROR(comm.Recv(src, kTagLocal, buffer.data(), buffer.size() * sizeof(T)));
       for (size_t q = 0; q < nodes.size(); ++q) parts.push_back({nodes[q], buffer.data() + q * len});
@@ -72,6 +74,8 @@ class CpuLocalReducer : public LocalReducer {
     }
     return comm.FlushSends();
   }
+
+  ReduceScratch scratch_;
 };
 
 }  // namespace

@@ -164,7 +164,8 @@ Status DeterministicReducer::CheckInput(const LeafSum<T>& mine) const {
 template <typename T>
 Status DeterministicReducer::ReduceScatterRange(const LeafSum<T>& mine, T* out) {
   if (config_.algorithm == ReduceAlgorithm::kHierarchical) {
-    return HierarchicalReduceScatter(*comm_, config_.host_of_rank, mine, out, *config_.local_reducer, traffic_);
+    return HierarchicalReduceScatter(*comm_, config_.host_of_rank, mine, out, *config_.local_reducer, scratch_,
+                                     traffic_);
   }
   return ReduceScatterNodes(*comm_, mine, out, config_.host_of_rank, traffic_);
 }

@@ -98,6 +98,7 @@ class DeterministicReducer {
   ReduceConfig config_;
   std::string fingerprint_;
   ReduceTraffic traffic_;
+  ReduceScratch scratch_;
 };
 
 // Allgather of equal-sized blocks; out: size() * count elements in rank order.

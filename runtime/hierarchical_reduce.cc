@@ -81,7 +81,8 @@ std::vector<std::pair<TreeNode, int>> HostPureNodes(int leaves, const std::vecto
 
 template <typename T>
 Status HierarchicalReduceScatter(Communicator& comm, const std::vector<int>& host_of, const LeafSum<T>& mine, T* out,
-                                 LocalReducer& local_reducer, ReduceTraffic& traffic) {
+                                 LocalReducer& local_reducer, ReduceScratch& scratch_of, ReduceTraffic& traffic) {
+  ReduceScratch::Of<T>& scratch = scratch_of.For<T>();
   const int n = comm.size(), me = comm.rank();
   const size_t count = mine.count();
   const int leaves = mine.leaves();
@@ -105,30 +106,35 @@ Status HierarchicalReduceScatter(Communicator& comm, const std::vector<int>& hos
   step.local = local;
   step.leaves = leaves;
   for (size_t k : my_host_pure) step.host_nodes.push_back(pure[k].first);
-  std::vector<T> host_values(my_host_pure.size() * share.size());
+  std::vector<T>& host_values = scratch.host_values;
+  host_values.resize(my_host_pure.size() * share.size());
   GL_RETURN_IF_ERROR(local_reducer.Reduce(step, mine, host_values.data(), traffic));
-  std::vector<std::vector<T>> packs;
 
   // B: each finisher gets every host's pure nodes over its range.
   const Span mine_final = Elements(count, me, n);
   const size_t flen = mine_final.size();
-  std::vector<T> assembled(pure.size() * flen);
+  std::vector<T>& assembled = scratch.assembled;
+  assembled.resize(pure.size() * flen);
   auto place = [&](const std::vector<size_t>& host_pure, const T* from, Span piece) {
     for (size_t q = 0; q < host_pure.size(); ++q) {
       std::memcpy(assembled.data() + host_pure[q] * flen + (piece.lo - mine_final.lo), from + q * piece.size(),
                   piece.size() * sizeof(T));
     }
   };
+  size_t packed = 0;
   for (int step = 1; step < n && !my_host_pure.empty(); ++step) {
     const int dst = (me + step) % n;
     const Span piece = Intersect(share, Elements(count, dst, n));
     if (piece.size() == 0) continue;
-    std::vector<T>& pack = packs.emplace_back(my_host_pure.size() * piece.size());
-    for (size_t q = 0; q < my_host_pure.size(); ++q) {
-      std::memcpy(pack.data() + q * piece.size(), host_values.data() + q * share.size() + (piece.lo - share.lo),
-                  piece.size() * sizeof(T));
+    const T* from = host_values.data() + (piece.lo - share.lo);
+    if (my_host_pure.size() > 1) {  // one node is contiguous already: no copy
+      T* pack = scratch.Pack(packed++, my_host_pure.size() * piece.size());
+      for (size_t q = 0; q < my_host_pure.size(); ++q) {
+        std::memcpy(pack + q * piece.size(), from + q * share.size(), piece.size() * sizeof(T));
+      }
+      from = pack;
     }
-    GL_RETURN_IF_ERROR(sender.Post(dst, kTagCross, pack.data(), pack.size() * sizeof(T)));
+    GL_RETURN_IF_ERROR(sender.Post(dst, kTagCross, from, my_host_pure.size() * piece.size() * sizeof(T)));
   }
   if (const Span own = Intersect(share, mine_final); own.size() > 0) {
     for (size_t q = 0; q < my_host_pure.size(); ++q) {
@@ -136,7 +142,7 @@ Status HierarchicalReduceScatter(Communicator& comm, const std::vector<int>& hos
                   host_values.data() + q * share.size() + (own.lo - share.lo), own.size() * sizeof(T));
     }
   }
-  std::vector<T> incoming;
+  if (scratch.received.empty()) scratch.received.resize(1);
   for (int step = 1; step < n && flen > 0; ++step) {
     const int src = (me - step + n) % n;
     const int src_host = host_of[static_cast<size_t>(src)];
@@ -144,9 +150,15 @@ Status HierarchicalReduceScatter(Communicator& comm, const std::vector<int>& hos
     const int src_p = static_cast<int>(groups.members[static_cast<size_t>(src_host)].size());
     const Span piece = Intersect(Elements(count, groups.local_index[static_cast<size_t>(src)], src_p), mine_final);
     if (piece.size() == 0 || host_pure.empty()) continue;
-    incoming.resize(host_pure.size() * piece.size());
-    GL_RETURN_IF_ERROR(comm.Recv(src, kTagCross, incoming.data(), incoming.size() * sizeof(T)));
-    place(host_pure, incoming.data(), piece);
+    if (host_pure.size() == 1) {  // straight into place
+      GL_RETURN_IF_ERROR(comm.Recv(src, kTagCross, assembled.data() + host_pure[0] * flen + (piece.lo - mine_final.lo),
+                                   piece.size() * sizeof(T)));
+      continue;
+    }
+    std::vector<T>& incoming_buffer = scratch.received[0];
+    incoming_buffer.resize(host_pure.size() * piece.size());
+    GL_RETURN_IF_ERROR(comm.Recv(src, kTagCross, incoming_buffer.data(), incoming_buffer.size() * sizeof(T)));
+    place(host_pure, incoming_buffer.data(), piece);
   }
   std::vector<NodeValues<T>> roots;
   for (size_t k = 0; k < pure.size(); ++k) roots.push_back({pure[k].first, assembled.data() + k * flen});
@@ -207,9 +219,9 @@ Status HierarchicalAllgatherRanges(Communicator& comm, const std::vector<int>& h
 }
 
 template Status HierarchicalReduceScatter(Communicator&, const std::vector<int>&, const LeafSum<float>&, float*,
-                                          LocalReducer&, ReduceTraffic&);
+                                          LocalReducer&, ReduceScratch&, ReduceTraffic&);
 template Status HierarchicalReduceScatter(Communicator&, const std::vector<int>&, const LeafSum<double>&, double*,
-                                          LocalReducer&, ReduceTraffic&);
+                                          LocalReducer&, ReduceScratch&, ReduceTraffic&);
 template Status HierarchicalAllgatherRanges(Communicator&, const std::vector<int>&, float*, size_t, ReduceTraffic&);
 template Status HierarchicalAllgatherRanges(Communicator&, const std::vector<int>&, double*, size_t, ReduceTraffic&);
 

@@ -49,10 +49,11 @@ std::vector<int> HostIndices(const std::vector<std::string>& host_names);
 std::vector<std::pair<TreeNode, int>> HostPureNodes(int leaves, const std::vector<int>& host_of);
 
 // Writes this rank's elements ElementRange(count, rank, size) of the root's
-// value to `out`. Step A runs through `local_reducer`.
+// value to `out`. Step A runs through `local_reducer`; `scratch` keeps the
+// buffers for the next call.
 template <typename T>
 Status HierarchicalReduceScatter(Communicator& comm, const std::vector<int>& host_of, const LeafSum<T>& mine, T* out,
-                                 LocalReducer& local_reducer, ReduceTraffic& traffic);
+                                 LocalReducer& local_reducer, ReduceScratch& scratch, ReduceTraffic& traffic);
 
 // Each rank holds its range ElementRange(count, rank, size) of `out`;
 // afterwards every rank holds all of it.

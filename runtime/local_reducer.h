@@ -29,6 +29,8 @@ struct LocalStep {
   std::vector<TreeNode> host_nodes;  // this host's pure nodes (HostPureNodes), left to right
 };
 
+// One instance serves one rank's reductions, one at a time (it may keep
+// buffers between calls).
 class LocalReducer {
  public:
   virtual ~LocalReducer() = default;
