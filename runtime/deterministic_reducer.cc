@@ -25,14 +25,29 @@ std::vector<TreeNode> NodesOf(int rank, int world, int leaves) {
   return MaximalNodes(leaves, first, end);
 }
 
-void CountSent(const std::vector<int>& host_of, int me, int dst, size_t bytes, ReduceTraffic& traffic) {
-  traffic.Count(host_of, me, dst, bytes);
+void CountSent(const RankHierarchy& h, int me, int dst, size_t bytes, ReduceTraffic& traffic) {
+  traffic.Count(h.host_of(), me, dst, bytes, h.switch_of());
+}
+
+// Host and switch maps as the reducer uses them: dense, one host when none
+// is given, switches only when they form a level of the hierarchy.
+StatusOr<RankHierarchy> HierarchyOf(const ReduceConfig& c, int size) {
+  if (!c.host_of_rank.empty() && c.host_of_rank.size() != static_cast<size_t>(size)) {
+    return InvalidArgument("the reduction's host map names " + std::to_string(c.host_of_rank.size()) +
+                           " ranks, the communicator has " + std::to_string(size) +
+                           "; give one host per rank, in rank order");
+  }
+  if (c.host_of_rank.empty() && !c.switch_of_rank.empty()) {
+    return InvalidArgument("the reduction names switches but no hosts; give both maps");
+  }
+  return RankHierarchy::Make(c.host_of_rank.empty() ? std::vector<int>(static_cast<size_t>(size), 0) : c.host_of_rank,
+                             c.switch_of_rank);
 }
 
 // Each rank holds its own range of `out`; afterwards every rank holds all of
 // it. Pairwise exchanges: bandwidth-optimal, n-1 steps.
 template <typename T>
-Status AllgatherRanges(Communicator& comm, T* out, size_t count, const std::vector<int>& host_of,
+Status AllgatherRanges(Communicator& comm, T* out, size_t count, const RankHierarchy& host_of,
                        ReduceTraffic& traffic) {
   const int n = comm.size(), r = comm.rank();
   const auto [lo, hi] = ElementRange(count, r, n);
@@ -49,7 +64,7 @@ Status AllgatherRanges(Communicator& comm, T* out, size_t count, const std::vect
 // Reduce-scatter of the ranks' tree nodes: writes this rank's element range
 // of the root's value to `out` (which has room for that range).
 template <typename T>
-Status ReduceScatterNodes(Communicator& comm, const LeafSum<T>& mine, T* out, const std::vector<int>& host_of,
+Status ReduceScatterNodes(Communicator& comm, const LeafSum<T>& mine, T* out, const RankHierarchy& host_of,
                           ReduceTraffic& traffic) {
   const int n = comm.size(), r = comm.rank();
   const size_t count = mine.count();
@@ -102,14 +117,22 @@ ReduceAlgorithm ResolvedAlgorithm(const ReduceConfig& c) {
 std::string ReductionPlanText(const ReduceConfig& c) {
   std::string algo = "algo=tree-rs-ag";
   if (ResolvedAlgorithm(c) == ReduceAlgorithm::kHierarchical) {
-    // Which ranks share a host decides who sends what: ranks must agree on it.
-    std::vector<std::string> labels;
-    for (int h : c.host_of_rank) labels.push_back(std::to_string(h));
-    const std::vector<int> dense = HostIndices(labels);
-    std::string map;
-    for (int h : dense) map += std::to_string(h) + ",";
-    const int hosts = dense.empty() ? 1 : *std::max_element(dense.begin(), dense.end()) + 1;
-    algo = "algo=hier-rs-ag hosts=" + std::to_string(hosts) + " map=" + Sha256Hex(map).substr(0, 16);
+    // Which ranks share a host (a switch) decides who sends what: ranks
+    // must agree on it.
+    std::string map, switches;
+    int hosts = 1;
+    if (!c.host_of_rank.empty()) {
+      auto h = HierarchyOf(c, static_cast<int>(c.host_of_rank.size()));
+      if (!h.ok()) return "gpurt-reduce/v1 invalid: " + h.status().message();
+      for (int host : h->host_of()) map += std::to_string(host) + ",";
+      hosts = h->levels()[0].groups();
+      if (h->has_switches()) {
+        map += "/";
+        for (int s : h->switch_of()) map += std::to_string(s) + ",";
+        switches = " switches=" + std::to_string(h->levels()[1].groups());
+      }
+    }
+    algo = "algo=hier-rs-ag hosts=" + std::to_string(hosts) + switches + " map=" + Sha256Hex(map).substr(0, 16);
   }
   return "gpurt-reduce/v1 " + algo + " leaves=" + std::to_string(c.leaves) +
          " dtype=" + (c.type == ElementType::kFloat32 ? "f32" : "f64") + " tree=balanced-ceil-left" +
@@ -120,16 +143,11 @@ std::string ReductionFingerprint(const ReduceConfig& c) { return Sha256Hex(Reduc
 
 StatusOr<DeterministicReducer> DeterministicReducer::Create(Communicator& comm, const ReduceConfig& requested) {
   if (requested.leaves < 1) return InvalidArgument("a reduction needs at least one leaf");
-  if (!requested.host_of_rank.empty() && requested.host_of_rank.size() != static_cast<size_t>(comm.size())) {
-    return InvalidArgument("the reduction's host map names " + std::to_string(requested.host_of_rank.size()) +
-                           " ranks, the communicator has " + std::to_string(comm.size()) +
-                           "; give one host per rank, in rank order");
-  }
+  GL_ASSIGN_OR_RETURN(RankHierarchy hierarchy, HierarchyOf(requested, comm.size()));
   ReduceConfig config = requested;
   config.algorithm = ResolvedAlgorithm(requested);
-  std::vector<std::string> labels;
-  for (int h : requested.host_of_rank) labels.push_back(std::to_string(h));
-  config.host_of_rank = labels.empty() ? std::vector<int>(static_cast<size_t>(comm.size()), 0) : HostIndices(labels);
+  config.host_of_rank = hierarchy.host_of();
+  config.switch_of_rank = hierarchy.switch_of();
   if (!config.local_reducer) config.local_reducer = MakeCpuLocalReducer();
   const std::string mine = ReductionFingerprint(config);
   std::vector<char> all(static_cast<size_t>(comm.size()) * mine.size());
@@ -142,7 +160,7 @@ StatusOr<DeterministicReducer> DeterministicReducer::Create(Communicator& comm, 
                                 ReductionPlanText(config) + "); refusing to reduce");
     }
   }
-  return DeterministicReducer(comm, config, mine);
+  return DeterministicReducer(comm, std::move(config), std::move(hierarchy), mine);
 }
 
 template <typename T>
@@ -164,10 +182,10 @@ Status DeterministicReducer::CheckInput(const LeafSum<T>& mine) const {
 template <typename T>
 Status DeterministicReducer::ReduceScatterRange(const LeafSum<T>& mine, T* out) {
   if (config_.algorithm == ReduceAlgorithm::kHierarchical) {
-    return HierarchicalReduceScatter(*comm_, config_.host_of_rank, mine, out, *config_.local_reducer, scratch_,
+    return HierarchicalReduceScatter(*comm_, hierarchy_, mine, out, *config_.local_reducer, scratch_,
                                      traffic_);
   }
-  return ReduceScatterNodes(*comm_, mine, out, config_.host_of_rank, traffic_);
+  return ReduceScatterNodes(*comm_, mine, out, hierarchy_, traffic_);
 }
 
 template <typename T>
@@ -183,9 +201,9 @@ Status DeterministicReducer::Allreduce(const LeafSum<T>& mine, T* out) {
   (void)hi;
   GL_RETURN_IF_ERROR(ReduceScatterRange(mine, out + lo));
   if (config_.algorithm == ReduceAlgorithm::kHierarchical) {
-    return HierarchicalAllgatherRanges(*comm_, config_.host_of_rank, out, mine.count(), traffic_);
+    return HierarchicalAllgatherRanges(*comm_, hierarchy_, out, mine.count(), traffic_);
   }
-  return AllgatherRanges(*comm_, out, mine.count(), config_.host_of_rank, traffic_);
+  return AllgatherRanges(*comm_, out, mine.count(), hierarchy_, traffic_);
 }
 
 template <typename T>
@@ -197,7 +215,7 @@ Status DeterministicReducer::Reduce(const LeafSum<T>& mine, T* out, int root) {
   std::vector<T> part(hi - lo);
   GL_RETURN_IF_ERROR(ReduceScatterRange(mine, part.data()));
   if (r != root) {
-    CountSent(config_.host_of_rank, r, root, part.size() * sizeof(T), traffic_);
+    CountSent(hierarchy_, r, root, part.size() * sizeof(T), traffic_);
     return comm_->Send(root, kTagGather, part.data(), part.size() * sizeof(T));
   }
   std::memcpy(out + lo, part.data(), part.size() * sizeof(T));
@@ -237,14 +255,13 @@ StatusOr<double> ExactAllreduceSum(Communicator& comm, const Superaccumulator& m
 
 template <typename T>
 Status ExactAllreduce(Communicator& comm, const std::vector<Superaccumulator>& mine, T* out,
-                      const std::vector<int>& host_of_rank) {
+                      const std::vector<int>& host_of_rank, const std::vector<int>& switch_of_rank) {
+  const ReduceConfig config(1, ElementType::kFloat64, ReduceAlgorithm::kAuto, host_of_rank, switch_of_rank);
   if (host_of_rank.size() == static_cast<size_t>(comm.size()) &&
-      ResolvedAlgorithm(ReduceConfig(1, ElementType::kFloat64, ReduceAlgorithm::kAuto, host_of_rank)) ==
-          ReduceAlgorithm::kHierarchical) {
-    std::vector<std::string> labels;
-    for (int h : host_of_rank) labels.push_back(std::to_string(h));
+      ResolvedAlgorithm(config) == ReduceAlgorithm::kHierarchical) {
+    GL_ASSIGN_OR_RETURN(const RankHierarchy hierarchy, HierarchyOf(config, comm.size()));
     ReduceTraffic traffic;
-    return HierarchicalExactAllreduce(comm, HostIndices(labels), mine, out, traffic);
+    return HierarchicalExactAllreduce(comm, hierarchy, mine, out, traffic);
   }
   constexpr size_t kWords = Superaccumulator::kWireWords;
   const int n = comm.size(), r = comm.rank();
@@ -265,7 +282,8 @@ Status ExactAllreduce(Communicator& comm, const std::vector<Superaccumulator>& m
     out[lo + i] = std::is_same_v<T, float> ? acc[i].RoundToFloat() : static_cast<T>(acc[i].RoundToDouble());
   }
   ReduceTraffic uncounted;
-  return AllgatherRanges(comm, out, count, std::vector<int>(static_cast<size_t>(n), 0), uncounted);
+  GL_ASSIGN_OR_RETURN(const RankHierarchy one_host, RankHierarchy::Make(std::vector<int>(static_cast<size_t>(n), 0)));
+  return AllgatherRanges(comm, out, count, one_host, uncounted);
 }
 
 template Status DeterministicReducer::Allreduce(const LeafSum<float>&, float*);
@@ -278,7 +296,9 @@ template Status Allgather(Communicator&, const float*, size_t, float*);
 template Status Allgather(Communicator&, const double*, size_t, double*);
 template Status Gather(Communicator&, const float*, size_t, float*, int);
 template Status Gather(Communicator&, const double*, size_t, double*, int);
-template Status ExactAllreduce(Communicator&, const std::vector<Superaccumulator>&, float*, const std::vector<int>&);
-template Status ExactAllreduce(Communicator&, const std::vector<Superaccumulator>&, double*, const std::vector<int>&);
+template Status ExactAllreduce(Communicator&, const std::vector<Superaccumulator>&, float*, const std::vector<int>&,
+                               const std::vector<int>&);
+template Status ExactAllreduce(Communicator&, const std::vector<Superaccumulator>&, double*, const std::vector<int>&,
+                               const std::vector<int>&);
 
 }  // namespace gpulaunch::rt

@@ -9,12 +9,14 @@
 //     tree), then an allgather of the ranges. Every rank sends its nodes to
 //     every other rank, wherever it runs.
 //   - hierarchical (algo=hier-rs-ag, hierarchical_reduce.h): combine inside
-//     each host first, then exchange between hosts only each host's
-//     combined nodes, then spread inside each host. Needs every rank's host.
+//     each host first, then inside each leaf switch when the switches are
+//     known, then exchange only what each switch (host) combined, then
+//     spread back down. Needs every rank's host (and switch).
 // kAuto picks the hierarchical one when the ranks span more than one host.
 //
 // Fail closed: Create() exchanges the reduction-plan fingerprint (algorithm,
-// host map, leaves, dtype, tree) and refuses when any rank differs.
+// host and switch maps, leaves, dtype, tree) and refuses when any rank
+// differs.
 #pragma once
 
 #include <memory>
@@ -37,8 +39,13 @@ enum class ReduceAlgorithm { kAuto, kFlat, kHierarchical };
 struct ReduceConfig {
   // Not an aggregate, so that {leaves, type} stays a complete initialiser.
   ReduceConfig(int leaves_ = 64, ElementType type_ = ElementType::kFloat32,
-               ReduceAlgorithm algorithm_ = ReduceAlgorithm::kAuto, std::vector<int> host_of_rank_ = {})
-      : leaves(leaves_), type(type_), algorithm(algorithm_), host_of_rank(std::move(host_of_rank_)) {}
+               ReduceAlgorithm algorithm_ = ReduceAlgorithm::kAuto, std::vector<int> host_of_rank_ = {},
+               std::vector<int> switch_of_rank_ = {})
+      : leaves(leaves_),
+        type(type_),
+        algorithm(algorithm_),
+        host_of_rank(std::move(host_of_rank_)),
+        switch_of_rank(std::move(switch_of_rank_)) {}
   int leaves;
   ElementType type;
   ReduceAlgorithm algorithm;
@@ -46,6 +53,11 @@ struct ReduceConfig {
   // ranks share one matters (e.g. HostIndices(runtime.hosts()) mapped onto a
   // group's ranks). Empty: unknown, taken as one host.
   std::vector<int> host_of_rank;
+  // Leaf switch of every rank, by rank (any labels), e.g. from
+  // Runtime::switches(); empty: unknown. Used by the hierarchical algorithm
+  // when switches group hosts (RankHierarchy); ranks of one host must name
+  // the same switch.
+  std::vector<int> switch_of_rank;
   // The hierarchical algorithm's step inside a host; null: the CPU one
   // (MakeCpuLocalReducer). Not part of the fingerprint: every implementation
   // gives the same bits.
@@ -56,7 +68,8 @@ struct ReduceConfig {
 // than one host, flat otherwise.
 ReduceAlgorithm ResolvedAlgorithm(const ReduceConfig& config);
 // "gpurt-reduce/v1 algo=tree-rs-ag leaves=64 dtype=f32 tree=balanced-ceil-left
-// kernel=elementwise-add"; the hierarchical one adds "hosts=H map=<digest>".
+// kernel=elementwise-add"; the hierarchical one adds "hosts=H map=<digest>",
+// or "hosts=H switches=S map=<digest>" with a switch level.
 std::string ReductionPlanText(const ReduceConfig& config);
 // First 16 hex digits of the SHA-256 of the plan text.
 std::string ReductionFingerprint(const ReduceConfig& config);
@@ -67,9 +80,11 @@ class DeterministicReducer {
   // ranks' fingerprints differ.
   static StatusOr<DeterministicReducer> Create(Communicator& comm, const ReduceConfig& config);
 
-  // The configuration with its algorithm resolved and host labels made
-  // dense (0.. by first appearance in rank order).
+  // The configuration with its algorithm resolved and host (switch) labels
+  // made dense (0.. by first appearance in rank order); switch_of_rank is
+  // empty unless the hierarchy uses switches.
   const ReduceConfig& config() const { return config_; }
+  const RankHierarchy& hierarchy() const { return hierarchy_; }
   const std::string& fingerprint() const { return fingerprint_; }
   // Bytes this rank's reductions sent so far, to its own host and to others
   // (ranks of an unknown host map count as one host).
@@ -86,8 +101,8 @@ class DeterministicReducer {
   Status ReduceScatter(const LeafSum<T>& mine, T* out);
 
  private:
-  DeterministicReducer(Communicator& comm, ReduceConfig config, std::string fingerprint)
-      : comm_(&comm), config_(config), fingerprint_(std::move(fingerprint)) {}
+  DeterministicReducer(Communicator& comm, ReduceConfig config, RankHierarchy hierarchy, std::string fingerprint)
+      : comm_(&comm), config_(std::move(config)), hierarchy_(std::move(hierarchy)), fingerprint_(std::move(fingerprint)) {}
   template <typename T>
   Status CheckInput(const LeafSum<T>& mine) const;
   // This rank's ElementRange of the root, by the configured algorithm.
@@ -96,6 +111,7 @@ class DeterministicReducer {
 
   Communicator* comm_;
   ReduceConfig config_;
+  RankHierarchy hierarchy_;
   std::string fingerprint_;
   ReduceTraffic traffic_;
   ReduceScratch scratch_;
@@ -114,10 +130,11 @@ StatusOr<double> ExactAllreduceSum(Communicator& comm, const Superaccumulator& m
 // Elementwise exact sums of vectors (on request: 552 bytes travel per
 // element), each rounded once into T (float or double). With `host_of_rank`
 // (every rank's host) naming more than one host, the accumulators are merged
-// inside each host before any crosses to another (hierarchical_reduce.h);
-// the bits are the same either way.
+// inside each host before any crosses to another (hierarchical_reduce.h),
+// and the results spread through switches too when `switch_of_rank` names
+// them; the bits are the same either way.
 template <typename T>
 Status ExactAllreduce(Communicator& comm, const std::vector<Superaccumulator>& mine, T* out,
-                      const std::vector<int>& host_of_rank = {});
+                      const std::vector<int>& host_of_rank = {}, const std::vector<int>& switch_of_rank = {});
 
 }  // namespace gpulaunch::rt

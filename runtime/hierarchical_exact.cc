@@ -24,8 +24,9 @@ std::vector<int64_t> Wire(const std::vector<Superaccumulator>& accs, size_t base
 }  // namespace
 
 template <typename T>
-Status HierarchicalExactAllreduce(Communicator& comm, const std::vector<int>& host_of,
+Status HierarchicalExactAllreduce(Communicator& comm, const RankHierarchy& hierarchy,
                                   const std::vector<Superaccumulator>& mine, T* out, ReduceTraffic& traffic) {
+  const std::vector<int>& host_of = hierarchy.host_of();
   const int n = comm.size(), me = comm.rank();
   const size_t count = mine.size();
   std::vector<int> local;
@@ -34,7 +35,7 @@ Status HierarchicalExactAllreduce(Communicator& comm, const std::vector<int>& ho
   }
   const int p = static_cast<int>(local.size());
   const int j = static_cast<int>(std::find(local.begin(), local.end(), me) - local.begin());
-  CountingSender sender(comm, host_of, traffic);
+  CountingSender sender(comm, host_of, traffic, &hierarchy.switch_of());
 
   // A: inside the host, local rank j merges every local rank's elements of its share.
   const auto [lo, hi] = ElementRange(count, j, p);
@@ -92,12 +93,12 @@ Status HierarchicalExactAllreduce(Communicator& comm, const std::vector<int>& ho
     out[f_lo + i] = std::is_same_v<T, float> ? total[i].RoundToFloat() : static_cast<T>(total[i].RoundToDouble());
   }
   // C: the rounded values, as the tree reductions spread theirs.
-  return HierarchicalAllgatherRanges(comm, host_of, out, count, traffic);
+  return HierarchicalAllgatherRanges(comm, hierarchy, out, count, traffic);
 }
 
-template Status HierarchicalExactAllreduce(Communicator&, const std::vector<int>&,
+template Status HierarchicalExactAllreduce(Communicator&, const RankHierarchy&,
                                            const std::vector<Superaccumulator>&, float*, ReduceTraffic&);
-template Status HierarchicalExactAllreduce(Communicator&, const std::vector<int>&,
+template Status HierarchicalExactAllreduce(Communicator&, const RankHierarchy&,
                                            const std::vector<Superaccumulator>&, double*, ReduceTraffic&);
 
 }  // namespace gpulaunch::rt

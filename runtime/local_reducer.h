@@ -26,7 +26,7 @@ struct LocalStep {
   std::vector<int> host_of;          // every rank's host (dense), for counting bytes
   std::vector<int> local;            // the ranks of this host, in rank order (this rank among them)
   int leaves = 0;
-  std::vector<TreeNode> host_nodes;  // this host's pure nodes (HostPureNodes), left to right
+  std::vector<TreeNode> host_nodes;  // this host's pure nodes (PureNodes over hosts), left to right
 };
 
 // One instance serves one rank's reductions, one at a time (it may keep

@@ -17,10 +17,16 @@ namespace gpulaunch::rt {
 struct ReduceTraffic {
   uint64_t inter_host_bytes = 0;
   uint64_t intra_host_bytes = 0;
-  // Adds `bytes` sent from rank `from` to rank `to`; host_of: every rank's host.
-  void Count(const std::vector<int>& host_of, int from, int to, size_t bytes) {
-    (host_of[static_cast<size_t>(to)] == host_of[static_cast<size_t>(from)] ? intra_host_bytes : inter_host_bytes) +=
-        bytes;
+  // Of inter_host_bytes, those to ranks under another leaf switch (0 when
+  // the switches are unknown).
+  uint64_t inter_switch_bytes = 0;
+  // Adds `bytes` sent from rank `from` to rank `to`; host_of: every rank's
+  // host, switch_of: every rank's switch or empty.
+  void Count(const std::vector<int>& host_of, int from, int to, size_t bytes,
+             const std::vector<int>& switch_of = {}) {
+    const auto f = static_cast<size_t>(from), t = static_cast<size_t>(to);
+    (host_of[t] == host_of[f] ? intra_host_bytes : inter_host_bytes) += bytes;
+    if (!switch_of.empty() && switch_of[t] != switch_of[f]) inter_switch_bytes += bytes;
   }
 };
 
@@ -30,7 +36,8 @@ struct ReduceTraffic {
 struct ReduceScratch {
   template <typename T>
   struct Of {
-    std::vector<T> host_values, assembled;
+    std::vector<std::vector<T>> levels;  // a rank's pure-node values at each level of the climb
+    std::vector<T> assembled;
     std::vector<std::vector<T>> packs, received;
     // packs[i] sized n, keeping what earlier calls allocated.
     T* Pack(size_t i, size_t n) {
@@ -56,17 +63,20 @@ struct ReduceScratch {
 // too, by the same arithmetic.
 class CountingSender {
  public:
-  CountingSender(Communicator& comm, const std::vector<int>& host_of, ReduceTraffic& traffic)
-      : comm_(comm), host_of_(host_of), traffic_(traffic) {}
+  CountingSender(Communicator& comm, const std::vector<int>& host_of, ReduceTraffic& traffic,
+                 const std::vector<int>* switch_of = nullptr)
+      : comm_(comm), host_of_(host_of), switch_of_(switch_of), traffic_(traffic) {}
   Status Post(int dst, int tag, const void* data, size_t bytes) {
     if (bytes == 0) return Status::Ok();
-    traffic_.Count(host_of_, comm_.rank(), dst, bytes);
+    traffic_.Count(host_of_, comm_.rank(), dst, bytes, switch_of_ ? *switch_of_ : kNone);
     return comm_.PostSend(dst, tag, data, bytes);
   }
 
  private:
   Communicator& comm_;
+  inline static const std::vector<int> kNone;
   const std::vector<int>& host_of_;
+  const std::vector<int>* switch_of_;
   ReduceTraffic& traffic_;
 };
 

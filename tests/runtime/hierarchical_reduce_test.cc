@@ -12,84 +12,18 @@
 #include "runtime/deterministic_reducer.h"
 #include "runtime/thread_communicator.h"
 #include "tests/runtime/local_reducer_conformance.h"
+#include "tests/runtime/reduction_test_support.h"
 
 namespace gpulaunch::rt {
 namespace {
 
-// Leaf l's vector: a wide exponent range and cancelling pairs, so that any
-// other order of additions changes bits somewhere.
-uint64_t SplitMix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+using namespace reduction_test;  // NOLINT: the helpers of this test family
 
-template <typename T>
-std::vector<T> Leaf(int l, size_t count) {
-  std::vector<T> v(count);
-  for (size_t i = 0; i < count; ++i) {
-    const uint64_t bits = SplitMix(7919ULL * static_cast<uint64_t>(l) + i);
-    const double mag = std::ldexp(0.5 + static_cast<double>(bits >> 11) * 0x1p-54, int(bits % 120) - 60);
-    v[i] = static_cast<T>((i % 4 == 0 && l % 2) ? -mag * 3 : mag * (1 + l % 5));
-  }
-  return v;
-}
-
-template <typename T>
-std::vector<T> OneRank(int leaves, size_t count) {
-  LeafSum<T> all(count, leaves, 0, leaves);
-  for (int l = 0; l < leaves; ++l) EXPECT_TRUE(all.AddLeaf(Leaf<T>(l, count).data()).ok());
-  std::vector<T> out(count);
-  const std::vector<TreeNode> nodes = all.nodes();
-  EXPECT_EQ(nodes.size(), 1u);
-  if (count > 0) std::memcpy(out.data(), all.values(0), count * sizeof(T));
-  return out;
-}
-
-struct Outcome {
-  std::vector<std::vector<float>> results;  // by rank
-  std::vector<ReduceTraffic> traffic;       // by rank
-  std::vector<std::string> plans;           // by rank
-};
-
-// An allreduce of float leaves on world = host_of.size() ranks.
-Outcome AllreduceOn(const std::vector<int>& host_of, int leaves, size_t count, ReduceAlgorithm algorithm) {
-  const int world = static_cast<int>(host_of.size());
-  Outcome run{std::vector<std::vector<float>>(world, std::vector<float>(count)), std::vector<ReduceTraffic>(world),
-          std::vector<std::string>(world)};
-  RunOnThreads(world, [&](Communicator& c) {
-    auto reducer = DeterministicReducer::Create(c, {leaves, ElementType::kFloat32, algorithm, host_of});
-    ASSERT_TRUE(reducer.ok()) << reducer.status().ToString();
-    auto sum = LeafSum<float>::ForRank(count, leaves, c.rank(), c.size());
-    for (int l = sum.first_leaf(); l < sum.end_leaf(); ++l) {
-      ASSERT_TRUE(sum.AddLeaf(Leaf<float>(l, count).data()).ok());
-    }
-    ASSERT_TRUE(reducer->Allreduce(sum, run.results[c.rank()].data()).ok());
-    run.traffic[c.rank()] = reducer->traffic();
-    run.plans[c.rank()] = ReductionPlanText(reducer->config());
-  });
-  return run;
-}
-
-std::string Describe(const std::vector<int>& host_of) {
-  std::string s = "hosts";
-  for (int h : host_of) s += " " + std::to_string(h);
-  return s;
-}
-
-void ExpectOneRankBits(const Outcome& run, const std::vector<float>& want, const std::string& what) {
-  for (size_t r = 0; r < run.results.size(); ++r) {
-    ASSERT_TRUE(want.empty() || std::memcmp(run.results[r].data(), want.data(), want.size() * sizeof(float)) == 0)
-        << what << ": rank " << r << " differs from the one-rank result";
-  }
-}
-
-TEST(HostPureNodes, PartitionTheTreeIntoMaximalOneHostNodes) {
+TEST(PureNodes, PartitionTheTreeIntoMaximalOneHostNodes) {
   for (const auto& host_of : std::vector<std::vector<int>>{{0, 0, 1, 1}, {0, 1, 0, 1}, {0, 0, 0, 1, 1, 2, 2, 3},
                                                            {2, 0, 1, 0, 2}, {0}}) {
     for (int leaves : {1, 3, 7, 64, 100}) {
-      const auto pure = HostPureNodes(leaves, host_of);
+      const auto pure = PureNodes(leaves, host_of);
       int next = 0;
       for (const auto& [node, host] : pure) {
         EXPECT_EQ(node.lo, next) << Describe(host_of) << " leaves=" << leaves;  // left to right, no gap
@@ -107,7 +41,7 @@ TEST(HostPureNodes, PartitionTheTreeIntoMaximalOneHostNodes) {
     }
   }
   // p ranks on each of h hosts in host order, 64 leaves: one node a host.
-  EXPECT_EQ(HostPureNodes(64, {0, 0, 1, 1, 2, 2, 3, 3}).size(), 4u);
+  EXPECT_EQ(PureNodes(64, {0, 0, 1, 1, 2, 2, 3, 3}).size(), 4u);
 }
 
 TEST(LocalReducer, TheCpuImplementationPassesTheConformanceSuite) {
@@ -166,11 +100,13 @@ TEST(HierarchicalExact, SameBitsAsTheFlatExactSumAndEachHostsAccumulatorsCrossOn
   // 2 hosts x 2 ranks: a host sends the other host's half of its merged
   // accumulators once (552 bytes each), then its finished half, rounded.
   std::vector<ReduceTraffic> traffic(4);
-  RunOnThreads(4, [&](Communicator& c) {
+  RunOnThreads(4, [&](Communicator& c) {  // hosts {0,1} and {2,3}
     std::vector<Superaccumulator> mine(count);
     for (size_t i = 0; i < count; ++i) mine[i].Add(value(c.rank(), i));
     std::vector<double> out(count);
-    ASSERT_TRUE(HierarchicalExactAllreduce(c, {0, 0, 1, 1}, mine, out.data(), traffic[c.rank()]).ok());
+    const auto hierarchy = RankHierarchy::Make({0, 0, 1, 1});
+    ASSERT_TRUE(hierarchy.ok());
+    ASSERT_TRUE(HierarchicalExactAllreduce(c, *hierarchy, mine, out.data(), traffic[c.rank()]).ok());
   });
   const size_t wire = Superaccumulator::kWireWords * sizeof(int64_t);
   EXPECT_EQ(traffic[0].inter_host_bytes + traffic[1].inter_host_bytes, count / 2 * wire + count / 2 * sizeof(double));
@@ -213,22 +149,6 @@ TEST(HierarchicalAllreduce, FewerElementsThanRanksAndEmptyInputs) {
   }
 }
 
-// Every way to put 8 ranks on exactly k hosts (set partitions: the hosts'
-// names do not matter, which ranks share one does).
-void ForEveryMapping(int ranks, int hosts, const std::function<void(const std::vector<int>&)>& fn) {
-  std::vector<int> host_of(static_cast<size_t>(ranks), 0);
-  std::function<void(int, int)> next = [&](int r, int used) {
-    if (r == ranks) {
-      if (used == hosts) fn(host_of);
-      return;
-    }
-    for (int h = 0; h <= used && h < hosts; ++h) {
-      host_of[static_cast<size_t>(r)] = h;
-      next(r + 1, std::max(used, h + 1));
-    }
-  };
-  next(0, 0);
-}
 
 TEST(HierarchicalAllreduce, OneRankBitsForEveryMappingOfEightRanksOntoTwoAndFourHosts) {
   const size_t count = 67;
@@ -300,16 +220,6 @@ TEST(HierarchicalReducer, HostLabelsDoNotMatterOnlyWhoSharesAHost) {
             std::string::npos);
 }
 
-// Bytes a host sent to other hosts, in multiples of one rank's payload.
-std::vector<double> InterHostPayloads(const Outcome& run, const std::vector<int>& host_of, size_t payload_bytes) {
-  std::vector<double> per_host;
-  for (size_t r = 0; r < host_of.size(); ++r) {
-    if (static_cast<size_t>(host_of[r]) >= per_host.size()) per_host.resize(static_cast<size_t>(host_of[r]) + 1);
-    per_host[static_cast<size_t>(host_of[r])] +=
-        static_cast<double>(run.traffic[r].inter_host_bytes) / static_cast<double>(payload_bytes);
-  }
-  return per_host;
-}
 
 // Issue 45's measurement of Open MPI's MPI_Allreduce on 4 hosts x 2 ranks:
 // 1.51 payloads sent per host (interfaces' tx_bytes, 1-16 MiB).

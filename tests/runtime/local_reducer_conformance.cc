@@ -29,7 +29,7 @@ std::vector<double> Reference(const TreeNode& node, int leaves, size_t count) {
 void RunCase(const std::function<std::unique_ptr<LocalReducer>()>& make, const std::vector<int>& host_of, int leaves,
              size_t count) {
   const int world = static_cast<int>(host_of.size());
-  const auto pure = HostPureNodes(leaves, host_of);
+  const auto pure = PureNodes(leaves, host_of);
   std::mutex mu;
   RunOnThreads(world, [&](Communicator& c) {
     const int host = host_of[static_cast<size_t>(c.rank())];
