@@ -158,16 +158,18 @@ class Trainer {
 };
 
 StatusOr<std::unique_ptr<Trainer>> Trainer::Create(rt::Runtime& rt, const TrainJob& job) {
-  GL_ASSIGN_OR_RETURN(rt::ProcessGroups groups, rt::CreateGroups(rt.world(), job.layout, rt.hosts()));
+  GL_ASSIGN_OR_RETURN(rt::ProcessGroups groups, rt::CreateGroups(rt.world(), job.layout, rt.hosts(), rt.switches()));
   GL_ASSIGN_OR_RETURN(rt::DeterministicReducer tp, rt::DeterministicReducer::Create(
                                                        *groups.group[rt::kTp],
                                                        {job.opt.model.heads, rt::ElementType::kFloat32}));
-  // The gradients' reduction knows which data-parallel ranks share a host:
-  // across hosts it runs hierarchically (the same bits, fewer bytes on the wire).
+  // The gradients' reduction knows which data-parallel ranks share a host
+  // (and a leaf switch, when the plan has a network tree): across hosts it
+  // runs hierarchically (the same bits, fewer bytes on the wire).
   GL_ASSIGN_OR_RETURN(rt::DeterministicReducer dp, rt::DeterministicReducer::Create(
                                                        *groups.group[rt::kDp],
                                                        {job.cut.global_microbatches, rt::ElementType::kFloat32,
-                                                        rt::ReduceAlgorithm::kAuto, groups.group_hosts[rt::kDp]}));
+                                                        rt::ReduceAlgorithm::kAuto, groups.group_hosts[rt::kDp],
+                                                        groups.group_switches[rt::kDp]}));
   return std::unique_ptr<Trainer>(new Trainer(rt, job, std::move(groups), std::move(tp), std::move(dp)));
 }
 

@@ -184,6 +184,7 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
                                 /*use_cached_probes=*/!o.dry_run && !in_allocation};
   ClusterSource source;
   source.hosts = HostRequest{o.host_args, o.hostfile, o.topology_files, o.dry_run};
+  source.network = o.network;
   auto built = BuildClusterTopology(source, resolve);
   if (!built.ok()) return Fail(built.status());
   std::set<std::string> excluded;  // hosts that failed in an earlier attempt (--on-failure=restart:N)

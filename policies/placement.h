@@ -58,6 +58,7 @@ struct RankSlot {
   std::vector<int> gpus;       // GPU indices (PCI bus order) owned by the rank
   bool host_has_gpus = false;  // decides whether CUDA_VISIBLE_DEVICES is set at all
   std::string nic;             // UCX device name, empty when none chosen
+  std::string leaf_switch;     // the host's leaf switch in the network tree, empty when unknown
   std::array<int, 3> coords = {0, 0, 0};  // tp, pp, dp (placement engine)
 };
 

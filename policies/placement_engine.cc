@@ -245,9 +245,16 @@ StatusOr<Placement> PlaceByTopology(const JobRequest& request, const ClusterTopo
   return best;
 }
 
-}  // namespace
+// Each rank's leaf switch, for the runtime's hierarchical reductions
+// (GPULAUNCH_SWITCH).
+void NameLeafSwitches(const NetworkTree& network, Placement& p) {
+  for (RankSlot& r : p.ranks) {
+    const NetworkSwitch* leaf = network.LeafOf(r.host);
+    r.leaf_switch = leaf ? leaf->name : "";
+  }
+}
 
-StatusOr<Placement> Place(const JobRequest& request, const ClusterTopology& c) {
+StatusOr<Placement> PlaceOnce(const JobRequest& request, const ClusterTopology& c) {
   auto placed = request.policy == kBySlotPolicy ? PlaceLikeOpenMpiBySlot(request, c) : PlaceByTopology(request, c);
   if (placed.ok()) ExplainNics(c, *placed);  // nic_choice.h
   if (placed.ok() || placed.status().code() != StatusCode::kInfeasible || !request.unbound_when_unbindable ||
@@ -260,6 +267,14 @@ StatusOr<Placement> Place(const JobRequest& request, const ClusterTopology& c) {
   slots.ranks = request.ranks;
   slots.oversubscribe = request.oversubscribe;
   return PlaceBySlot(slots, c.hosts);
+}
+
+}  // namespace
+
+StatusOr<Placement> Place(const JobRequest& request, const ClusterTopology& c) {
+  auto placed = PlaceOnce(request, c);
+  if (placed.ok()) NameLeafSwitches(c.network, *placed);
+  return placed;
 }
 
 StatusOr<Placement> PlaceLikeOpenMpiBySlot(const JobRequest& request, const ClusterTopology& c) {
@@ -287,7 +302,9 @@ StatusOr<Placement> PlaceLikeOpenMpiBySlot(const JobRequest& request, const Clus
   std::vector<SlotChoice> slots;
   for (const auto& [h, gpu_sets] : host_slots)
     for (const auto& gpus : gpu_sets) slots.push_back({h, gpus});
-  return Assemble(c, r, slots, /*tp_innermost_fill=*/false);
+  Placement p = Assemble(c, r, slots, /*tp_innermost_fill=*/false);
+  NameLeafSwitches(c.network, p);
+  return p;
 }
 
 }  // namespace gpulaunch

@@ -36,16 +36,21 @@ StatusOr<std::unique_ptr<Runtime>> Init(int* argc, char*** argv, const InitOptio
              ? "; the ranks started as singletons: under srun use --mpi=pmix (or launch with gpulaunch)"
              : "; the environment is stale"));
   }
-  // Every rank's host and plan hash, to check the plan and name hosts.
+  // Every rank's host, plan hash and leaf switch, to check the plan and name
+  // hosts and switches.
   constexpr size_t kField = 128;
-  char mine[2 * kField] = {0};
+  char mine[3 * kField] = {0};
   gethostname(mine, kField - 1);
   std::strncpy(mine + kField, rt->env_.plan_hash.c_str(), kField - 1);
-  std::vector<char> all(2 * kField * static_cast<size_t>(world->size()));
+  std::strncpy(mine + 2 * kField, rt->env_.leaf_switch.c_str(), kField - 1);
+  std::vector<char> all(sizeof mine * static_cast<size_t>(world->size()));
   GL_RETURN_IF_ERROR(world->Allgather(mine, sizeof mine, all.data()));
+  bool every_switch_known = true;
   for (int r = 0; r < world->size(); ++r) {
-    const char* entry = all.data() + 2 * kField * static_cast<size_t>(r);
+    const char* entry = all.data() + sizeof mine * static_cast<size_t>(r);
     rt->hosts_.emplace_back(entry);
+    rt->switches_.emplace_back(entry + 2 * kField);
+    every_switch_known &= !rt->switches_.back().empty();
     const std::string hash(entry + kField);
     const std::string hash0(all.data() + kField);
     if (options.check_plan_hash && hash != hash0) {
@@ -54,6 +59,7 @@ StatusOr<std::unique_ptr<Runtime>> Init(int* argc, char*** argv, const InitOptio
                                 ": the ranks were not started by one gpulaunch; relaunch the whole job");
     }
   }
+  if (!every_switch_known) rt->switches_.clear();
   StepProfiler::ConfigureFromEnvironment(world->rank());
   rt->world_ = ProfileCommunicator(std::move(world), "world");
   if (options.select_gpu) rt->gpu_ = SelectGpu(rt->env_.local_rank);

@@ -35,6 +35,10 @@ class Runtime {
   Communicator& world() { return *world_; }
   // Host name of every rank, by rank (for layout warnings and reports).
   const std::vector<std::string>& hosts() const { return hosts_; }
+  // Leaf switch of every rank (RankEnv::leaf_switch), by rank; empty when
+  // any rank's plan names none. With hosts(), the levels of the
+  // hierarchical reductions (ReduceConfig::switch_of_rank).
+  const std::vector<std::string>& switches() const { return switches_; }
   // CUDA device this rank uses, -1 when none (no CUDA, no GPU, or not asked).
   int gpu() const { return gpu_; }
 
@@ -44,6 +48,7 @@ class Runtime {
   RankEnv env_;
   std::unique_ptr<Communicator> world_;
   std::vector<std::string> hosts_;
+  std::vector<std::string> switches_;
   int gpu_ = -1;
   bool finalize_mpi_ = false;
 };

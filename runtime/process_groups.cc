@@ -9,7 +9,8 @@
 namespace gpulaunch::rt {
 
 StatusOr<ProcessGroups> CreateGroups(Communicator& world, const ParallelLayout& layout,
-                                     const std::vector<std::string>& host_of_rank) {
+                                     const std::vector<std::string>& host_of_rank,
+                                     const std::vector<std::string>& switch_of_rank) {
   if (layout.world_size() != world.size()) {
     return InvalidArgument("layout " + layout.ToString() + " needs " + std::to_string(layout.world_size()) +
                            " ranks, the communicator has " + std::to_string(world.size()));
@@ -18,13 +19,16 @@ StatusOr<ProcessGroups> CreateGroups(Communicator& world, const ParallelLayout& 
   pg.layout = layout;
   const auto coords = layout.CoordsOf(world.rank());
   const bool hosts_known = host_of_rank.size() == static_cast<size_t>(world.size());
+  const bool switches_known = hosts_known && switch_of_rank.size() == static_cast<size_t>(world.size());
   for (Axis axis : {kTp, kPp, kDp}) {
-    if (hosts_known) {
-      // Group rank k is the member whose coordinate on this axis is k (the split's key).
+    // Group rank k is the member whose coordinate on this axis is k (the split's key).
+    auto names_of = [&](const std::vector<std::string>& of_rank) {
       std::vector<std::string> names;
-      for (int r : layout.GroupOf(axis, world.rank())) names.push_back(host_of_rank[static_cast<size_t>(r)]);
-      pg.group_hosts[axis] = HostIndices(names);
-    }
+      for (int r : layout.GroupOf(axis, world.rank())) names.push_back(of_rank[static_cast<size_t>(r)]);
+      return HostIndices(names);
+    };
+    if (hosts_known) pg.group_hosts[axis] = names_of(host_of_rank);
+    if (switches_known) pg.group_switches[axis] = names_of(switch_of_rank);
     // Color: the rank's position with this axis' coordinate set to 0.
     auto c = coords;
     c[axis] = 0;

@@ -29,13 +29,18 @@ struct ProcessGroups {
   // HostIndices); empty when CreateGroups was given no hosts. What a
   // DeterministicReducer over the group takes as ReduceConfig::host_of_rank.
   std::array<std::vector<int>, 3> group_hosts;
+  // The same for leaf switches (ReduceConfig::switch_of_rank); empty when
+  // CreateGroups was given no switches.
+  std::array<std::vector<int>, 3> group_switches;
   std::vector<std::string> warnings;  // e.g. a TP group spanning hosts
 };
 
 // Collective over `world`. With profiling on (runtime/step_profiler.h) each
 // group's communication is counted under "tp", "pp" or "dp". `host_of_rank` (optional, world-sized) lets it warn
-// when a tensor-parallel group spans hosts.
+// when a tensor-parallel group spans hosts; `switch_of_rank` (optional,
+// world-sized, Runtime::switches()) gives each group its switches.
 StatusOr<ProcessGroups> CreateGroups(Communicator& world, const ParallelLayout& layout,
-                                     const std::vector<std::string>& host_of_rank = {});
+                                     const std::vector<std::string>& host_of_rank = {},
+                                     const std::vector<std::string>& switch_of_rank = {});
 
 }  // namespace gpulaunch::rt

@@ -60,6 +60,7 @@ StatusOr<RankEnv> ReadRankEnv(const EnvLookup& env) {
                               std::to_string(e.world_size) + " (from " + e.source + ")");
   }
   if (const char* h = env("GPULAUNCH_PLAN_HASH")) e.plan_hash = h;
+  if (const char* s = env("GPULAUNCH_SWITCH")) e.leaf_switch = s;
   if (const char* j = env("GPULAUNCH_JOB_ID")) e.job_id = j;
   const char* layout = env("GPULAUNCH_LAYOUT");
   e.layout_from_launcher = layout && *layout;

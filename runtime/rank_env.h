@@ -22,6 +22,9 @@ struct RankEnv {
   int node_rank = 0;
   std::string plan_hash;  // GPULAUNCH_PLAN_HASH, empty when not under gpulaunch
   std::string job_id;     // GPULAUNCH_JOB_ID
+  // GPULAUNCH_SWITCH: the leaf switch of this rank's host in the plan's
+  // network tree, empty when the plan has none.
+  std::string leaf_switch;
   // GPULAUNCH_LAYOUT (what gpulaunch resolved, checked against the world
   // size), else data parallel over the whole world (tp=1,pp=1,dp=W).
   ParallelLayout layout;

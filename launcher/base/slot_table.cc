@@ -18,12 +18,12 @@ std::string EncodeSlotRow(const RankSlot& r) {
   return r.host + "/" + std::to_string(r.local_rank) + "/" + std::to_string(r.local_size) + "/" +
          std::to_string(r.node_rank) + "/" + (r.bound ? "1" : "0") + "/" + ListOrDash(r.cpus) + "/" +
          std::to_string(r.mem_node) + "/" + ListOrDash(r.gpus) + "/" + (r.host_has_gpus ? "1" : "0") + "/" +
-         (r.nic.empty() ? "-" : r.nic);
+         (r.nic.empty() ? "-" : r.nic) + "/" + (r.leaf_switch.empty() ? "-" : r.leaf_switch);
 }
 
 StatusOr<RankSlot> DecodeSlotRow(const std::string& text, int rank) {
   const auto f = Split(text, '/');
-  if (f.size() != 10) return Bad("rank " + std::to_string(rank) + " has " + std::to_string(f.size()) + " fields, not 10");
+  if (f.size() != 11) return Bad("rank " + std::to_string(rank) + " has " + std::to_string(f.size()) + " fields, not 11");
   RankSlot r;
   r.rank = rank;
   r.host = f[0];
@@ -43,6 +43,7 @@ StatusOr<RankSlot> DecodeSlotRow(const std::string& text, int rank) {
   r.gpus = *gpus;
   r.host_has_gpus = f[8] == "1";
   r.nic = f[9] == "-" ? "" : f[9];
+  r.leaf_switch = f[10] == "-" ? "" : f[10];
   return r;
 }
 

@@ -30,6 +30,8 @@ po::options_description Describe() {
     ("display-map", "print the plan (where each rank goes: host, cpus, NUMA node, GPUs, NIC) before the job starts")
     ("topology-file", po::value<std::vector<std::string>>()->composing(),
      "FILE or HOST=FILE: make hosts look like recorded hwloc XML (with --dry-run; repeatable)")
+    ("network", po::value<std::string>()->value_name("FILE"),
+     "switch tree between the hosts in Slurm topology.conf syntax (inside an allocation Slurm's own is the default): placement and the ranks' leaf switches (GPULAUNCH_SWITCH) follow it")
     ("allow-run-as-root", "allow running as root (as mpirun requires)")
     ("launcher", po::value<std::string>(), "engine: auto (srun inside a Slurm allocation, else mpirun), mpirun, srun")
     ("layout", po::value<std::string>(), "parallel layout, e.g. tp=4,pp=2 (dp inferred): TP groups stay on a host")
@@ -199,6 +201,7 @@ Status ReadReportOptions(const po::variables_map& vm, LaunchOptions& o) {
 // --topology-file, --layout, --launcher.
 Status ReadPlanOptions(const po::variables_map& vm, LaunchOptions& o) {
   if (vm.count("topology-file")) o.topology_files = vm["topology-file"].as<std::vector<std::string>>();
+  if (vm.count("network")) o.network = vm["network"].as<std::string>();
   if (vm.count("layout")) {
     // Checked here, not only at placement, so that `submit` refuses a bad
     // layout before anything runs; with -n, its product too.

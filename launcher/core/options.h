@@ -42,6 +42,7 @@ struct LaunchOptions {
   std::string layout;                     // "tp=2,pp=2[,dp=..][,order=...]"; empty: data parallel
   // --topology-file, repeatable: "FILE" for every host, or "HOST=FILE".
   std::vector<std::string> topology_files;
+  std::optional<std::string> network;     // --network: topology.conf switch tree
   std::vector<std::string> program;       // argv of the job
 };
 

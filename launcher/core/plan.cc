@@ -46,6 +46,8 @@ std::string CanonicalPlanText(const Placement& placement, const std::string& lay
     s << "rank " << r.rank << " host " << r.host << " node " << r.node_rank << " local " << r.local_rank << "/"
       << r.local_size << " bound " << r.bound << " cpus " << FormatIdList(r.cpus) << " mem " << r.mem_node
       << " gpus " << GpusText(r) << " nic " << OrDash(r.nic) << "\n";
+    // Not the leaf switch: it follows from the host and the network tree,
+    // and the reductions' own fingerprint checks that ranks agree on it.
   }
   return s.str();
 }

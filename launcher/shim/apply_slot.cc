@@ -111,6 +111,7 @@ std::map<std::string, std::string> RankEnvironment(const SlotTable& t, const Ran
       {"GPULAUNCH_MEM_NODE", r.mem_node < 0 ? "" : std::to_string(r.mem_node)},
       {"GPULAUNCH_GPUS", FormatIdList(r.gpus)},
       {"GPULAUNCH_NIC", r.nic},
+      {"GPULAUNCH_SWITCH", r.leaf_switch},
   };
   // The layout and this rank's place in it.
   if (auto layout = ParseLayout(t.layout, world); layout.ok()) {

@@ -103,11 +103,11 @@ void PrintEnvLine() {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   std::printf("rank=%s world=%s local=%s/%s node=%s host=%s affinity=%s cpuset=%s hash=%s master=%s:%s foo=%s cvd=%s "
-              "coords=%s restart=%s\n",
+              "coords=%s switch=%s restart=%s\n",
               Env("RANK"), Env("WORLD_SIZE"), Env("LOCAL_RANK"), Env("LOCAL_WORLD_SIZE"), Env("NODE_RANK"), host,
               Affinity().c_str(), Env("GPULAUNCH_CPUSET"), Env("GPULAUNCH_PLAN_HASH"), Env("MASTER_ADDR"),
               Env("MASTER_PORT"), Env("FOO"), std::getenv("CUDA_VISIBLE_DEVICES") ? Env("CUDA_VISIBLE_DEVICES") : "unset",
-              Env("GPULAUNCH_COORDS"), Env("GPULAUNCH_RESTART_COUNT"));
+              Env("GPULAUNCH_COORDS"), Env("GPULAUNCH_SWITCH"), Env("GPULAUNCH_RESTART_COUNT"));
 }
 
 bool AllFilesExist(const std::string& dir, const std::string& prefix, int except_rank) {

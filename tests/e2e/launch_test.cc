@@ -196,6 +196,36 @@ TEST(Launch, LayoutGivesEveryRankItsCoordinates) {
   EXPECT_NE(bad.err.find("does not divide"), std::string::npos) << bad.err;
 }
 
+// --network gives a launch the switch tree: every rank learns its host's leaf
+// switch (what libgpurt's reductions climb through); a broken file is a usage
+// error naming its line.
+TEST(Launch, NetworkFileGivesEveryRankItsLeafSwitch) {
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  const fs::path dir = fs::path(::testing::TempDir()) / "network-launch";
+  fs::create_directories(dir);
+  {
+    std::ofstream(dir / "topology.conf") << "# two leaves under a spine\nSwitchName=rack7 Nodes=" << host
+                                         << "\nSwitchName=rack8 Nodes=elsewhere\nSwitchName=spine Switches=rack[7-8]\n";
+    std::ofstream(dir / "broken.conf") << "SwitchName=rack7 Nodes=" << host << "\nSwitchName=spine Switchs=rack7\n";
+  }
+  const CapturedRun run = Launch({"-n", "2", "--oversubscribe", "--allow-run-as-root", "--network",
+                                  (dir / "topology.conf").string(), kBin + "/env_dump"});
+  ASSERT_EQ(ExitCode(run), 0) << run.err;
+  const auto ranks = RankLines(run.out);
+  ASSERT_EQ(ranks.size(), 2u);
+  for (const auto& [r, kv] : ranks) EXPECT_EQ(kv.at("switch"), "rack7") << "rank " << r;
+  // Without a tree: no switch.
+  const CapturedRun plain = Launch({"-n", "1", "--allow-run-as-root", kBin + "/env_dump"});
+  ASSERT_EQ(ExitCode(plain), 0) << plain.err;
+  EXPECT_EQ(RankLines(plain.out).at(0).at("switch"), "");
+  const CapturedRun bad = Launch({"-n", "1", "--allow-run-as-root", "--network", (dir / "broken.conf").string(),
+                                  kBin + "/env_dump"});
+  EXPECT_EQ(ExitCode(bad), 2) << bad.err;
+  EXPECT_NE(bad.err.find("broken.conf:2"), std::string::npos) << bad.err;
+  EXPECT_EQ(bad.out.find("rank="), std::string::npos) << "no rank may start";
+}
+
 // --display-map prints the plan, the same one --dry-run shows, before any
 // rank's output, and then launches it.
 TEST(Launch, DisplayMapPrintsThePlanBeforeTheRanksRun) {

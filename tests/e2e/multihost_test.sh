@@ -142,6 +142,26 @@ on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:1,node2:1,node3:1,node4:1
 check "training, dp=2 pp=2 on 4 hosts: same loss log and weights as one process" \
   "$(cmp -s "$WORK/train1.loss" "$WORK/train4.loss" && cmp -s "$WORK/train1.w" "$WORK/train4.w" && echo same)" same
 
+# 3c. With a network tree (--network: node1+node2 under one leaf, node3+node4
+#     under another), every rank learns its leaf switch and the deterministic
+#     reductions climb hosts, then switches: the same bits as one process
+#     (runtime_mpi_test), and training dp=8 on 2 ranks a host keeps the
+#     one-process loss log and weights.
+printf 'SwitchName=leafA Nodes=node[1-2]\nSwitchName=leafB Nodes=node[3-4]\nSwitchName=spine Switches=leafA,leafB\n' \
+  > "$WORK/two-leaves.conf"
+on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:2,node2:2,node3:2,node4:2 --network "$WORK/two-leaves.conf" \
+  "$BIN/runtime_mpi_test" > "$WORK/mpi-switches" 2>&1
+check "runtime over 2 leaf switches: the switch level runs, same bits as one rank" \
+  "$(grep -c -e 'OK .*MpiRuntime.ThePlansSwitchesFormALevelOfTheReduction' \
+       -e 'reduction plan: .*algo=hier-rs-ag hosts=4 switches=2' "$WORK/mpi-switches")/$(grep -c 'FAILED' "$WORK/mpi-switches")" "2/0"
+on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:1 "$BIN/transformer_train" --steps 2 --microbatches 8 \
+  --loss-log "$WORK/train1m8.loss" --weights-out "$WORK/train1m8.w" > /dev/null 2>&1
+on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:2,node2:2,node3:2,node4:2 --network "$WORK/two-leaves.conf" \
+  "$BIN/transformer_train" --steps 2 --microbatches 8 --layout dp=8 --loss-log "$WORK/train8.loss" \
+  --weights-out "$WORK/train8.w" > "$WORK/train8.log" 2>&1
+check "training, dp=8 over 2 leaf switches: same loss log and weights as one process" \
+  "$(cmp -s "$WORK/train1m8.loss" "$WORK/train8.loss" && cmp -s "$WORK/train1m8.w" "$WORK/train8.w" && echo same)" same
+
 # 4. A remote rank's exit code is the job's.
 on_node1 "$BIN/gpulaunch" --allow-run-as-root --hostfile "$WORK/hosts" "$BIN/rank_report" --quiet \
   --exit-rank 9 --exit-code 5 > /dev/null 2>&1

@@ -24,7 +24,7 @@ SlotTable Table() {
   for (int i = 0; i < 4; ++i) {
     RankSlot r;
     r.rank = i; r.host = i < 2 ? "here" : "there"; r.local_rank = i % 2; r.local_size = 2; r.node_rank = i / 2;
-    r.bound = true; r.cpus = {i % 2}; r.mem_node = 0;
+    r.bound = true; r.cpus = {i % 2}; r.mem_node = 0; r.leaf_switch = i < 2 ? "leaf1" : "";
     if (i == 1) { r.gpus = {3}; r.host_has_gpus = true; r.nic = "mlx5_1:1"; }
     t.ranks.push_back(r);
   }
@@ -95,6 +95,9 @@ TEST(RankEnvironment, ContractVariables) {
   EXPECT_EQ(cpu_rank.count("CUDA_VISIBLE_DEVICES"), 0u);
   EXPECT_EQ(cpu_rank.count("UCX_NET_DEVICES"), 0u);
   EXPECT_EQ(cpu_rank.at("NODE_RANK"), "1");
+  // The plan's leaf switch, empty where the network tree does not name the host.
+  EXPECT_EQ(env.at("GPULAUNCH_SWITCH"), "leaf1");
+  EXPECT_EQ(cpu_rank.at("GPULAUNCH_SWITCH"), "");
 }
 
 TEST(CudaVisibleDevices, PlanIndicesOutsideSlurm) {

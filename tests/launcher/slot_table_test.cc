@@ -16,6 +16,7 @@ SlotTable Example() {
   RankSlot a;
   a.rank = 0; a.host = "node1"; a.local_rank = 0; a.local_size = 2; a.node_rank = 0; a.bound = true;
   a.cpus = {0, 1, 2, 3, 8}; a.mem_node = 0; a.gpus = {0}; a.host_has_gpus = true; a.nic = "mlx5_0:1";
+  a.leaf_switch = "leaf-a";
   RankSlot b;
   b.rank = 1; b.host = "node1"; b.local_rank = 1; b.local_size = 2; b.node_rank = 0; b.bound = false;
   b.cpus = {0, 1, 2, 3, 4, 5, 6, 7, 8}; b.mem_node = -1; b.host_has_gpus = false;
@@ -38,6 +39,7 @@ TEST(SlotTable, RoundTrips) {
     EXPECT_EQ(back->ranks[i].cpus, t.ranks[i].cpus);
     EXPECT_EQ(back->ranks[i].gpus, t.ranks[i].gpus);
     EXPECT_EQ(back->ranks[i].nic, t.ranks[i].nic);
+    EXPECT_EQ(back->ranks[i].leaf_switch, t.ranks[i].leaf_switch);
     EXPECT_EQ(back->ranks[i].bound, t.ranks[i].bound);
     EXPECT_EQ(back->ranks[i].mem_node, t.ranks[i].mem_node);
     EXPECT_EQ(back->ranks[i].host_has_gpus, t.ranks[i].host_has_gpus);
@@ -81,7 +83,8 @@ TEST(SlotTable, RowsRoundTripAlone) {
   EXPECT_EQ(back->rank, 7);
   EXPECT_EQ(EncodeSlotRow(*back), EncodeSlotRow(a));
   EXPECT_FALSE(DecodeSlotRow("node1/0/2", 0).ok());
-  EXPECT_FALSE(DecodeSlotRow("/0/2/0/1/0/0/-/0/-", 0).ok());  // no host
+  EXPECT_FALSE(DecodeSlotRow("/0/2/0/1/0/0/-/0/-/-", 0).ok());  // no host
+  EXPECT_FALSE(DecodeSlotRow("node1/0/2/0/1/0/0/-/0/-", 0).ok());  // an older gpulaunch's row: no switch field
 }
 
 }  // namespace

@@ -83,6 +83,26 @@ TEST(PlacementEngine, ExplainsHostsPassedOver) {
   EXPECT_NE(p->explain[3].find("not needed"), std::string::npos);
 }
 
+// Every rank learns its host's leaf switch (GPULAUNCH_SWITCH, for the
+// runtime's hierarchical reductions), whichever policy placed it.
+TEST(PlacementEngine, EveryRankCarriesItsLeafSwitch) {
+  const auto c = Cluster("switch:2 node:2 gpu:8");
+  for (const char* policy : {"compact", "spread", "by-slot"}) {
+    JobRequest r = Job(32, "tp=8");
+    r.policy = policy;
+    auto p = Place(r, c);
+    ASSERT_TRUE(p.ok()) << policy << ": " << p.status().ToString();
+    for (const RankSlot& s : p->ranks) {
+      EXPECT_EQ(s.leaf_switch, c.network.LeafOf(s.host)->name) << policy << ", rank " << s.rank;
+    }
+  }
+  ClusterTopology treeless = Cluster("node:1 gpu:8");
+  treeless.network = NetworkTree();
+  auto no_tree = Place(Job(8, ""), treeless);
+  ASSERT_TRUE(no_tree.ok());
+  for (const RankSlot& s : no_tree->ranks) EXPECT_EQ(s.leaf_switch, "");
+}
+
 TEST(PlacementEngine, FaultDomainSpreadsReplicasOverSwitchesEvenly) {
   const auto c = Cluster("switch:3 node:2 gpu:8");
   JobRequest r = Job(24, "tp=4,pp=2");  // 3 replicas of 8 ranks, 6 TP groups

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <set>
 
 #include "runtime/deterministic_reducer.h"
 #include "runtime/gpurt.h"
@@ -46,13 +48,20 @@ TEST(MpiRuntime, DeterministicAllreduceEqualsTheOneRankResult) {
   // The flat algorithm; the ranks' real hosts (hierarchical when they span
   // several); and the hierarchical one over pretend hosts of 2 and 3 ranks,
   // so that even a one-host run sends its messages over real MPI.
-  std::vector<int> pairs, triples;
-  for (int r = 0; r < world.size(); ++r) pairs.push_back(r / 2), triples.push_back(r / 3);
+  // With pretend switches of two pretend hosts, the switch level runs too;
+  // and the plan's switches (GPULAUNCH_SWITCH) when the launch had a tree.
+  std::vector<int> pairs, triples, quads;
+  for (int r = 0; r < world.size(); ++r) {
+    pairs.push_back(r / 2), triples.push_back(r / 3), quads.push_back(r / 4);
+  }
   const std::vector<ReduceConfig> configs = {
       {leaves, ElementType::kFloat64, ReduceAlgorithm::kFlat},
       {leaves, ElementType::kFloat64, ReduceAlgorithm::kAuto, HostIndices(g_runtime->hosts())},
       {leaves, ElementType::kFloat64, ReduceAlgorithm::kHierarchical, pairs},
-      {leaves, ElementType::kFloat64, ReduceAlgorithm::kHierarchical, triples}};
+      {leaves, ElementType::kFloat64, ReduceAlgorithm::kHierarchical, triples},
+      {leaves, ElementType::kFloat64, ReduceAlgorithm::kHierarchical, pairs, quads},
+      {leaves, ElementType::kFloat64, ReduceAlgorithm::kAuto, HostIndices(g_runtime->hosts()),
+       HostIndices(g_runtime->switches())}};
   for (const ReduceConfig& config : configs) {
     auto reducer = DeterministicReducer::Create(world, config);
     ASSERT_TRUE(reducer.ok()) << reducer.status().ToString();
@@ -60,6 +69,25 @@ TEST(MpiRuntime, DeterministicAllreduceEqualsTheOneRankResult) {
     ASSERT_TRUE(reducer->Allreduce(mine, out.data()).ok());
     EXPECT_EQ(std::memcmp(out.data(), alone.values(0), count * sizeof(double)), 0) << ReductionPlanText(config);
   }
+}
+
+// Launched with a network tree (--network) whose leaves hold several of the
+// job's hosts, the plan's switches reach every rank and the reduction climbs
+// through them (the bits are checked above with the same configuration).
+TEST(MpiRuntime, ThePlansSwitchesFormALevelOfTheReduction) {
+  const std::vector<std::string>& switches = g_runtime->switches();
+  if (switches.empty()) GTEST_SKIP() << "launched without a network tree";
+  ASSERT_EQ(switches.size(), static_cast<size_t>(g_runtime->world().size()));
+  auto reducer = DeterministicReducer::Create(
+      g_runtime->world(), {64, ElementType::kFloat64, ReduceAlgorithm::kAuto, HostIndices(g_runtime->hosts()),
+                           HostIndices(switches)});
+  ASSERT_TRUE(reducer.ok()) << reducer.status().ToString();
+  std::map<std::string, std::set<std::string>> hosts_under;
+  for (size_t r = 0; r < switches.size(); ++r) hosts_under[switches[r]].insert(g_runtime->hosts()[r]);
+  bool groups_hosts = false;
+  for (const auto& [name, hosts] : hosts_under) groups_hosts |= hosts.size() > 1;
+  EXPECT_EQ(reducer->hierarchy().has_switches(), groups_hosts && hosts_under.size() > 1);
+  if (g_runtime->world().rank() == 0) std::printf("reduction plan: %s\n", ReductionPlanText(reducer->config()).c_str());
 }
 
 TEST(MpiRuntime, LayoutGroupsOverMpi) {
