@@ -7,7 +7,10 @@
 //    buffer, 64 KiB .. 64 MiB: the flat algorithm and the hierarchical one
 //    (given the ranks' hosts; on one host it is the flat one) side by side,
 //    with the bytes the busiest host sent to other hosts per allreduce, in
-//    payloads. Target: at most 1.25x.
+//    payloads. Target: at most 1.25x. Launched with a network tree
+//    (gpulaunch --network, or inside Slurm) whose leaf switches hold several
+//    hosts, also the hierarchy of hosts alone, and what the busiest switch
+//    sent to other switches (across the uplink).
 // 2. Local kernels vs memcpy of the same bytes: the fixed-lane vector sum
 //    (reads the bytes) and the elementwise add (reads 2x, writes 1x).
 //    Target for the fixed-order sum: at least 0.5x memcpy throughput.
@@ -44,7 +47,13 @@ std::vector<float> Data(size_t count, int salt) {
   return v;
 }
 
-int64_t IterationsFor(size_t bytes) { return std::clamp<int64_t>(int64_t(512) * 1024 * 1024 / int64_t(bytes), 5, 400); }
+// --max-iterations N caps every allreduce's fixed count (a shaped network
+// makes the small sizes' 400 take minutes).
+int64_t g_max_iterations = 400;
+
+int64_t IterationsFor(size_t bytes) {
+  return std::min(std::clamp<int64_t>(int64_t(512) * 1024 * 1024 / int64_t(bytes), 5, 400), g_max_iterations);
+}
 
 void BM_MpiAllreduce(benchmark::State& state) {
   const size_t count = static_cast<size_t>(state.range(0)) / sizeof(float);
@@ -57,15 +66,36 @@ void BM_MpiAllreduce(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * state.range(0));
 }
 
-// Payloads the busiest host sent to other hosts per allreduce, by benchmark
-// name (rank 0's record; every rank computes it, collectively).
-std::map<std::string, double> g_host_payloads;
+// Payloads the busiest host (switch) sent to other hosts (switches) per
+// allreduce, by benchmark name (rank 0's record; every rank computes it,
+// collectively).
+std::map<std::string, double> g_host_payloads, g_switch_payloads;
+
+// The busiest group's bytes per allreduce, in payloads: every rank's count,
+// summed by the group it belongs to.
+double BusiestGroup(double mine, const std::vector<std::string>& group_of_rank, int64_t payload) {
+  std::vector<double> all(group_of_rank.size());
+  MPI_Allgather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
+  std::map<std::string, double> by_group;
+  for (size_t r = 0; r < all.size(); ++r) by_group[group_of_rank[r]] += all[r];
+  double busiest = 0;
+  for (const auto& [group, bytes] : by_group) busiest = std::max(busiest, bytes);
+  return busiest / static_cast<double>(payload);
+}
+
+// Whether the plan's switches form a level of the hierarchy (several, each
+// over more than one host).
+bool SwitchesFormALevel() {
+  if (g_rt->switches().empty()) return false;
+  auto h = RankHierarchy::Make(HostIndices(g_rt->hosts()), HostIndices(g_rt->switches()));
+  return h.ok() && h->has_switches();
+}
 
 void DeterministicAllreduce(benchmark::State& state, ReduceAlgorithm algorithm, const char* name) {
   Communicator& world = g_rt->world();
   const size_t count = static_cast<size_t>(state.range(0)) / sizeof(float);
-  auto reducer =
-      DeterministicReducer::Create(world, {kLeaves, ElementType::kFloat32, algorithm, HostIndices(g_rt->hosts())});
+  auto reducer = DeterministicReducer::Create(
+      world, {kLeaves, ElementType::kFloat32, algorithm, HostIndices(g_rt->hosts()), HostIndices(g_rt->switches())});
   if (!reducer.ok()) {
     state.SkipWithError(reducer.status().message().c_str());
     return;
@@ -78,18 +108,17 @@ void DeterministicAllreduce(benchmark::State& state, ReduceAlgorithm algorithm, 
     if (!reducer->Allreduce(sum, out.data()).ok()) state.SkipWithError("allreduce failed");
   }
   state.SetBytesProcessed(state.iterations() * state.range(0));
-  // Bytes to other hosts: every rank's count, summed by host.
-  const double mine = static_cast<double>(reducer->traffic().inter_host_bytes) /
-                      static_cast<double>(std::max<int64_t>(state.iterations(), 1));
-  std::vector<double> all(static_cast<size_t>(world.size()));
-  MPI_Allgather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
-  std::map<std::string, double> by_host;
-  for (size_t r = 0; r < all.size(); ++r) by_host[g_rt->hosts()[r]] += all[r];
-  double busiest = 0;
-  for (const auto& [host, bytes] : by_host) busiest = std::max(busiest, bytes);
-  g_host_payloads[std::string(name) + "/" + std::to_string(state.range(0))] =
-      busiest / static_cast<double>(state.range(0));
-  state.counters["host_payloads"] = busiest / static_cast<double>(state.range(0));
+  // Bytes to other hosts (switches), per allreduce.
+  const double calls = static_cast<double>(std::max<int64_t>(state.iterations(), 1));
+  const std::string key = std::string(name) + "/" + std::to_string(state.range(0));
+  g_host_payloads[key] =
+      BusiestGroup(static_cast<double>(reducer->traffic().inter_host_bytes) / calls, g_rt->hosts(), state.range(0));
+  state.counters["host_payloads"] = g_host_payloads[key];
+  if (!g_rt->switches().empty()) {
+    g_switch_payloads[key] = BusiestGroup(static_cast<double>(reducer->traffic().inter_switch_bytes) / calls,
+                                          g_rt->switches(), state.range(0));
+    state.counters["switch_payloads"] = g_switch_payloads[key];
+  }
 }
 
 void BM_DeterministicAllreduce(benchmark::State& state) {
@@ -97,6 +126,9 @@ void BM_DeterministicAllreduce(benchmark::State& state) {
 }
 void BM_FlatAllreduce(benchmark::State& state) {
   DeterministicAllreduce(state, ReduceAlgorithm::kFlat, "BM_FlatAllreduce");
+}
+void BM_HostsOnlyAllreduce(benchmark::State& state) {
+  DeterministicAllreduce(state, ReduceAlgorithm::kHierarchicalHostsOnly, "BM_HostsOnlyAllreduce");
 }
 
 constexpr size_t kLocalBytes = 64 << 20;
@@ -192,6 +224,26 @@ class RatioReporter : public benchmark::ConsoleReporter {
                   det / mpi, flat, flat / mpi, payloads("BM_DeterministicAllreduce"), payloads("BM_FlatAllreduce"));
     }
     std::printf("  worst ratio %.3f; target <= 1.25: %s\n", worst, worst <= 1.25 ? "met" : "NOT met");
+    if (SwitchesFormALevel()) {
+      const std::vector<int> switches = HostIndices(g_rt->switches());
+      std::printf("\nwith the plan's %d leaf switches (det climbs hosts then switches; hosts = the hierarchy of hosts "
+                  "alone; to switches = payloads the busiest switch sent to other switches):\n",
+                  *std::max_element(switches.begin(), switches.end()) + 1);
+      std::printf("  %10s %12s %8s %12s %8s %9s %9s %9s\n", "bytes", "det (us)", "ratio", "hosts (us)", "ratio",
+                  "det sw", "hosts sw", "flat sw");
+      for (int64_t bytes = 64 << 10; bytes <= 64 << 20; bytes *= 4) {
+        const std::string arg = std::to_string(bytes);
+        const double mpi = Get("BM_MpiAllreduce/" + arg), det = Get("BM_DeterministicAllreduce/" + arg);
+        const double hosts = Get("BM_HostsOnlyAllreduce/" + arg);
+        auto payloads = [&](const std::string& name) {
+          auto it = g_switch_payloads.find(name + "/" + arg);
+          return it == g_switch_payloads.end() ? NAN : it->second;
+        };
+        std::printf("  %10lld %12.1f %8.3f %12.1f %8.3f %9.3f %9.3f %9.3f\n", static_cast<long long>(bytes), det,
+                    det / mpi, hosts, hosts / mpi, payloads("BM_DeterministicAllreduce"),
+                    payloads("BM_HostsOnlyAllreduce"), payloads("BM_FlatAllreduce"));
+      }
+    }
     const double copy = Get("BM_Memcpy/"), lane = Get("BM_FixedLaneSum/"), add = Get("BM_ElementwiseAdd/");
     std::printf("\nlocal kernels on 64 MiB vs memcpy of the same bytes (throughput ratio, higher is faster):\n");
     std::printf("  fixed-lane sum  %.3f x (target >= 0.5: %s)\n", copy / lane, copy / lane >= 0.5 ? "met" : "NOT met");
@@ -226,6 +278,12 @@ int main(int argc, char** argv) {
   if (g_rt->world().rank() != 0) {
     std::erase_if(args, [](const char* a) { return std::strncmp(a, "--benchmark_out", 15) == 0; });
   }
+  for (size_t i = 1; i + 1 < args.size(); ++i) {
+    if (std::strcmp(args[i], "--max-iterations") != 0) continue;
+    g_max_iterations = std::max<int64_t>(1, std::atoll(args[i + 1]));
+    args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i) + 2);
+    break;
+  }
   std::string reps = "--benchmark_repetitions=3", agg = "--benchmark_report_aggregates_only=true";
   args.insert(args.begin() + 1, {reps.data(), agg.data()});
   int n = static_cast<int>(args.size());
@@ -237,6 +295,10 @@ int main(int argc, char** argv) {
         ->Iterations(IterationsFor(bytes))->UseRealTime()->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark("BM_FlatAllreduce", BM_FlatAllreduce)->Arg(bytes)
         ->Iterations(IterationsFor(bytes))->UseRealTime()->Unit(benchmark::kMicrosecond);
+    if (SwitchesFormALevel()) {
+      benchmark::RegisterBenchmark("BM_HostsOnlyAllreduce", BM_HostsOnlyAllreduce)->Arg(bytes)
+          ->Iterations(IterationsFor(bytes))->UseRealTime()->Unit(benchmark::kMicrosecond);
+    }
   }
   for (auto* b : {benchmark::RegisterBenchmark("BM_Memcpy", BM_Memcpy),
                   benchmark::RegisterBenchmark("BM_FixedLaneSum", BM_FixedLaneSum),

@@ -263,7 +263,9 @@ Status Trainer::ReportLoss(int step) {
   const int last_stage_rank = schedule.RankOfStage(schedule.stages() - 1);
   double loss = 0;
   if (last_stage_rank == coords_[rt::kPp]) {
-    GL_ASSIGN_OR_RETURN(double total, rt::ExactAllreduceSum(*groups_.group[rt::kDp], stages_.losses_));
+    GL_ASSIGN_OR_RETURN(double total, rt::ExactAllreduceSum(*groups_.group[rt::kDp], stages_.losses_,
+                                                                  groups_.group_hosts[rt::kDp],
+                                                                  groups_.group_switches[rt::kDp]));
     loss = total / (static_cast<double>(job_.opt.batch) * job_.opt.model.seq);
   }
   return LogLoss(world_, job_.layout.RankOf({0, last_stage_rank, 0}), step, loss, loss_log_);

@@ -41,7 +41,7 @@ StatusOr<RankHierarchy> HierarchyOf(const ReduceConfig& c, int size) {
     return InvalidArgument("the reduction names switches but no hosts; give both maps");
   }
   return RankHierarchy::Make(c.host_of_rank.empty() ? std::vector<int>(static_cast<size_t>(size), 0) : c.host_of_rank,
-                             c.switch_of_rank);
+                             c.switch_of_rank, c.algorithm != ReduceAlgorithm::kHierarchicalHostsOnly);
 }
 
 // Each rank holds its own range of `out`; afterwards every rank holds all of
@@ -116,7 +116,8 @@ ReduceAlgorithm ResolvedAlgorithm(const ReduceConfig& c) {
 
 std::string ReductionPlanText(const ReduceConfig& c) {
   std::string algo = "algo=tree-rs-ag";
-  if (ResolvedAlgorithm(c) == ReduceAlgorithm::kHierarchical) {
+  if (ResolvedAlgorithm(c) == ReduceAlgorithm::kHierarchical ||
+      ResolvedAlgorithm(c) == ReduceAlgorithm::kHierarchicalHostsOnly) {
     // Which ranks share a host (a switch) decides who sends what: ranks
     // must agree on it.
     std::string map, switches;
@@ -181,7 +182,7 @@ Status DeterministicReducer::CheckInput(const LeafSum<T>& mine) const {
 
 template <typename T>
 Status DeterministicReducer::ReduceScatterRange(const LeafSum<T>& mine, T* out) {
-  if (config_.algorithm == ReduceAlgorithm::kHierarchical) {
+  if (config_.algorithm != ReduceAlgorithm::kFlat) {
     return HierarchicalReduceScatter(*comm_, hierarchy_, mine, out, *config_.local_reducer, scratch_,
                                      traffic_);
   }
@@ -200,7 +201,7 @@ Status DeterministicReducer::Allreduce(const LeafSum<T>& mine, T* out) {
   const auto [lo, hi] = ElementRange(mine.count(), comm_->rank(), comm_->size());
   (void)hi;
   GL_RETURN_IF_ERROR(ReduceScatterRange(mine, out + lo));
-  if (config_.algorithm == ReduceAlgorithm::kHierarchical) {
+  if (config_.algorithm != ReduceAlgorithm::kFlat) {
     return HierarchicalAllgatherRanges(*comm_, hierarchy_, out, mine.count(), traffic_);
   }
   return AllgatherRanges(*comm_, out, mine.count(), hierarchy_, traffic_);
@@ -243,7 +244,15 @@ Status Gather(Communicator& comm, const T* in, size_t count, T* out, int root) {
   return Status::Ok();
 }
 
-StatusOr<double> ExactAllreduceSum(Communicator& comm, const Superaccumulator& mine) {
+StatusOr<double> ExactAllreduceSum(Communicator& comm, const Superaccumulator& mine,
+                                   const std::vector<int>& host_of_rank, const std::vector<int>& switch_of_rank) {
+  const ReduceConfig config(1, ElementType::kFloat64, ReduceAlgorithm::kAuto, host_of_rank, switch_of_rank);
+  if (host_of_rank.size() == static_cast<size_t>(comm.size()) &&
+      ResolvedAlgorithm(config) == ReduceAlgorithm::kHierarchical) {
+    double total = 0;
+    GL_RETURN_IF_ERROR(ExactAllreduce(comm, std::vector<Superaccumulator>{mine}, &total, host_of_rank, switch_of_rank));
+    return total;
+  }
   constexpr size_t kWords = Superaccumulator::kWireWords;
   std::vector<int64_t> wire(kWords), all(kWords * static_cast<size_t>(comm.size()));
   mine.ToWire(wire.data());

@@ -34,7 +34,9 @@ namespace gpulaunch::rt {
 
 enum class ElementType { kFloat32, kFloat64 };
 
-enum class ReduceAlgorithm { kAuto, kFlat, kHierarchical };
+// kHierarchicalHostsOnly: the hierarchy stops at hosts even when the
+// switches are known (they still count bytes): for comparison, as kFlat is.
+enum class ReduceAlgorithm { kAuto, kFlat, kHierarchical, kHierarchicalHostsOnly };
 
 struct ReduceConfig {
   // Not an aggregate, so that {leaves, type} stays a complete initialiser.
@@ -81,13 +83,13 @@ class DeterministicReducer {
   static StatusOr<DeterministicReducer> Create(Communicator& comm, const ReduceConfig& config);
 
   // The configuration with its algorithm resolved and host (switch) labels
-  // made dense (0.. by first appearance in rank order); switch_of_rank is
-  // empty unless the hierarchy uses switches.
+  // made dense (0.. by first appearance in rank order).
   const ReduceConfig& config() const { return config_; }
   const RankHierarchy& hierarchy() const { return hierarchy_; }
   const std::string& fingerprint() const { return fingerprint_; }
-  // Bytes this rank's reductions sent so far, to its own host and to others
-  // (ranks of an unknown host map count as one host).
+  // Bytes this rank's reductions sent so far, to its own host and to others,
+  // and to other switches when the switches are known (ranks of an unknown
+  // host map count as one host).
   const ReduceTraffic& traffic() const { return traffic_; }
 
   // out: count elements, identical on every rank.
@@ -126,7 +128,13 @@ Status Gather(Communicator& comm, const T* in, size_t count, T* out, int root);
 
 // Exact (L3) sums: the correctly rounded sum of every rank's accumulated
 // values, the same bits everywhere and for any order or rank count.
-StatusOr<double> ExactAllreduceSum(Communicator& comm, const Superaccumulator& mine);
+// With `host_of_rank` naming more than one host, the accumulators are merged
+// inside each host first and one a host crosses (to rank 0, which rounds and
+// spreads the result down the hierarchy): (hosts - 1) accumulators between
+// hosts instead of every rank's to every rank.
+StatusOr<double> ExactAllreduceSum(Communicator& comm, const Superaccumulator& mine,
+                                   const std::vector<int>& host_of_rank = {},
+                                   const std::vector<int>& switch_of_rank = {});
 // Elementwise exact sums of vectors (on request: 552 bytes travel per
 // element), each rounded once into T (float or double). With `host_of_rank`
 // (every rank's host) naming more than one host, the accumulators are merged

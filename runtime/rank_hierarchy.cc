@@ -21,19 +21,20 @@ RankGroups::RankGroups(const std::vector<int>& dense_group_of) : group_of(dense_
   }
 }
 
-RankHierarchy::RankHierarchy(std::vector<RankGroups> levels) : levels_(std::move(levels)) {
-  if (has_switches()) switch_of_ = levels_[1].group_of;
-}
+RankHierarchy::RankHierarchy(std::vector<RankGroups> levels, std::vector<int> switch_of)
+    : levels_(std::move(levels)), switch_of_(std::move(switch_of)) {}
 
-StatusOr<RankHierarchy> RankHierarchy::Make(const std::vector<int>& host_of, const std::vector<int>& switch_of) {
+StatusOr<RankHierarchy> RankHierarchy::Make(const std::vector<int>& host_of, const std::vector<int>& switch_of,
+                                            bool switch_level) {
   if (host_of.empty()) return InvalidArgument("a rank hierarchy needs at least one rank");
   if (!switch_of.empty() && switch_of.size() != host_of.size()) {
     return InvalidArgument("the switch map names " + std::to_string(switch_of.size()) + " ranks, the host map " +
                            std::to_string(host_of.size()) + "; give one switch per rank, in rank order");
   }
   std::vector<RankGroups> levels{RankGroups(DenseLabels(host_of))};
+  std::vector<int> dense;
   if (!switch_of.empty()) {
-    const std::vector<int> dense = DenseLabels(switch_of);
+    dense = DenseLabels(switch_of);
     const RankGroups& hosts = levels[0];
     bool groups_hosts = false;  // some switch holds two hosts
     std::vector<int> switch_of_host(static_cast<size_t>(hosts.groups()), -1);
@@ -48,10 +49,10 @@ StatusOr<RankHierarchy> RankHierarchy::Make(const std::vector<int>& host_of, con
     std::vector<int> hosts_under(static_cast<size_t>(hosts.groups()), 0);
     for (int s : switch_of_host) groups_hosts |= ++hosts_under[static_cast<size_t>(s)] > 1;
     const int switches = RankGroups(dense).groups();
-    if (groups_hosts && switches > 1) levels.emplace_back(dense);
+    if (switch_level && groups_hosts && switches > 1) levels.emplace_back(dense);
   }
   levels.emplace_back(std::vector<int>(host_of.size(), 0));
-  return RankHierarchy(std::move(levels));
+  return RankHierarchy(std::move(levels), std::move(dense));
 }
 
 int RankHierarchy::Collector(int level, int group, int t) const {

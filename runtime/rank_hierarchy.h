@@ -29,9 +29,11 @@ class RankHierarchy {
  public:
   // host_of: every rank's host; switch_of: every rank's leaf switch, empty
   // when unknown (any labels: only who shares one matters). A switch level
-  // is kept only when it groups hosts and there are several switches. Fails
-  // when a host's ranks name different switches or the sizes differ.
-  static StatusOr<RankHierarchy> Make(const std::vector<int>& host_of, const std::vector<int>& switch_of = {});
+  // is kept when `switch_level` allows it, it groups hosts and there are
+  // several switches. Fails when a host's ranks name different switches or
+  // the sizes differ.
+  static StatusOr<RankHierarchy> Make(const std::vector<int>& host_of, const std::vector<int>& switch_of = {},
+                                      bool switch_level = true);
 
   int size() const { return static_cast<int>(levels_.front().group_of.size()); }
   // Levels, finest first: [0] hosts, [1] switches when kept, and last the
@@ -39,8 +41,10 @@ class RankHierarchy {
   const std::vector<RankGroups>& levels() const { return levels_; }
   int top() const { return static_cast<int>(levels_.size()) - 1; }
   const std::vector<int>& host_of() const { return levels_.front().group_of; }
+  // Whether switches form a level of the climb.
   bool has_switches() const { return levels_.size() > 2; }
-  // Every rank's switch (dense) when has_switches(), else empty.
+  // Every rank's switch (dense) when given, a level or not (bytes are
+  // counted by it either way), else empty.
   const std::vector<int>& switch_of() const { return switch_of_; }
 
   // Which rank of `group` at `level` collects rank t's final elements in the
@@ -53,7 +57,7 @@ class RankHierarchy {
   std::vector<std::vector<int>> CollectedBy(int level, int group) const;
 
  private:
-  explicit RankHierarchy(std::vector<RankGroups> levels);
+  RankHierarchy(std::vector<RankGroups> levels, std::vector<int> switch_of);
   std::vector<RankGroups> levels_;
   std::vector<int> switch_of_;
 };

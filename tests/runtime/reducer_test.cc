@@ -172,6 +172,12 @@ TEST(Exact, SumsAreCorrectlyRoundedForAnyWorldSize) {
       ASSERT_TRUE(total.ok());
       EXPECT_EQ(*total, ref.RoundToDouble());
       EXPECT_EQ(*total, 1998 * std::ldexp(1.0, -60));
+      // Merged inside pretend hosts of 2 ranks (and switches of 2 hosts) first: the same sum.
+      std::vector<int> hosts, switches;
+      for (int r = 0; r < c.size(); ++r) hosts.push_back(r / 2), switches.push_back(r / 4);
+      auto tiered = ExactAllreduceSum(c, mine, hosts, switches);
+      ASSERT_TRUE(tiered.ok()) << tiered.status().message();
+      EXPECT_EQ(std::bit_cast<uint64_t>(*tiered), std::bit_cast<uint64_t>(*total)) << world << " ranks";
       // Elementwise exact vectors too.
       std::vector<Superaccumulator> per(3);
       for (size_t i = c.rank(); i < xs.size(); i += c.size()) per[i % 3].Add(xs[i]);

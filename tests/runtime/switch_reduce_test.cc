@@ -173,9 +173,9 @@ TEST(SwitchReducer, RanksThatDisagreeAboutSwitchesRefuse) {
 // p ranks on each of h hosts, s switches of h/s hosts, all powers of two:
 // what each switch sends to the others is 2(s-1)/s of the payload (a ring
 // over the switches: each element once up, once down), and each host still
-// sends no more than 2(h-1)/h to other hosts. Hosts alone send 2(h-1)/h a
-// host, most of it across switches (measured side by side in
-// reduction_bench).
+// sends no more than 2(h-1)/h to other hosts. The hierarchy of hosts alone
+// (kHierarchicalHostsOnly) sends h/s times that between switches: each host
+// sends its own 2(s-1)/s across.
 TEST(SwitchTraffic, EachSwitchSendsWhatARingOverTheSwitchesSends) {
   const size_t count = 1 << 14;
   const size_t payload = count * sizeof(float);
@@ -194,6 +194,12 @@ TEST(SwitchTraffic, EachSwitchSendsWhatARingOverTheSwitchesSends) {
     const double ring_switches = 2.0 * (switches - 1) / switches, ring_hosts = 2.0 * (hosts - 1) / hosts;
     for (int s = 0; s < switches; ++s) EXPECT_NEAR(switch_sent[s], ring_switches, 1e-3) << what << ", switch " << s;
     for (int h = 0; h < hosts; ++h) EXPECT_LE(host_sent[h], ring_hosts + 1e-3) << what << ", host " << h;
+    const Outcome hosts_only = AllreduceOn(host_of, 64, count, ReduceAlgorithm::kHierarchicalHostsOnly, switch_of);
+    ExpectOneRankBits(hosts_only, run.results[0], what + ", hosts only");
+    const auto hosts_only_sent = PayloadsSentBy(hosts_only, switch_of, payload, &ReduceTraffic::inter_switch_bytes);
+    for (int s = 0; s < switches; ++s) {
+      EXPECT_NEAR(hosts_only_sent[s], hosts / switches * ring_switches, 1e-3) << what << ", hosts only, switch " << s;
+    }
   }
 }
 
