@@ -1,5 +1,7 @@
 #include "common/network_tree.h"
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <functional>
 #include <set>
@@ -113,6 +115,15 @@ StatusOr<NetworkTree> ParseTopologyConf(std::string_view text, const std::string
       if (eq == std::string::npos) return AtLine(origin, line_no, "'" + word + "' is not KEY=VALUE");
       const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
       if (key == "SwitchName") {
+        // The name travels to every rank (GPULAUNCH_SWITCH, inside the slot
+        // table's '/'- and ' '-separated rows): letters, digits and . _ - only.
+        const auto bad = std::find_if(value.begin(), value.end(), [](char c) {
+          return !std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-';
+        });
+        if (bad != value.end()) {
+          return AtLine(origin, line_no, "switch name '" + value + "' has '" + std::string(1, *bad) +
+                                             "'; use letters, digits, '.', '_' and '-'");
+        }
         s.name = value;
         named = !value.empty();
       } else if (key == "Nodes" || key == "Switches") {

@@ -46,6 +46,9 @@ TEST(NetworkTree, MalformedInputNamesFileAndLine) {
       {"SwitchName=a Nodes=n1\nSwitchName=b Nodes=n1\n", "host 'n1' is below both 'a' and 'b'"},
       {"SwitchName=a Switches=b\nSwitchName=b Switches=a\n", "cycle"},
       {"SwitchName=a Nodes=n1 garbage\n", "t.conf:1: 'garbage' is not KEY=VALUE"},
+      // Switch names reach every rank inside the slot table's rows.
+      {"SwitchName=a Nodes=n1\nSwitchName=le/af Nodes=n2\n", "t.conf:2: switch name 'le/af' has '/'"},
+      {"SwitchName=a|b Nodes=n1\n", "t.conf:1: switch name 'a|b' has '|'"},
   };
   for (const auto& [text, want] : cases) {
     auto t = ParseTopologyConf(text, "t.conf");
