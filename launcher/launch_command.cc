@@ -83,6 +83,32 @@ Status CheckLaunchable(LaunchOptions& o, const Engine& engine, bool root_allowed
   return Status::Ok();
 }
 
+// Says how the hosts' order came about, for --dry-run and --display-map:
+// the given order (a hostfile's or -H's, as mpirun fills it), or the
+// policy's choice by the network tree, with the placement's reasons.
+void NoteHostOrder(const LaunchOptions& o, const ClusterTopology& cluster, Placement& p) {
+  if (cluster.hosts.size() < 2) return;
+  std::vector<std::string> given;
+  for (const ClusterHost& h : cluster.hosts) {
+    if (std::find(p.hosts.begin(), p.hosts.end(), h.name) != p.hosts.end()) given.push_back(h.name);
+  }
+  const std::string policy = o.policy.empty() ? "compact" : o.policy;
+  if (given == p.hosts && given.size() == cluster.hosts.size()) {
+    if (cluster.network.empty()) {
+      p.notes.push_back("hosts in the order given (no network tree: --network FILE, or Slurm's inside an allocation)");
+    }
+    return;
+  }
+  p.notes.push_back("hosts " + Join(p.hosts, ", ") + " of the " + std::to_string(cluster.hosts.size()) +
+                    " given, in this order: policy " + policy +
+                    (cluster.network.empty() ? "" : " by the network tree") + "; --policy by-slot keeps the given order");
+  for (const std::string& why : p.explain) {
+    if (why.find(": chosen") != std::string::npos || why.find(": passed over") != std::string::npos) {
+      p.notes.push_back(why);
+    }
+  }
+}
+
 // The plan for one attempt on `cluster`. The placement engine decides, as for
 // `gpulaunch plan`; what it cannot bind (more ranks than GPUs or cores:
 // --oversubscribe, or slots granted beyond the hardware) it fills slot by
@@ -94,6 +120,7 @@ StatusOr<LaunchPlan> PlanAttempt(const LaunchOptions& o, const ClusterTopology& 
   JobRequest request = SlotJob(o.ranks > 0 ? o.ranks : slots, o.oversubscribe);
   GL_ASSIGN_OR_RETURN(request.layout, ParseLayout(o.layout, request.ranks));
   request.unbound_when_unbindable = true;
+  if (!o.policy.empty()) request.policy = o.policy;
   // Inside an allocation, the GPUs Slurm gave each task (--gpus-per-task,
   // or more GPUs than tasks on each node) all go to its rank.
   std::optional<GpuShare> share;
@@ -107,6 +134,7 @@ StatusOr<LaunchPlan> PlanAttempt(const LaunchOptions& o, const ClusterTopology& 
   }
   if (!placement.ok()) return placement.status();
   if (share) placement->notes.push_back(std::to_string(share->per_rank) + " GPUs per rank, from " + share->source);
+  NoteHostOrder(o, cluster, *placement);
   return MakeLaunchPlan(std::move(placement).value(), request.layout, o, all_local);
 }
 

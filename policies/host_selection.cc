@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <map>
 #include <memory>
 
@@ -20,12 +21,16 @@ std::string Excluded(const ClusterTopology& c, int h, const JobRequest& r) {
 }
 
 // Hosts ordered so that hosts under one leaf are adjacent, leaves under one
-// parent adjacent, and so on: the key is the path from the root, then the name.
+// parent adjacent, and so on: the key is the path from the root, then the
+// host's place in the given list (a hostfile's or -H's order, which mpirun
+// users choose on purpose; Slurm and synthetic clusters list hosts by name).
 std::string NetworkKey(const ClusterTopology& c, int h) {
   std::string key;
   const auto path = c.network.PathOf(c.hosts[h].name);
   for (auto it = path.rbegin(); it != path.rend(); ++it) key += (*it)->name + '\x01';
-  return key + c.hosts[h].name;
+  char place[16];
+  std::snprintf(place, sizeof place, "%010d", h);
+  return key + place;
 }
 
 void SortByNetwork(const ClusterTopology& c, std::vector<Candidate>& v) {

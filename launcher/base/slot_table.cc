@@ -23,7 +23,10 @@ std::string EncodeSlotRow(const RankSlot& r) {
 
 StatusOr<RankSlot> DecodeSlotRow(const std::string& text, int rank) {
   const auto f = Split(text, '/');
-  if (f.size() != 11) return Bad("rank " + std::to_string(rank) + " has " + std::to_string(f.size()) + " fields, not 11");
+  // 10 fields: a row from a gpulaunch before leaf switches (none then).
+  if (f.size() != 10 && f.size() != 11) {
+    return Bad("rank " + std::to_string(rank) + " has " + std::to_string(f.size()) + " fields, not 11");
+  }
   RankSlot r;
   r.rank = rank;
   r.host = f[0];
@@ -43,7 +46,7 @@ StatusOr<RankSlot> DecodeSlotRow(const std::string& text, int rank) {
   r.gpus = *gpus;
   r.host_has_gpus = f[8] == "1";
   r.nic = f[9] == "-" ? "" : f[9];
-  r.leaf_switch = f[10] == "-" ? "" : f[10];
+  r.leaf_switch = f.size() < 11 || f[10] == "-" ? "" : f[10];
   return r;
 }
 

@@ -15,7 +15,7 @@
 //   v3|<job id>|<plan hash>|<master addr>|<master port>|<control addr:port or ->|<world>|<layout or ->|<rows or ->
 // rows are space-separated, one per rank in rank order, each
 //   host/local/local_size/node_rank/bound(0|1)/cpus/mem(-1 none)/gpus(- none)/host_has_gpus(0|1)/nic(- none)/
-//   leaf switch(- none)
+//   leaf switch(- none; absent in rows of a gpulaunch before it)
 // with id lists in the "0-3,8" form; "-" means "ask the control server".
 #pragma once
 

@@ -1,6 +1,7 @@
 #include "launcher/core/options.h"
 
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -8,6 +9,8 @@
 #include "common/parallel_layout.h"
 #include "common/strings.h"
 #include "launcher/core/subcommand_parser.h"
+#include "policies/host_selection.h"
+#include "policies/placement_engine.h"
 
 namespace po = boost::program_options;
 
@@ -30,6 +33,8 @@ po::options_description Describe() {
     ("display-map", "print the plan (where each rank goes: host, cpus, NUMA node, GPUs, NIC) before the job starts")
     ("topology-file", po::value<std::vector<std::string>>()->composing(),
      "FILE or HOST=FILE: make hosts look like recorded hwloc XML (with --dry-run; repeatable)")
+    ("policy", po::value<std::string>()->value_name("NAME"),
+     "placement: compact (default: fewest hosts under the lowest switch, the given host order kept where the network does not decide), spread, fault-domain, fragmented, gang, or by-slot (Open MPI's mapping: fill the hosts in the given order)")
     ("network", po::value<std::string>()->value_name("FILE"),
      "switch tree between the hosts in Slurm topology.conf syntax (inside an allocation Slurm's own is the default): placement and the ranks' leaf switches (GPULAUNCH_SWITCH) follow it")
     ("allow-run-as-root", "allow running as root (as mpirun requires)")
@@ -202,6 +207,14 @@ Status ReadReportOptions(const po::variables_map& vm, LaunchOptions& o) {
 Status ReadPlanOptions(const po::variables_map& vm, LaunchOptions& o) {
   if (vm.count("topology-file")) o.topology_files = vm["topology-file"].as<std::vector<std::string>>();
   if (vm.count("network")) o.network = vm["network"].as<std::string>();
+  if (vm.count("policy")) {
+    o.policy = vm["policy"].as<std::string>();
+    std::vector<std::string> known = HostSelectorNames();
+    known.push_back(kBySlotPolicy);
+    if (std::find(known.begin(), known.end(), o.policy) == known.end()) {
+      return InvalidArgument("--policy: unknown policy '" + o.policy + "' (choose from " + Join(known, ", ") + ")");
+    }
+  }
   if (vm.count("layout")) {
     // Checked here, not only at placement, so that `submit` refuses a bad
     // layout before anything runs; with -n, its product too.

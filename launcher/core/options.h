@@ -43,6 +43,7 @@ struct LaunchOptions {
   // --topology-file, repeatable: "FILE" for every host, or "HOST=FILE".
   std::vector<std::string> topology_files;
   std::optional<std::string> network;     // --network: topology.conf switch tree
+  std::string policy;                     // --policy: placement policy; empty: compact
   std::vector<std::string> program;       // argv of the job
 };
 

@@ -226,6 +226,39 @@ TEST(Launch, NetworkFileGivesEveryRankItsLeafSwitch) {
   EXPECT_EQ(bad.out.find("rank="), std::string::npos) << "no rank may start";
 }
 
+// The hosts of -H keep their order (as mpirun fills them) unless the network
+// decides: compact and by-slot alike; --network groups hosts under a leaf and
+// the explanation says which were chosen; an unknown --policy is a usage error.
+TEST(Launch, HostOrderIsKeptUnlessTheNetworkDecides) {
+  const std::string xml = GL_TEST_DATA "/topologies/hwloc/mpibind/g4dnmetal.xml";
+  auto hosts_of = [](const std::string& out) {
+    const auto first = out.find('(');
+    return first == std::string::npos ? std::string() : out.substr(first, out.find(')') - first + 1);
+  };
+  for (const char* policy : {"compact", "by-slot"}) {
+    const CapturedRun run = Launch({"-n", "6", "--dry-run", "-H", "node3:2,node1:2,node2:2", "--topology-file", xml,
+                                    "--policy", policy, "true"});
+    ASSERT_EQ(ExitCode(run), 0) << run.err;
+    EXPECT_EQ(hosts_of(run.out), "(node3, node1, node2)") << policy << "\n" << run.out;
+    EXPECT_NE(run.out.find("note: hosts in the order given (no network tree"), std::string::npos) << run.out;
+  }
+  // Two hosts' worth of ranks; node3 and node1 share a leaf, node2 is alone.
+  const fs::path dir = fs::path(::testing::TempDir()) / "host-order";
+  fs::create_directories(dir);
+  std::ofstream(dir / "net.conf") << "SwitchName=a Nodes=node2\nSwitchName=b Nodes=node1,node3\n"
+                                     "SwitchName=top Switches=a,b\n";
+  const CapturedRun tree = Launch({"-n", "16", "--dry-run", "-H", "node2:8,node1:8,node3:8", "--topology-file", xml,
+                                   "--network", (dir / "net.conf").string(), "true"});
+  ASSERT_EQ(ExitCode(tree), 0) << tree.err;
+  EXPECT_EQ(hosts_of(tree.out), "(node1, node3)") << tree.out;
+  EXPECT_NE(tree.out.find("note: hosts node1, node3 of the 3 given, in this order: policy compact by the network tree"),
+            std::string::npos) << tree.out;
+  EXPECT_NE(tree.out.find("note: node3: chosen: 8 ranks (2 hosts under b)"), std::string::npos) << tree.out;
+  const CapturedRun bad = Launch({"-n", "2", "--dry-run", "--policy", "nearest", "true"});
+  EXPECT_EQ(ExitCode(bad), 2);
+  EXPECT_NE(bad.err.find("unknown policy 'nearest' (choose from compact,"), std::string::npos) << bad.err;
+}
+
 // --display-map prints the plan, the same one --dry-run shows, before any
 // rank's output, and then launches it.
 TEST(Launch, DisplayMapPrintsThePlanBeforeTheRanksRun) {

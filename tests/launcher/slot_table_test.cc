@@ -84,7 +84,11 @@ TEST(SlotTable, RowsRoundTripAlone) {
   EXPECT_EQ(EncodeSlotRow(*back), EncodeSlotRow(a));
   EXPECT_FALSE(DecodeSlotRow("node1/0/2", 0).ok());
   EXPECT_FALSE(DecodeSlotRow("/0/2/0/1/0/0/-/0/-/-", 0).ok());  // no host
-  EXPECT_FALSE(DecodeSlotRow("node1/0/2/0/1/0/0/-/0/-", 0).ok());  // an older gpulaunch's row: no switch field
+  // An older gpulaunch's row has no switch field: none.
+  auto old = DecodeSlotRow("node1/0/2/0/1/0/0/-/0/-", 0);
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->leaf_switch, "");
+  EXPECT_FALSE(DecodeSlotRow("node1/0/2/0/1/0/0/-/0/-/leaf/x", 0).ok());
 }
 
 }  // namespace
