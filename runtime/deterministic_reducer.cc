@@ -65,7 +65,7 @@ Status AllgatherRanges(Communicator& comm, T* out, size_t count, const RankHiera
 // of the root's value to `out` (which has room for that range).
 template <typename T>
 Status ReduceScatterNodes(Communicator& comm, const LeafSum<T>& mine, T* out, const RankHierarchy& host_of,
-                          ReduceTraffic& traffic) {
+                          ReduceScratch::Of<T>& scratch, ReduceTraffic& traffic) {
   const int n = comm.size(), r = comm.rank();
   const size_t count = mine.count();
   const int leaves = mine.leaves();
@@ -75,8 +75,9 @@ Status ReduceScatterNodes(Communicator& comm, const LeafSum<T>& mine, T* out, co
 
   std::vector<NodeValues<T>> contributions;
   for (size_t j = 0; j < my_nodes.size(); ++j) contributions.push_back({my_nodes[j], mine.values(j) + my_lo});
-  std::vector<std::vector<T>> received(n);
-  std::vector<T> packed;
+  // Kept between calls (fresh buffers fault their pages in every time).
+  std::vector<std::vector<T>>& received = scratch.received;
+  if (received.size() < static_cast<size_t>(n)) received.resize(static_cast<size_t>(n));
   for (int s = 1; s < n; ++s) {
     const int dst = (r + s) % n, src = (r - s + n) % n;
     const auto [dlo, dhi] = ElementRange(count, dst, n);
@@ -85,11 +86,11 @@ Status ReduceScatterNodes(Communicator& comm, const LeafSum<T>& mine, T* out, co
     if (my_nodes.size() == 1) {
       send = mine.values(0) + dlo;  // contiguous already: no copy
     } else if (!my_nodes.empty()) {
-      packed.resize(my_nodes.size() * dlen);
+      T* packed = scratch.Pack(0, my_nodes.size() * dlen);  // SendRecv: done with it before the next step
       for (size_t j = 0; j < my_nodes.size(); ++j) {
-        std::memcpy(packed.data() + j * dlen, mine.values(j) + dlo, dlen * sizeof(T));
+        std::memcpy(packed + j * dlen, mine.values(j) + dlo, dlen * sizeof(T));
       }
-      send = packed.data();
+      send = packed;
     }
     const std::vector<TreeNode> src_nodes = NodesOf(src, n, leaves);
     received[src].resize(src_nodes.size() * my_len);
@@ -186,7 +187,7 @@ Status DeterministicReducer::ReduceScatterRange(const LeafSum<T>& mine, T* out) 
     return HierarchicalReduceScatter(*comm_, hierarchy_, mine, out, *config_.local_reducer, scratch_,
                                      traffic_);
   }
-  return ReduceScatterNodes(*comm_, mine, out, hierarchy_, traffic_);
+  return ReduceScatterNodes(*comm_, mine, out, hierarchy_, scratch_.For<T>(), traffic_);
 }
 
 template <typename T>
