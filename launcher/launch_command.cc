@@ -200,9 +200,9 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
   // The engine: srun inside a Slurm allocation (one job step), else mpirun.
   // From here on nothing asks which one it is (launcher/engine/engine.h).
   const bool in_allocation = InSlurmAllocation();
-  auto selected = SelectEngine(o.launcher);
+  auto selected = ChooseEngine(o.launcher, o.program[0]);
   if (!selected.ok()) return Fail(selected.status());
-  const Engine& engine = **selected;
+  const Engine& engine = *selected->engine;
   if (Status s = CheckLaunchable(o, engine, root_allowed); !s.ok()) return Fail(s);
 
   const fs::path bin = SelfDir();
@@ -223,6 +223,7 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
     const EngineSettings settings = EngineSettingsFor(o, bin, root_allowed, plan->all_local);
     if (o.dry_run) {
       WritePlanTable(std::cout, *plan);
+      std::cout << "engine: " << selected->reason << "\n";
       engine.DescribeJob(std::cout, *plan, settings);
       return kExitOk;
     }

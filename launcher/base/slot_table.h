@@ -31,6 +31,12 @@ inline constexpr const char* kSlotTableEnv = "GPULAUNCH_SLOT_TABLE";
 // The job's kill grace in milliseconds, for each shim: the time from SIGTERM
 // to SIGKILL for what a rank leaves behind (launcher/shim/descendants.h).
 inline constexpr const char* kKillGraceEnv = "GPULAUNCH_KILL_GRACE_MS";
+// The variables an engine tells each rank who it is by, for an engine whose
+// ranks the shim does not know by itself (apply_slot.h): "RANK SIZE [LOCAL]",
+// names separated by spaces, the local rank's left out when the engine's
+// count differs from the plan's. Set by the engine (EngineJob::env),
+// removed by the shim before the job starts.
+inline constexpr const char* kEngineIdentityEnv = "GPULAUNCH_ENGINE_IDENTITY";
 // Linux limits one environment string to 128 KiB (MAX_ARG_STRLEN); only an
 // inline table can come near it.
 inline constexpr size_t kMaxSlotTableBytes = 120 * 1024;

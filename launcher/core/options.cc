@@ -38,7 +38,8 @@ po::options_description Describe() {
     ("network", po::value<std::string>()->value_name("FILE"),
      "switch tree between the hosts in Slurm topology.conf syntax (inside an allocation Slurm's own is the default): placement and the ranks' leaf switches (GPULAUNCH_SWITCH) follow it")
     ("allow-run-as-root", "allow running as root (as mpirun requires)")
-    ("launcher", po::value<std::string>(), "engine: auto (srun inside a Slurm allocation, else mpirun), mpirun, srun")
+    ("launcher", po::value<std::string>(), "engine: auto (the one that starts the MPI the program links; srun inside a Slurm allocation) "
+     "or an engine's name (docs/launch.md lists them)")
     ("layout", po::value<std::string>(), "parallel layout, e.g. tp=4,pp=2 (dp inferred): TP groups stay on a host")
     ("timeout", po::value<int>(), "wall-clock limit in seconds: then the job is stopped (SIGTERM, then SIGKILL) and gpulaunch exits 124")
     ("kill-grace", po::value<int>(), "seconds from the stop signal to SIGKILL when ranks are stopped: Open MPI's wait before SIGTERM and again before SIGKILL (its default: 1); under srun, gpulaunch's (default: 10)")
@@ -222,12 +223,9 @@ Status ReadPlanOptions(const po::variables_map& vm, LaunchOptions& o) {
     if (o.layout.empty()) return InvalidArgument("--layout is empty: give e.g. --layout tp=4,pp=2, or leave it out");
     GL_RETURN_IF_ERROR(ParseLayout(o.layout, o.ranks).status());
   }
-  if (vm.count("launcher")) {
-    o.launcher = vm["launcher"].as<std::string>();
-    if (o.launcher != "auto" && o.launcher != "mpirun" && o.launcher != "srun") {
-      return InvalidArgument("--launcher " + o.launcher + ": choose auto, mpirun or srun");
-    }
-  }
+  // The engine's name is checked by the engine registry (launcher/engine/engine.h),
+  // which alone knows the engines.
+  if (vm.count("launcher")) o.launcher = vm["launcher"].as<std::string>();
   return Status::Ok();
 }
 

@@ -1,10 +1,12 @@
 // The engine seam: the one place that knows which program starts ranks
-// (Open MPI's mpirun, Slurm's srun). Everything else holds an `Engine&` and
-// never asks which one it is, so a third engine (PRRTE's prun, Flux, a
-// PMIx-only spawner) is one more file here and one line in SelectEngine().
+// (Open MPI's mpirun, MPICH's Hydra, Slurm's srun). Everything else holds an
+// `Engine&` and never asks which one it is, so another engine (PRRTE's prun,
+// Flux, a PMIx-only spawner) is one more file here and one line in the
+// registry (engine_registry.cc).
 //
-// An engine is asked for four things: whether it can run here, the command
-// that starts a planned job (and the files that command reads), how to
+// An engine is asked for five things: whether it can run here, which MPI its
+// ranks can join, the command that starts a planned job (and the files that
+// command reads, and the variables that tell each shim its rank), how to
 // signal every rank of a running job, and (as a HostRunner) the command that
 // runs one program on other hosts (discovery probes, check, nodes, linkcheck).
 #pragma once
@@ -20,6 +22,7 @@
 #include "common/status.h"
 #include "launcher/core/host_runner.h"
 #include "launcher/core/plan.h"
+#include "launcher/engine/program_mpi.h"
 
 namespace gpulaunch {
 
@@ -44,6 +47,8 @@ struct EngineSettings {
 
 // How a planned job is started: the engine's argv and what it adds to the
 // environment it runs in (the plan's own variables are added by the caller).
+// An engine whose ranks the shim cannot name by Open MPI's, PMIx's or
+// Slurm's variables names its own in env[kEngineIdentityEnv] (slot_table.h).
 struct EngineJob {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
@@ -57,6 +62,10 @@ class Engine : public HostRunner {
   // Ok when the engine can start jobs here, else why not and what to do
   // instead (a usage error: FailedPrecondition).
   virtual Status IsViable() const = 0;
+
+  // True when a program linking `family` joins the world this engine starts;
+  // else each of its ranks would be an MPI singleton.
+  virtual bool StartsMpi(MpiFamily family) const = 0;
 
   // True when the engine refuses to run as root unless told it may
   // (mpirun's --allow-run-as-root); false when root is the scheduler's call.
@@ -91,10 +100,23 @@ class Engine : public HostRunner {
   virtual bool SignalAllRanks(ControlServer& control, int world, int sig) const = 0;
 };
 
-// The engine registry: "mpirun", "srun", or "auto" (srun inside a Slurm
-// allocation, that is with SLURM_JOB_ID set, else mpirun). An unknown name is
-// a usage error naming the choices.
+// The engine registry: "mpirun", "hydra", "srun", or "auto" (srun inside a
+// Slurm allocation, that is with SLURM_JOB_ID set, else mpirun). An unknown
+// name is a usage error naming the choices.
 StatusOr<std::unique_ptr<Engine>> SelectEngine(const std::string& name);
+
+// The engine for running `program`, and why it was chosen. "auto" matches
+// the MPI the program links (program_mpi.h): inside an allocation srun when
+// it starts that MPI, else the first engine that does and can run here
+// (mpirun for Open MPI, hydra for the MPICH ABI); a program with no MPI
+// preference gets what SelectEngine("auto") gives. A program whose MPI the
+// engine (named, or the only match) cannot start is refused before anything
+// runs: FailedPrecondition naming the MPI found and the fix.
+struct EngineChoice {
+  std::unique_ptr<Engine> engine;
+  std::string reason;  // one line, for --dry-run and plan --explain
+};
+StatusOr<EngineChoice> ChooseEngine(const std::string& name, const std::string& program);
 
 // True inside a Slurm allocation (salloc, sbatch): SLURM_JOB_ID is set.
 bool InSlurmAllocation();

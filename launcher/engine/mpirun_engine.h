@@ -9,6 +9,7 @@ namespace gpulaunch {
 class MpirunEngine final : public Engine {
  public:
   std::string Name() const override { return "mpirun"; }
+  bool StartsMpi(MpiFamily family) const override { return family == MpiFamily::kOpenMpi; }
   Status IsViable() const override { return Status::Ok(); }
   bool RefusesRootByDefault() const override { return true; }
   StatusOr<EngineJob> PrepareJob(const LaunchPlan& plan, EngineSettings settings,

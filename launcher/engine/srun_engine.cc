@@ -8,6 +8,7 @@
 
 #include "common/strings.h"
 #include "launcher/base/control_server.h"
+#include "launcher/engine/labelled_output.h"
 #include "launcher/engine/mpirun_engine.h"
 #include "launcher/core/slurm_job.h"
 
@@ -101,12 +102,7 @@ std::vector<std::string> SrunEngine::OnEachHostArgv(const std::vector<std::strin
 
 std::map<int, std::string> SrunEngine::SplitByTask(const std::string& output) const {
   static const std::regex label(R"(^\s*(\d+): ?)");
-  std::map<int, std::string> by_task;
-  for (const std::string& line : Split(output, '\n')) {
-    std::smatch m;
-    if (std::regex_search(line, m, label)) by_task[std::stoi(m[1].str())] += line.substr(m[0].length()) + "\n";
-  }
-  return by_task;
+  return SplitLabelledLines(output, label);
 }
 
 }  // namespace gpulaunch

@@ -10,6 +10,8 @@ namespace gpulaunch {
 class SrunEngine final : public Engine {
  public:
   std::string Name() const override { return "srun"; }
+  // --mpi=pmix: Open MPI joins through PMIx; MPICH built for Hydra's PMI would not.
+  bool StartsMpi(MpiFamily family) const override { return family == MpiFamily::kOpenMpi; }
   // Only inside an allocation: srun outside one would make its own.
   Status IsViable() const override;
   bool RefusesRootByDefault() const override { return false; }

@@ -28,6 +28,24 @@ constexpr int kMpolPreferred = 1;  // <numaif.h> MPOL_PREFERRED, without libnuma
 
 StatusOr<EngineIdentity> ReadEngineIdentity(const EnvLookup& env) {
   EngineIdentity id;
+  if (const char* named = env(kEngineIdentityEnv); named && *named) {
+    std::vector<std::string> names = Split(named, ' ');
+    std::erase(names, std::string());
+    if (names.size() < 2 || names.size() > 3) {
+      return FailedPrecondition(std::string(kEngineIdentityEnv) + "='" + named +
+                                "' must name two or three variables (rank, size, local rank)");
+    }
+    const auto rank = IntVar(env, names[0].c_str());
+    if (!rank) {
+      return FailedPrecondition("no rank from the engine: " + names[0] + " (named by " + kEngineIdentityEnv +
+                                ") is not set; gpulaunch-shim must be started by the engine gpulaunch chose");
+    }
+    id.rank = *rank;
+    id.world_size = IntVar(env, names[1].c_str());
+    if (names.size() == 3) id.local_rank = IntVar(env, names[2].c_str());
+    id.source = names[0] + "/" + names[1];
+    return id;
+  }
   if (auto r = IntVar(env, "OMPI_COMM_WORLD_RANK")) {
     id.rank = *r;
     id.world_size = IntVar(env, "OMPI_COMM_WORLD_SIZE");

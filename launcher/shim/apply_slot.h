@@ -15,8 +15,10 @@
 
 namespace gpulaunch {
 
-// The rank as the engine reports it. Open MPI's OMPI_COMM_WORLD_* win over
-// PMIx and over stale SLURM_* inherited from an enclosing allocation.
+// The rank as the engine reports it: through the variables the engine named
+// in GPULAUNCH_ENGINE_IDENTITY (slot_table.h) where it did, else Open MPI's
+// OMPI_COMM_WORLD_*, which win over PMIx and over stale SLURM_* inherited
+// from an enclosing allocation.
 struct EngineIdentity {
   int rank = -1;
   std::optional<int> world_size;

@@ -174,6 +174,7 @@ int main(int argc, char** argv) {
                  table->control.c_str());
   }
   auto id = ReadEngineIdentity(ProcessEnv());
+  unsetenv(kEngineIdentityEnv);
   if (!id.ok()) return Refuse(control, -1, hostname, id.status().message());
   // A rank the plan has proves itself; one it lacks (N singletons, say) is
   // refused by CheckWorld, on the connection when it could authenticate.

@@ -44,6 +44,10 @@ def cases(src):
         out.append((f"dry-run_{stem}", ["--dry-run", "--topology-file", xml, "/bin/true"], "text"))
         out.append((f"dry-run-2hosts_{stem}", ["--dry-run", "-H", "a,b", "--topology-file", xml, "/bin/true"], "text"))
         out.append((f"plan-json_{stem}", ["plan", "-n", "4", "--format", "json", "--topology-file", xml], "text"))
+    # MPICH's Hydra: its hostfile and command (mpiexec.hydra need not be installed for a dry run).
+    lassen = os.path.join(topo_dir, "mpibind", "coral-lassen.xml")
+    out.append(("dry-run-hydra-2hosts_coral-lassen", ["--dry-run", "--launcher", "hydra", "-H", "a,b", "--tag",
+                                                      "--topology-file", lassen, "/bin/true", "--steps", "3"], "text"))
     out.append(("plan-explain_synthetic", ["plan", "-n", "32", "--layout", "tp=8,pp=2", "--synthetic",
                                            "switch:2 node:4 gpu:8 nic:4", "--explain"], "text"))
     out.append(("plan-json_synthetic-tree", ["plan", "-n", "64", "--layout", "tp=4,pp=4", "--synthetic",

@@ -41,6 +41,31 @@ TEST(EngineIdentity, OpenMpiWinsOverStaleSlurm) {
   EXPECT_EQ(id->source, "OMPI_COMM_WORLD_*");
 }
 
+// An engine the shim does not know names its variables; they win over
+// everything else in the environment (a stale Open MPI or Slurm rank too).
+TEST(EngineIdentity, TheEngineNamedVariablesWin) {
+  auto id = ReadEngineIdentity(FakeEnv({{"GPULAUNCH_ENGINE_IDENTITY", "PMI_RANK PMI_SIZE MPI_LOCALRANKID"},
+                                        {"PMI_RANK", "5"}, {"PMI_SIZE", "8"}, {"MPI_LOCALRANKID", "1"},
+                                        {"OMPI_COMM_WORLD_RANK", "0"}, {"SLURM_PROCID", "0"}}));
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  EXPECT_EQ(id->rank, 5);
+  EXPECT_EQ(id->world_size, 8);
+  EXPECT_EQ(id->local_rank, 1);
+  EXPECT_EQ(id->source, "PMI_RANK/PMI_SIZE");
+  // Without a local rank variable, none is checked.
+  auto two = ReadEngineIdentity(FakeEnv({{"GPULAUNCH_ENGINE_IDENTITY", "PMI_RANK  PMI_SIZE"}, {"PMI_RANK", "2"},
+                                         {"PMI_SIZE", "3"}, {"MPI_LOCALRANKID", "0"}}));
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->rank, 2);
+  EXPECT_FALSE(two->local_rank.has_value());
+  // A named variable that is missing is an error naming it, not a fallback.
+  auto missing = ReadEngineIdentity(FakeEnv({{"GPULAUNCH_ENGINE_IDENTITY", "PMI_RANK PMI_SIZE"},
+                                             {"OMPI_COMM_WORLD_RANK", "1"}}));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("PMI_RANK"), std::string::npos);
+  EXPECT_FALSE(ReadEngineIdentity(FakeEnv({{"GPULAUNCH_ENGINE_IDENTITY", "ONE"}, {"ONE", "0"}})).ok());
+}
+
 TEST(EngineIdentity, FallsBackToPmixThenSlurm) {
   EXPECT_EQ(ReadEngineIdentity(FakeEnv({{"PMIX_RANK", "2"}, {"SLURM_PROCID", "1"}}))->rank, 2);
   auto s = ReadEngineIdentity(FakeEnv({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"}}));

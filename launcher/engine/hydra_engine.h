@@ -1,0 +1,57 @@
+// MPICH's Hydra (mpiexec.hydra; Intel MPI's and MVAPICH's mpiexec are Hydra
+// too): a hostfile of "host:count" lines in rank order places every rank,
+// ssh starts Hydra's proxies on other hosts, the shim binds each rank. Hydra
+// passes the caller's whole environment to every rank (its -genvall
+// default), so values never go into argv.
+#pragma once
+
+#include <ostream>
+
+#include "launcher/engine/engine.h"
+
+namespace gpulaunch {
+
+// Hydra's program, found in PATH.
+inline constexpr const char* kHydraProgram = "mpiexec.hydra";
+
+class HydraEngine final : public Engine {
+ public:
+  std::string Name() const override { return "hydra"; }
+  bool StartsMpi(MpiFamily family) const override { return family == MpiFamily::kMpich; }
+  // Viable where mpiexec.hydra is in PATH.
+  Status IsViable() const override;
+  bool RefusesRootByDefault() const override { return false; }
+  StatusOr<EngineJob> PrepareJob(const LaunchPlan& plan, EngineSettings settings,
+                                 const std::filesystem::path& job_dir) const override;
+  void DescribeJob(std::ostream& out, const LaunchPlan& plan, EngineSettings settings) const override;
+  bool LabelsOutputItself() const override { return true; }  // -prepend-rank: "[R] line"
+  // Hydra has no grace of its own; the shims keep gpulaunch's, as under mpirun.
+  int DefaultKillGraceS() const override { return 1; }
+  // hydra_pmi_proxy holds each local rank's stdout and stderr pipes and its
+  // PMI socket pair.
+  int OpenFilesPerLocalRank() const override { return 4; }
+  // Through the shims, as under mpirun: Hydra forwards a signal only to the
+  // processes it started, so each shim passes it to its job and keeps
+  // gpulaunch's kill grace for what the job leaves behind.
+  bool SignalAllRanks(ControlServer& control, int world, int sig) const override;
+  std::vector<std::string> OnHostArgv(const std::string& host, const std::vector<std::string>& program,
+                                      bool allow_run_as_root,
+                                      const std::vector<std::string>& forward_env = {}) const override;
+  std::vector<std::string> OnEachHostArgv(const std::vector<std::string>& hosts, const std::string& program,
+                                          bool allow_run_as_root) const override;
+  std::map<int, std::string> SplitByTask(const std::string& output) const override;
+};
+
+// Hydra's hostfile for the plan: one "host:count" line for each run of
+// consecutive ranks on one host, so that rank r lands where the plan puts it.
+void WriteHydraHostfile(std::ostream& out, const Placement& placement);
+
+// True when each host's ranks are one run of consecutive ranks: then Hydra's
+// local rank ids (counted per hostfile line) are the plan's local ranks.
+bool HostsHoldOneRunEach(const Placement& placement);
+
+// The exact mpiexec.hydra argv, reading `hostfile`.
+std::vector<std::string> BuildHydraArgv(const LaunchPlan& plan, const EngineSettings& settings,
+                                        const std::string& hostfile);
+
+}  // namespace gpulaunch
