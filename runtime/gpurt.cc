@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "runtime/heartbeat.h"
 #include "runtime/mpi_communicator.h"
 #include "runtime/step_profiler.h"
 
@@ -28,12 +29,14 @@ StatusOr<std::unique_ptr<Runtime>> Init(int* argc, char*** argv, const InitOptio
   }
   auto world = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, false);
   if (world->size() != rt->env_.world_size || world->rank() != rt->env_.rank) {
+    if (world->size() == 1 && rt->env_.world_size > 1) ReportMpiSingleton();
     return FailedPrecondition(
         "MPI says rank " + std::to_string(world->rank()) + " of " + std::to_string(world->size()) +
         " but the environment (" + rt->env_.source + ") says rank " + std::to_string(rt->env_.rank) + " of " +
         std::to_string(rt->env_.world_size) +
         (world->size() == 1 && rt->env_.world_size > 1
-             ? "; the ranks started as singletons: under srun use --mpi=pmix (or launch with gpulaunch)"
+             ? "; the ranks started as MPI singletons: the engine that started them is not one this program's "
+               "MPI joins (with gpulaunch use --launcher auto; under srun use --mpi=pmix)"
              : "; the environment is stale"));
   }
   // Every rank's host, plan hash and leaf switch, to check the plan and name

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "common/env.h"
+#include "common/heartbeat_pipe.h"
 
 namespace gpulaunch::rt {
 namespace {
@@ -30,6 +31,12 @@ void ReportProgress() {
   if (now - last < kMinIntervalNs || !last_ns.compare_exchange_strong(last, now)) return;
   // A full pipe means the shim already knows: dropping the byte is fine.
   [[maybe_unused]] const ssize_t n = write(fd, "b", 1);
+}
+
+void ReportMpiSingleton() {
+  const int fd = HeartbeatFd();
+  if (fd < 0) return;
+  [[maybe_unused]] const ssize_t n = write(fd, &kHeartbeatSingletonByte, 1);
 }
 
 }  // namespace gpulaunch::rt

@@ -15,4 +15,9 @@ namespace gpulaunch::rt {
 
 void ReportProgress();
 
+// Tells gpulaunch (through the shim) that MPI made this rank a world of its
+// own where the environment says the engine started more: gpulaunch names
+// the mismatch when every rank says so. Outside gpulaunch it does nothing.
+void ReportMpiSingleton();
+
 }  // namespace gpulaunch::rt

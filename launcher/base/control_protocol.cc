@@ -80,6 +80,10 @@ std::optional<ControlMessage> ParseControlLine(const std::string& line) {
     m.kind = ControlMessage::Kind::kBeat;
     return m;
   }
+  if (word == "singleton") {
+    m.kind = ControlMessage::Kind::kSingleton;
+    return m;
+  }
   if (word == "tail") {
     m.kind = ControlMessage::Kind::kTail;
     m.text = SafeReceived(in.RestOfLine());
@@ -142,6 +146,8 @@ std::string FormatControlLine(const ControlMessage& m) {
       return "refuse " + r + " " + m.host + " " + SafeText(m.text) + "\n";
     case ControlMessage::Kind::kBeat:
       return "beat " + r + "\n";
+    case ControlMessage::Kind::kSingleton:
+      return "singleton " + r + "\n";
     case ControlMessage::Kind::kSlot:
       return "slot " + r + (m.text.empty() ? "" : " " + m.text) + "\n";
     case ControlMessage::Kind::kTail:

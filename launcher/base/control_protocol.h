@@ -28,6 +28,10 @@
 //       without PMIx)
 //   refuse <rank> <host> <reason>      the shim would not start the rank
 //   beat <rank>                        the job made progress (rate-limited)
+//   singleton <rank>                   the job's MPI_Init gave it a world of 1
+//                                      where the engine started more: its MPI
+//                                      is not the one the engine starts (said
+//                                      by the runtime, runtime/gpurt.h)
 //   tail <rank> <line>                 one of the last lines of its stderr
 //   exit <rank> code|signal <value> [stopped]
 //                                      the job process ended; `stopped` when
@@ -71,7 +75,7 @@
 namespace gpulaunch {
 
 struct ControlMessage {
-  enum class Kind { kCheckin, kRefuse, kBeat, kTail, kExit, kStacks, kMetric, kSlot, kHelper };
+  enum class Kind { kCheckin, kRefuse, kBeat, kTail, kExit, kStacks, kMetric, kSlot, kHelper, kSingleton };
   Kind kind = Kind::kBeat;
   int rank = -1;
   int pid = -1;

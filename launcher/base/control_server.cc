@@ -382,6 +382,9 @@ bool ControlServer::HandleMessage(Peer& peer, const ControlMessage& m) {
     case Kind::kBeat:
       r.last_beat = now;
       break;
+    case Kind::kSingleton:
+      r.mpi_singleton = true;
+      break;
     case Kind::kTail:
       r.stderr_tail.push_back(m.text);
       if (r.stderr_tail.size() > kTailLines) r.stderr_tail.erase(r.stderr_tail.begin());

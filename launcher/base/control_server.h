@@ -48,6 +48,7 @@ struct RankRecord {
   // first failure while a rank failed on its own.
   bool told_to_stop = false;
   bool lost = false;                   // the connection closed without an exit report
+  bool mpi_singleton = false;          // its MPI_Init gave it a world of 1 (a `singleton` report)
   std::vector<std::string> stderr_tail;
   std::string stacks;
   // Processes the rank left behind, which its shim stopped

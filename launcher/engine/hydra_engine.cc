@@ -56,6 +56,12 @@ bool HostsHoldOneRunEach(const Placement& placement) {
 std::vector<std::string> BuildHydraArgv(const LaunchPlan& plan, const EngineSettings& s, const std::string& hostfile) {
   std::vector<std::string> argv = {kHydraProgram, "-f", hostfile, "-n", std::to_string(plan.placement.ranks.size())};
   AddLauncher(argv, s.loopback_only);
+  // Hydra, when a rank ends without MPI_Finalize, SIGKILLs every other rank
+  // at once: no stop signal first, no kill grace, and ranks that were still
+  // writing their checkpoint on SIGTERM lose it. gpulaunch's own teardown
+  // does it instead (launcher/job/job_watch.h). A rank killed by a signal
+  // still makes Hydra kill the rest (MPICH 4.0.2).
+  argv.push_back("-disable-auto-cleanup");
   if (s.tag) argv.push_back("-prepend-rank");
   argv.push_back(s.shim);
   argv.push_back("--");

@@ -318,6 +318,7 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
   job.job_id = table.job_id;
   job.plan_hash = plan.plan_hash;
   job.program = plan.program;
+  job.engine = engine.Name();
   job.restart = o.restart;
   for (const RankSlot& r : plan.placement.ranks) job.planned_hosts.push_back(r.host);
   JobWatch watch(plan, o, control, job, run->kill_grace_ms);
@@ -352,6 +353,8 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
               << " did not exit; gpulaunch stopped it (Open MPI 4.1's mpirun can hang once its job is over)\n";
     out.exit_code = job.exit_code = 0;
   }
+  // N singletons that all exit 0 ran N copies of the job, not the job.
+  if (out.exit_code == 0 && EveryRankAnMpiSingleton(job, records)) out.exit_code = job.exit_code = kExitLaunchFailure;
   Blame(records, checked_in, job, out);
   std::cerr << HelpersNote(records);
   Report(o, job, records, out);

@@ -220,7 +220,25 @@ const RankRecord* RankToBlame(const std::map<int, RankRecord>& ranks) {
 
 }  // namespace
 
+bool EveryRankAnMpiSingleton(const JobOutcome& job, const std::map<int, RankRecord>& ranks) {
+  const size_t world = job.planned_hosts.size();
+  if (world < 2) return false;
+  size_t singletons = 0;
+  for (const auto& [rank, r] : ranks) singletons += r.mpi_singleton;
+  return singletons == world;
+}
+
 std::optional<RootCause> FindRootCause(const JobOutcome& job, const std::map<int, RankRecord>& ranks) {
+  if (EveryRankAnMpiSingleton(job, ranks)) {
+    RootCause cause;
+    cause.headline = "the " + std::to_string(job.planned_hosts.size()) + " ranks ran as " +
+                     std::to_string(job.planned_hosts.size()) +
+                     " MPI singletons, not one job: each one's MPI_Init gave it a world of 1";
+    cause.notes.push_back("the program links an MPI that " + (job.engine.empty() ? "the engine" : job.engine) +
+                          " does not start; launch with --launcher auto, which starts it with the engine of the "
+                          "MPI it links (gpulaunch check --binary PROGRAM shows that MPI on every host)");
+    return cause;
+  }
   if (job.exit_code == 0 && job.stop == StopReason::kNone) return std::nullopt;
   // Refusals come first: the engine did not start the job that was planned.
   for (const auto& [rank, r] : ranks) {

@@ -24,6 +24,7 @@ struct JobOutcome {
   std::string plan_hash;
   std::vector<std::string> program;
   std::vector<std::string> planned_hosts;  // by rank
+  std::string engine;                      // the engine's name ("mpirun", "hydra", "srun")
   int exit_code = 0;                       // gpulaunch's
   StopReason stop = StopReason::kNone;
   int user_signal = 0;                     // with kUserSignal
@@ -45,8 +46,13 @@ struct RootCause {
   std::vector<std::string> evidence;  // the blamed rank's stderr tail or stacks
 };
 
-// Why the job failed; nullopt when it did not (exit 0 and no stop).
+// Why the job failed; nullopt when it did not (exit 0 and no stop). Every
+// rank an MPI singleton (RankRecord::mpi_singleton) is a failure of its own.
 std::optional<RootCause> FindRootCause(const JobOutcome& job, const std::map<int, RankRecord>& ranks);
+
+// True when the job has more than one rank and every one of them reported
+// that MPI_Init gave it a world of 1: the program's MPI is not the engine's.
+bool EveryRankAnMpiSingleton(const JobOutcome& job, const std::map<int, RankRecord>& ranks);
 
 // The "---- root cause ----" block, every line prefixed "gpulaunch: ".
 std::string RenderRootCause(const RootCause& cause, const std::string& summary_path);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/env.h"
+#include "common/heartbeat_pipe.h"
 #include "launcher/base/fd_io.h"
 #include "launcher/shim/child_streams.h"
 #include "launcher/shim/descendants.h"
@@ -181,7 +182,16 @@ class Supervision {
   void TakeBeats() {
     char buf[4096];
     ssize_t n;
-    while ((n = read(fds_[kBeat].fd, buf, sizeof buf)) > 0) beat_pending_ = true;
+    while ((n = read(fds_[kBeat].fd, buf, sizeof buf)) > 0) {
+      beat_pending_ = true;
+      if (!singleton_told_ && std::memchr(buf, kHeartbeatSingletonByte, static_cast<size_t>(n)) && control_) {
+        ControlMessage m;
+        m.kind = ControlMessage::Kind::kSingleton;
+        m.rank = o_.rank;
+        control_->Send(m);
+        singleton_told_ = true;
+      }
+    }
     if (n == 0) CloseSlot(kBeat);
   }
 
@@ -285,7 +295,7 @@ class Supervision {
   MetricsForwarder forwarder_;
   TailKeeper tail_;
   HelperStopper helpers_;
-  bool exited_ = false, beat_pending_ = false, told_to_stop_ = false, helpers_done_ = false;
+  bool exited_ = false, beat_pending_ = false, told_to_stop_ = false, helpers_done_ = false, singleton_told_ = false;
   int status_ = 0;
   Clock::time_point exited_at_{}, beat_sent_{}, orphan_kill_at_{}, helpers_done_at_{};
   Clock::time_point settle_at_;  // when once_settled is due; zero: done or dropped

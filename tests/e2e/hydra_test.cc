@@ -172,6 +172,22 @@ TEST(Hydra, AProgramOfTheOtherMpiIsRefusedWithTheFix) {
   EXPECT_TRUE(none.out.empty()) << "something ran: " << none.out;
 }
 
+// A program started through a script hides its MPI from the ELF check: an
+// Open MPI program (linking the runtime) started by Hydra becomes N
+// singletons, the runtime tells gpulaunch, and the launch fails naming it.
+TEST(Hydra, SingletonsReportedByTheRuntimeFailTheLaunch) {
+  REQUIRE_HYDRA();
+  TempDir dir("hydra-singletons");
+  const std::string script = dir / "wrap.sh";
+  std::ofstream(script) << "#!/bin/sh\nexec \"$@\"\n";
+  fs::permissions(script, fs::perms::owner_all);
+  const CapturedRun run = Launch({"-n", "2", "--oversubscribe", "--no-summary", "--launcher", "hydra", script,
+                                  kBin + "/transformer_train", "--steps", "1"});
+  EXPECT_NE(ExitCode(run), 0) << run.out << run.err;
+  EXPECT_NE(run.err.find("the 2 ranks ran as 2 MPI singletons"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("hydra does not start"), std::string::npos) << run.err;
+}
+
 // auto: the engine of the program's MPI; a script or a program linking no
 // MPI gets the default engine (mpirun outside Slurm).
 TEST(Hydra, AutoFollowsTheProgramsMpi) {

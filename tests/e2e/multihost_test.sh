@@ -436,6 +436,53 @@ check "linkcheck with node3 limited to 100 Mbit/s: exit 1" "$code" 1
 check "... node3 -> node4's bandwidth flagged against the baseline" \
   "$(grep -cE 'linkcheck: node3 -> node4: bandwidth [14] MiB 0\.[0-9]+ Gbps, [0-9]+% below' "$WORK/links-slow.txt")" 2
 
+# 5j. An MPICH program over ssh: auto picks MPICH's Hydra (the program links
+#     libmpich.so.12), which starts Hydra's proxies on the 4 hosts through ssh
+#    (the rig's config through HYDRA_LAUNCHER_EXEC, as a site would set its
+#    own) and every rank through the shim: one world of 16 on the planned
+#    hosts, a remote rank's exit code, SIGTERM and Ctrl-C to every rank with
+#    nothing left on any host. Skipped without MPICH.
+if command -v mpiexec.hydra > /dev/null && [ -x "$BIN/mpi_hello_mpich" ]; then
+  printf '#!/bin/sh\nexec ssh -F "%s" "$@"\n' "$GL_RIG/ssh/ssh_config" > "$WORK/ssh-rig"
+  chmod +x "$WORK/ssh-rig"
+  on_hydra() { HYDRA_LAUNCHER_EXEC="$WORK/ssh-rig" on_node1 "$@"; }
+  on_hydra "$BIN/gpulaunch" --dry-run --hostfile "$WORK/hosts" "$BIN/mpi_hello_mpich" > "$WORK/plan-mpich" 2>&1
+  check "MPICH program: auto chose hydra" "$(grep -c '^engine: hydra: .*libmpich.so.12' "$WORK/plan-mpich")" 1
+  on_hydra "$BIN/gpulaunch" --hostfile "$WORK/hosts" "$BIN/mpi_hello_mpich" > "$WORK/out-mpich" 2>&1
+  check "MPICH program on 4 hosts: exit 0" "$?" 0
+  check "... one world of 16, Allreduce right on every rank" \
+    "$(grep -c 'mpi_world=16 sum=120 ' "$WORK/out-mpich")" 16
+  mismatches=$(awk 'FNR == NR && $1 ~ /^[0-9]+$/ && NF >= 6 { host[$1] = $2; next }
+    FNR != NR && /^mpi_rank=/ {
+      delete kv; for (i = 1; i <= NF; i++) { split($i, p, "="); kv[p[1]] = p[2] }
+      if (kv["rank"] != kv["mpi_rank"] || kv["host"] != host[kv["rank"]]) print }' "$WORK/plan-mpich" "$WORK/out-mpich")
+  check "... MPI's rank is RANK, on the planned host" "$mismatches" ""
+  on_hydra "$BIN/gpulaunch" --hostfile "$WORK/hosts" "$BIN/mpi_hello_mpich" --exit-rank 9 --exit-code 5 \
+    > /dev/null 2>&1
+  check "MPICH rank 9 on node3 exits 5 -> gpulaunch exits 5" "$?" 5
+  for sig in TERM INT; do
+    mkdir -p "$WORK/h$sig"
+    on_hydra "$BIN/gpulaunch" --hostfile "$WORK/hosts" --no-summary --kill-grace 30 "$BIN/mpi_hello_mpich" \
+      --wait-dir "$WORK/h$sig" --marker "gl-hydra-$$" > /dev/null 2>&1 &
+    launcher=$!
+    for _ in $(seq 1 1200); do [ "$(ls "$WORK/h$sig" | grep -c '^ready')" = 16 ] && break; sleep 0.1; done
+    check "MPICH: 16 ranks up on 4 hosts" "$(ls "$WORK/h$sig" | grep -c '^ready')" 16
+    kill -"$sig" "$(pgrep -f "^$BIN/gpulaunch --hostfile $WORK/hosts --no-summary --kill-grace 30 $BIN/mpi_hello_mpich --wait-dir $WORK/h$sig")"
+    wait "$launcher"
+    code=$?
+    check "MPICH: SIG$sig to gpulaunch -> exit $((128 + $(kill -l "$sig")))" "$code" $((128 + $(kill -l "$sig")))
+    check "... seen by all 16 ranks on the 4 hosts" "$(ls "$WORK/h$sig" | grep -c "^SIG$sig")" 16
+    for _ in $(seq 1 60); do
+      left=$(grep -l "[g]l-hydra-$$" /proc/[0-9]*/cmdline 2>/dev/null | wc -l)
+      [ "$left" -eq 0 ] && break
+      sleep 0.5
+    done
+    check "... and no rank left on any host" "$left" 0
+  done
+else
+  echo "skip - MPICH over ssh (mpiexec.hydra or mpi_hello_mpich missing: apt-get install mpich libmpich-dev)"
+fi
+
 # 6. An unknown host is a usage error and starts nothing.
 on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:2,node9:2 "$BIN/env_dump" > "$WORK/unknown" 2>&1
 check "unknown host -> exit 2" "$?" 2

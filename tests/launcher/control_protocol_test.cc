@@ -31,6 +31,15 @@ TEST(ControlProtocol, EveryMessageReadsBackAsWritten) {
   EXPECT_EQ(parts.before_pid + "4242" + parts.after_pid, FormatControlLine(checkin));
   EXPECT_EQ(parts.before_pid, "checkin 3 ");
 
+  ControlMessage singleton;
+  singleton.kind = Kind::kSingleton;
+  singleton.rank = 7;
+  ASSERT_EQ(FormatControlLine(singleton), "singleton 7\n");
+  back = ParseControlLine("singleton 7");
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->kind, Kind::kSingleton);
+  EXPECT_EQ(back->rank, 7);
+
   ControlMessage exit_msg;
   exit_msg.kind = Kind::kExit;
   exit_msg.rank = 5;

@@ -122,7 +122,8 @@ TEST(HydraEngine, TheJobNamesHydrasRankVariablesAndItsCommandReadsTheHostfile) {
   s.tag = true;
   const auto argv = BuildHydraArgv(plan, s, "/tmp/j/hostfile");
   EXPECT_EQ(argv, (std::vector<std::string>{"mpiexec.hydra", "-f", "/tmp/j/hostfile", "-n", "3", "-launcher", "ssh",
-                                            "-prepend-rank", "/opt/gl/gpulaunch-shim", "--", "./job", "--x"}));
+                                            "-disable-auto-cleanup", "-prepend-rank", "/opt/gl/gpulaunch-shim", "--",
+                                            "./job", "--x"}));
   s.loopback_only = true;
   s.tag = false;
   const auto local = BuildHydraArgv(plan, s, "h");

@@ -44,6 +44,29 @@ TEST(JobSummary, NoRootCauseForASuccess) {
   EXPECT_FALSE(FindRootCause(f.job, f.ranks));
 }
 
+// Every rank an MPI singleton is the cause, named with the engine, whatever
+// the ranks' codes; one singleton among ranks that joined is not.
+TEST(JobSummary, EveryRankAnMpiSingletonIsTheCause) {
+  Fixture f(3);
+  f.job.engine = "hydra";
+  for (int r = 0; r < 3; ++r) {
+    f.End(r, 100 + r, false, 0);
+    f.ranks[r].mpi_singleton = r != 1;
+  }
+  EXPECT_FALSE(EveryRankAnMpiSingleton(f.job, f.ranks));
+  EXPECT_FALSE(FindRootCause(f.job, f.ranks));
+  f.ranks[1].mpi_singleton = true;
+  EXPECT_TRUE(EveryRankAnMpiSingleton(f.job, f.ranks));
+  auto cause = FindRootCause(f.job, f.ranks);
+  ASSERT_TRUE(cause);
+  EXPECT_NE(cause->headline.find("the 3 ranks ran as 3 MPI singletons"), std::string::npos) << cause->headline;
+  ASSERT_FALSE(cause->notes.empty());
+  EXPECT_NE(cause->notes[0].find("hydra does not start"), std::string::npos) << cause->notes[0];
+  Fixture one(1);
+  one.ranks[0].mpi_singleton = true;
+  EXPECT_FALSE(EveryRankAnMpiSingleton(one.job, one.ranks)) << "a world of 1 is one process, not a mismatch";
+}
+
 TEST(JobSummary, TheFirstFailureIsBlamedNotTheTeardown) {
   Fixture f(4);
   f.End(0, 900, true, SIGTERM);
