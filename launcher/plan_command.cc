@@ -30,14 +30,14 @@ namespace fs = std::filesystem;
 namespace gpulaunch {
 namespace {
 
-// plan and slurm-config: the cluster their options describe (cluster_source.h).
-StatusOr<ClusterTopology> BuildCluster(const PlanOptions& o) {
+// plan and slurm-config: the cluster their options describe (cluster_source.h),
+// discovered through `engine`.
+StatusOr<ClusterTopology> BuildCluster(const PlanOptions& o, const Engine& engine) {
   ClusterSource source{HostRequest{o.host_args, o.hostfile, o.topology_files, /*planning_only=*/true}, o.synthetic,
                        o.cluster_file, o.network, o.dump_cluster};
   const std::string probe = (fs::read_symlink("/proc/self/exe").parent_path() / "gpulaunch-probe").string();
-  GL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, SelectEngine("auto"));  // probes through srun in an allocation
   GL_ASSIGN_OR_RETURN(BuiltCluster built, BuildClusterTopology(source, ResolveSettings{probe, o.allow_run_as_root,
-                                                                                       engine.get()}));
+                                                                                       &engine}));
   for (const std::string& note : built.notes) std::cerr << "gpulaunch: note: " << note << "\n";
   return std::move(built.topology);
 }
@@ -72,7 +72,10 @@ int RunPlanCommand(const std::vector<std::string>& args) {
     std::cout << PlanHelpText();
     return kExitOk;
   }
-  auto cluster = BuildCluster(o);
+  // The engine a launch would use: it discovers the hosts, and --explain says why it.
+  auto engine = ChooseEngine(o.launcher, o.program.value_or(""));
+  if (!engine.ok()) return Fail(engine.status());
+  auto cluster = BuildCluster(o, *engine->engine);
   if (!cluster.ok()) return Fail(cluster.status());
   auto request = PlanRequest(o, *cluster);
   if (!request.ok()) return Fail(request.status());
@@ -88,6 +91,7 @@ int RunPlanCommand(const std::vector<std::string>& args) {
     WritePlanJson(std::cout, report);
   } else {
     WritePlanText(std::cout, report, o.explain);
+    if (o.explain) std::cout << "engine: " << engine->reason << "\n";
   }
   return kExitOk;
 }
@@ -154,7 +158,9 @@ int RunSlurmConfigCommand(const std::vector<std::string>& args) {
   }
   auto policy = ReadPolicy(parsed->policy_file);
   if (!policy.ok()) return Fail(policy.status());
-  auto cluster = BuildCluster(*parsed);
+  auto engine = SelectEngine("auto");  // probes through srun in an allocation
+  if (!engine.ok()) return Fail(engine.status());
+  auto cluster = BuildCluster(*parsed, **engine);
   if (!cluster.ok()) return Fail(cluster.status());
   if (*policy) {
     if (Status fits = CheckPolicyFits(**policy, static_cast<int>(cluster->hosts.size())); !fits.ok()) return Fail(fits);

@@ -162,6 +162,12 @@ int RunPreflight(const CheckOptions& o, const HostCommandTarget& target) {
   PreflightOptions options;
   options.max_clock_skew_s = o.max_clock_skew_s;
   options.binary_given = o.binary.has_value();
+  // As a launch of it with the same --launcher would choose.
+  if (o.binary) {
+    if (auto choice = ChooseEngine(o.launcher, *o.binary); !choice.ok()) {
+      options.binary_engine_refusal = choice.status().message();
+    }
+  }
   const std::vector<PreflightHost> verdicts = EvaluatePreflight(probes, options);
   std::cout << (o.format == "json" ? PreflightJson(verdicts) : RenderPreflightTable(verdicts));
   if (baseline) {
@@ -191,7 +197,7 @@ int RunCheckCommand(const std::vector<std::string>& args) {
     std::cout << CheckHelpText();
     return kExitOk;
   }
-  auto target = ResolveCommandHosts(o.host_args, o.hostfile, "check");
+  auto target = ResolveCommandHosts(o.host_args, o.hostfile, "check", o.launcher);
   if (!target.ok()) return Fail(target.status());
   if (!o.storage) return RunPreflight(o, *target);
   // Every host resolves PATH itself, so it must not depend on a working directory.

@@ -12,7 +12,8 @@
 namespace gpulaunch {
 
 StatusOr<HostCommandTarget> ResolveCommandHosts(const std::vector<std::string>& host_args,
-                                                const std::optional<std::string>& hostfile, const std::string& what) {
+                                                const std::optional<std::string>& hostfile, const std::string& what,
+                                                const std::string& launcher) {
   std::vector<HostSpec> specs;
   for (const std::string& arg : host_args) {
     auto more = ParseHostArgument(arg);
@@ -35,7 +36,7 @@ StatusOr<HostCommandTarget> ResolveCommandHosts(const std::vector<std::string>& 
   }
   if (specs.empty()) specs.push_back(HostSpec{LocalHostname(), std::nullopt, std::nullopt});
   for (const HostSpec& h : specs) target.hosts.push_back(h.name);
-  auto engine = SelectEngine(from_allocation ? "srun" : "mpirun");
+  auto engine = SelectEngine(launcher != "auto" ? launcher : from_allocation ? "srun" : "mpirun");
   if (!engine.ok()) return engine.status();
   target.engine = std::move(engine).value();
   return target;

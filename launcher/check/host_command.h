@@ -17,14 +17,17 @@ namespace gpulaunch {
 
 struct HostCommandTarget {
   std::vector<std::string> hosts;  // in the order given
-  // Asks them: srun when the hosts are the Slurm allocation's, else mpirun.
+  // Asks them: the engine named by --launcher; with auto, srun when the hosts
+  // are the Slurm allocation's, else mpirun.
   std::shared_ptr<const Engine> engine;
 };
 
 // -H arguments or a hostfile; without either, the Slurm allocation, else this
-// machine. `what` names the command in errors ("nodes", "check").
+// machine. `what` names the command in errors ("nodes", "check"); `launcher`
+// is an engine's name or "auto".
 StatusOr<HostCommandTarget> ResolveCommandHosts(const std::vector<std::string>& host_args,
-                                                const std::optional<std::string>& hostfile, const std::string& what);
+                                                const std::optional<std::string>& hostfile, const std::string& what,
+                                                const std::string& launcher = "auto");
 
 // `program` (argv, program path first) once on `host`: directly when the host
 // is this machine, else through the engine (Engine::OnHostArgv).

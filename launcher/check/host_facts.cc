@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "launcher/engine/program_mpi.h"
 #include "common/env.h"
 #include "common/strings.h"
 #include "launcher/discovery/hwloc_source.h"
@@ -143,6 +144,8 @@ void CheckBinary(HostFacts& f, const std::string& binary) {
     missing.push_back(std::string(Trim(line.substr(0, line.find("=>")))));
   }
   if (!missing.empty()) f.binary_error = path + " needs libraries not found here: " + Join(missing, ", ");
+  const ProgramMpi mpi = ReadProgramMpi(path);
+  f.binary_mpi = mpi.family ? MpiFamilyName(*mpi.family) + " (" + mpi.library + ")" : "none (" + mpi.why_none + ")";
 }
 
 void Record(HostFacts& f) {

@@ -50,6 +50,10 @@ struct HostFacts {
   int free_ports = 0;             // bindable ports in kJobPortFirst..kJobPortLast
   std::string tmp_dir, tmp_error; // the temporary directory, and why it is not writable
   std::string binary, binary_error;  // the job's program as resolved there, and what is wrong with it
+  // The MPI the program links there (launcher/engine/program_mpi.h): "Open
+  // MPI (libmpi.so.40)", "MPICH ABI (...) (libmpich.so.12)", or "none" with
+  // the reason; empty without --binary.
+  std::string binary_mpi;
   std::map<std::string, std::string> recorded;  // swap, memlock, sysctls: recorded, not judged
 };
 

@@ -72,6 +72,7 @@ Json HostFactsToJson(const HostFacts& f) {
   j.Set("tmp_error", f.tmp_error);
   j.Set("binary", f.binary);
   j.Set("binary_error", f.binary_error);
+  j.Set("binary_mpi", f.binary_mpi);
   Json recorded = Json::Object();
   for (const auto& [k, v] : f.recorded) recorded.Set(k, v);
   j.Set("recorded", recorded);
@@ -127,6 +128,7 @@ StatusOr<HostFacts> HostFactsFromJson(const Json& j, const std::string& origin) 
   f.tmp_error = Text(j, "tmp_error");
   f.binary = Text(j, "binary");
   f.binary_error = Text(j, "binary_error");
+  f.binary_mpi = Text(j, "binary_mpi");
   if (const Json* r = j.Find("recorded"); r && r->is(Json::Type::kObject)) {
     for (const auto& [k, v] : r->members())
       if (v.is(Json::Type::kString)) f.recorded[k] = v.AsString();

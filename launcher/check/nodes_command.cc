@@ -61,7 +61,7 @@ int RunNodesCommand(const std::vector<std::string>& args) {
     std::cout << NodesHelpText();
     return kExitOk;
   }
-  auto target = ResolveCommandHosts(o.host_args, o.hostfile, "nodes");
+  auto target = ResolveCommandHosts(o.host_args, o.hostfile, "nodes", o.launcher);
   if (!target.ok()) return Fail(target.status());
   const std::vector<std::string>& hosts = target->hosts;
   const std::string probe = SiblingBinary("gpulaunch-probe");

@@ -83,12 +83,12 @@ std::string Seconds(double s) {
 // What the majority of the reachable hosts has, per compared fact; GPU-NIC
 // nearness among hosts with as many GPUs (a mixed cluster is fine).
 struct Majorities {
-  Majority gpulaunch, mpi, ucx, driver, mtu, speed;
+  Majority gpulaunch, mpi, ucx, driver, mtu, speed, binary_mpi;
   std::map<size_t, Majority> gpu_nic;  // by number of GPUs with a NIC
 };
 
 Majorities MajoritiesOf(const std::vector<HostProbe>& probes) {
-  std::vector<std::pair<std::string, std::string>> gl, mpi, ucx, driver, mtu, speed;
+  std::vector<std::pair<std::string, std::string>> gl, mpi, ucx, driver, mtu, speed, binary_mpi;
   std::map<size_t, std::vector<std::pair<std::string, std::string>>> gpu_nic;
   for (const HostProbe& p : probes) {
     if (!p.facts) continue;
@@ -96,6 +96,7 @@ Majorities MajoritiesOf(const std::vector<HostProbe>& probes) {
     mpi.emplace_back(p.host, p.facts->mpi_version);
     ucx.emplace_back(p.host, p.facts->ucx_version);
     driver.emplace_back(p.host, p.facts->driver_version);
+    if (p.facts->binary_error.empty()) binary_mpi.emplace_back(p.host, p.facts->binary_mpi);
     if (!p.facts->gpu_nics.empty()) {
       gpu_nic[p.facts->gpu_nics.size()].emplace_back(p.host, GpuNicSignature(*p.facts));
     }
@@ -104,8 +105,8 @@ Majorities MajoritiesOf(const std::vector<HostProbe>& probes) {
       if (n->speed_mbps > 0) speed.emplace_back(p.host, std::to_string(n->speed_mbps));
     }
   }
-  Majorities m{MajorityOf(gl), MajorityOf(mpi), MajorityOf(ucx), MajorityOf(driver), MajorityOf(mtu),
-               MajorityOf(speed), {}};
+  Majorities m{MajorityOf(gl),  MajorityOf(mpi),   MajorityOf(ucx),        MajorityOf(driver),
+               MajorityOf(mtu), MajorityOf(speed), MajorityOf(binary_mpi), {}};
   for (const auto& [gpus, values] : gpu_nic) m.gpu_nic[gpus] = MajorityOf(values);
   return m;
 }
@@ -194,20 +195,28 @@ CheckOutcome GpusCheck(const HostFacts& f, const PreflightOptions& o) {
               ", no ECC errors"};
 }
 
-// ports, tmp and binary: what the host itself reported.
-void LocalResourceChecks(const HostFacts& f, const PreflightOptions& o, std::map<std::string, CheckOutcome>& c) {
+// The program resolves here, links the MPI most hosts' copies link, and an
+// engine here starts that MPI (else its ranks would be singletons).
+CheckOutcome BinaryCheck(const HostFacts& f, const PreflightOptions& o, const Majorities& m) {
+  if (!o.binary_given) return {"binary", CheckState::kSkip, "no --binary"};
+  if (!f.binary_error.empty()) return {"binary", CheckState::kFail, f.binary_error};
+  CheckOutcome c{"binary", CheckState::kPass, ""};
+  Compare(f.binary_mpi, m.binary_mpi, "MPI", c);
+  c.detail = f.binary + ": " + (c.state == CheckState::kFail ? c.detail : "MPI " + f.binary_mpi);
+  if (!o.binary_engine_refusal.empty() && f.binary_mpi.rfind("none", 0) != 0) {
+    c.state = CheckState::kFail;
+    c.detail = o.binary_engine_refusal;
+  }
+  return c;
+}
+
+// ports and tmp: what the host itself reported.
+void LocalResourceChecks(const HostFacts& f, std::map<std::string, CheckOutcome>& c) {
   const int ports = kJobPortLast - kJobPortFirst + 1;
   c["ports"] = {"ports", f.free_ports == 0 ? CheckState::kFail : CheckState::kPass,
                 std::to_string(f.free_ports) + " of " + std::to_string(ports) + " job ports free"};
   c["tmp"] = f.tmp_error.empty() ? CheckOutcome{"tmp", CheckState::kPass, f.tmp_dir}
                                  : CheckOutcome{"tmp", CheckState::kFail, f.tmp_error};
-  if (!o.binary_given) {
-    c["binary"] = {"binary", CheckState::kSkip, "no --binary"};
-  } else if (!f.binary_error.empty()) {
-    c["binary"] = {"binary", CheckState::kFail, f.binary_error};
-  } else {
-    c["binary"] = {"binary", CheckState::kPass, f.binary};
-  }
 }
 
 PreflightHost EvaluateHost(const HostProbe& p, const PreflightOptions& o, const Majorities& m) {
@@ -227,7 +236,8 @@ PreflightHost EvaluateHost(const HostProbe& p, const PreflightOptions& o, const 
     const auto gpu_nic = m.gpu_nic.find(f.gpu_nics.size());
     c["gpu-nic"] = GpuNicCheck(f, gpu_nic == m.gpu_nic.end() ? Majority{} : gpu_nic->second);
     c["gpus"] = GpusCheck(f, o);
-    LocalResourceChecks(f, o, c);
+    LocalResourceChecks(f, c);
+    c["binary"] = BinaryCheck(f, o, m);
   }
   PreflightHost h;
   h.host = p.host;
@@ -257,7 +267,7 @@ std::string RenderPreflightTable(const std::vector<PreflightHost>& hosts) {
   }
   while (out.back() == ' ') out.pop_back();
   out += "\n";
-  std::string failures;
+  std::string failures, programs;  // programs: each host's --binary and the MPI it links
   for (const PreflightHost& h : hosts) {
     char cell[64];
     std::snprintf(cell, sizeof cell, "%-16s", h.host.c_str());
@@ -267,11 +277,12 @@ std::string RenderPreflightTable(const std::vector<PreflightHost>& hosts) {
                     c.state == CheckState::kPass ? "ok" : c.state == CheckState::kFail ? "FAIL" : "-");
       out += cell;
       if (c.state == CheckState::kFail) failures += h.host + ": " + c.name + ": " + c.detail + "\n";
+      if (c.state == CheckState::kPass && c.name == "binary") programs += h.host + ": binary: " + c.detail + "\n";
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();
     out += "\n";
   }
-  return out + failures;
+  return out + programs + failures;
 }
 
 std::string PreflightJson(const std::vector<PreflightHost>& hosts) {

@@ -16,7 +16,8 @@
 //             none at 90 C or more, no uncorrected ECC errors
 //   ports     some of gpulaunch's job ports (29500-30499) are free
 //   tmp       the temporary directory is writable
-//   binary    the job's program and its libraries resolve (with --binary)
+//   binary    the job's program and its libraries resolve (with --binary), it
+//             links the same MPI on every host, and an engine here starts it
 // Swap, memlock and a few sysctls are recorded only (they show in --save and
 // --compare).
 #pragma once
@@ -58,6 +59,9 @@ struct PreflightHost {
 struct PreflightOptions {
   double max_clock_skew_s = 1.0;
   bool binary_given = false;
+  // Why the engine a launch of --binary would use cannot start the MPI the
+  // program links here (ChooseEngine's refusal); empty when it can.
+  std::string binary_engine_refusal;
   int max_gpu_temperature_c = 90;
 };
 

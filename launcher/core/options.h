@@ -86,6 +86,8 @@ struct PlanOptions {
   std::vector<std::string> exclude;
   std::string format = "table";
   bool explain = false;
+  std::string launcher = "auto";       // --launcher: the engine a launch would use (plan only)
+  std::optional<std::string> program;  // --program: the job's program, whose MPI picks the engine (plan only)
   bool help = false;
   bool allow_run_as_root = false;           // discovery of -H hosts through mpirun
   std::optional<std::string> out_dir;       // slurm-config: where to write the files
@@ -121,6 +123,7 @@ struct NodesOptions {
   int budget_s = 10;                   // --budget: how long a host may take to answer
   int watch_s = 0;                     // --watch: refresh every S seconds (0: once)
   int count = 0;                       // --count: stop after N refreshes (0: never)
+  std::string launcher = "auto";       // --launcher: the engine that reaches the hosts
   bool allow_run_as_root = false;
   bool help = false;
 };
@@ -140,6 +143,7 @@ struct CheckOptions {
   int size_mib = 16;                   // --size: MiB each host writes and reads
   std::string format = "table";
   int budget_s = 30;                   // --budget: per host (and phase for --storage)
+  std::string launcher = "auto";       // --launcher: the engine that reaches the hosts (and would start --binary)
   bool allow_run_as_root = false;
   bool help = false;
 };

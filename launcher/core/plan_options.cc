@@ -67,7 +67,9 @@ const SubcommandParser& PlanParser() {
       ("comm", po::value<std::string>()->value_name("KIND"), "allreduce (default), p2p, or compute (may use fragmented GPUs)")
       ("exclude", po::value<std::vector<std::string>>()->composing()->value_name("LIST"), "hosts not to use (repeatable, hostlists)")
       ("format", po::value<std::string>()->value_name("table|json"), "table (default) or json")
-      ("explain", "say why each host was chosen or passed over");
+      ("explain", "say why each host was chosen or passed over, and which engine would start the job")
+      ("launcher", po::value<std::string>()->value_name("NAME"), "the engine, as for launches (default auto); it also discovers the hosts")
+      ("program", po::value<std::string>()->value_name("PATH"), "the job's program: with --launcher auto, the MPI it links picks the engine");
     // clang-format on
     AddClusterOptions(*p);
     return p;
@@ -137,6 +139,8 @@ StatusOr<PlanOptions> ParsePlanCommandLine(const std::vector<std::string>& args)
   if (vm.count("exclude")) o.exclude = vm["exclude"].as<std::vector<std::string>>();
   GL_ASSIGN_OR_RETURN(o.format, FormatOption(p, vm));
   o.explain = vm.count("explain") > 0;
+  if (vm.count("launcher")) o.launcher = vm["launcher"].as<std::string>();
+  if (vm.count("program")) o.program = vm["program"].as<std::string>();
   GL_RETURN_IF_ERROR(ReadClusterOptions(p, vm, o));
   return o;
 }

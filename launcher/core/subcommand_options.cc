@@ -21,6 +21,7 @@ void AddHostOptions(SubcommandParser& p) {
     ("hostfile", po::value<std::string>()->value_name("FILE"), "host file, as for launches")
     ("machinefile", po::value<std::string>()->value_name("FILE"), "same as --hostfile")
     ("format", po::value<std::string>()->value_name("table|json"), "table (default) or json")
+    ("launcher", po::value<std::string>()->value_name("NAME"), "the engine that reaches the hosts, as for launches (default auto)")
     ("allow-run-as-root", "let mpirun run as root");
 }
 
@@ -28,6 +29,7 @@ struct HostFlags {
   std::vector<std::string>* host_args;
   std::optional<std::string>* hostfile;
   std::string* format;
+  std::string* launcher;
   bool* allow_run_as_root;
 };
 Status ReadHostOptions(const SubcommandParser& p, const po::variables_map& vm, const HostFlags& out) {
@@ -36,6 +38,7 @@ Status ReadHostOptions(const SubcommandParser& p, const po::variables_map& vm, c
     if (vm.count(name)) *out.hostfile = vm[name].as<std::string>();
   GL_ASSIGN_OR_RETURN(*out.format, FormatOption(p, vm));
   *out.allow_run_as_root = vm.count("allow-run-as-root") > 0;
+  if (vm.count("launcher")) *out.launcher = vm["launcher"].as<std::string>();
   if (!out.host_args->empty() && *out.hostfile) return p.Error("give either --host or --hostfile, not both");
   return Status::Ok();
 }
@@ -44,11 +47,11 @@ const SubcommandParser& NodesParser() {
   static const SubcommandParser* parser = [] {
     auto* p = new SubcommandParser(
         "nodes", "[-H LIST | --hostfile FILE] [--format table|json] [--budget S] [--watch S [--count N]]\n"
-                 "                       [--allow-run-as-root]",
+                 "                       [--launcher NAME] [--allow-run-as-root]",
         "One row per host and GPU model: state (online, down, drained, draining), GPU count, model and memory,\n"
         "cores, when the host last answered, and why it is not online. Without -H/--hostfile: the Slurm\n"
         "allocation, else this machine. Each host gets --budget seconds (default 10) to answer through the\n"
-        "engine (mpirun, or srun inside an allocation). --watch S refreshes every S seconds (--count N times);\n"
+        "engine (--launcher; by default mpirun, or srun inside an allocation). --watch S refreshes every S seconds (--count N times);\n"
         "a host that answered before and misses one or two rounds is suspect, after three down. GPU memory in\n"
         "use and free come from NVML where a driver answers.\n"
         "Exit 0 when every host is online, 1 when one is not, 2 for usage errors.");
@@ -66,12 +69,14 @@ const SubcommandParser& CheckParser() {
   static const SubcommandParser* parser = [] {
     auto* p = new SubcommandParser(
         "check", "[-H LIST | --hostfile FILE] [--binary PATH] [--save FILE] [--compare FILE]\n"
-                 "                       [--max-clock-skew S] [--budget S] [--format table|json] [--allow-run-as-root]",
+                 "                       [--max-clock-skew S] [--budget S] [--format table|json] [--launcher NAME]\n"
+                 "                       [--allow-run-as-root]",
         "Pre-flight checks of every host at once, each through the engine within --budget seconds (default 30):\n"
         "reach, clock (offset from this host, --max-clock-skew 1 s), dns (both ways), versions (gpulaunch, MPI,\n"
         "UCX, driver), mtu and nic (the data interface's MTU, state and speed against the other hosts), gpus\n"
         "(NVML: all present, temperature, ECC), ports (free job ports), tmp (writable), binary (--binary PATH\n"
-        "and its libraries resolve). --save FILE records the hosts' facts; --compare FILE reports what changed.\n"
+        "and its libraries resolve, it links the same MPI on every host, and the engine a launch of it with the\n"
+        "same --launcher would use starts that MPI; each host's MPI for it is listed). --save FILE records the hosts' facts; --compare FILE reports what changed.\n"
         "Exit 0 when every check passes on every host, 1 naming each host and check that failed.\n\n"
         "       gpulaunch check --storage PATH [-H LIST | --hostfile FILE] [--size MiB] [--budget S]\n"
         "                       [--format table|json] [--allow-run-as-root]\n"
@@ -104,7 +109,7 @@ StatusOr<NodesOptions> ParseNodesCommandLine(const std::vector<std::string>& arg
   NodesOptions o;
   o.help = SubcommandParser::WantsHelp(vm);
   if (o.help) return o;
-  GL_RETURN_IF_ERROR(ReadHostOptions(p, vm, {&o.host_args, &o.hostfile, &o.format, &o.allow_run_as_root}));
+  GL_RETURN_IF_ERROR(ReadHostOptions(p, vm, {&o.host_args, &o.hostfile, &o.format, &o.launcher, &o.allow_run_as_root}));
   GL_ASSIGN_OR_RETURN(o.budget_s, IntOption(p, vm, "budget", o.budget_s, 1, 86400, "seconds"));
   GL_ASSIGN_OR_RETURN(o.watch_s, IntOption(p, vm, "watch", o.watch_s, 1, 86400, "seconds"));
   GL_ASSIGN_OR_RETURN(o.count, IntOption(p, vm, "count", o.count, 1, 1000000, "refreshes"));
@@ -120,7 +125,7 @@ StatusOr<CheckOptions> ParseCheckCommandLine(const std::vector<std::string>& arg
   CheckOptions o;
   o.help = SubcommandParser::WantsHelp(vm);
   if (o.help) return o;
-  GL_RETURN_IF_ERROR(ReadHostOptions(p, vm, {&o.host_args, &o.hostfile, &o.format, &o.allow_run_as_root}));
+  GL_RETURN_IF_ERROR(ReadHostOptions(p, vm, {&o.host_args, &o.hostfile, &o.format, &o.launcher, &o.allow_run_as_root}));
   for (auto [name, out] : {std::pair{"storage", &o.storage}, std::pair{"binary", &o.binary},
                            std::pair{"save", &o.save}, std::pair{"compare", &o.compare}}) {
     if (!vm.count(name)) continue;

@@ -57,8 +57,13 @@ StatusOr<std::unique_ptr<Engine>> SelectEngine(const std::string& name) {
 }
 
 StatusOr<EngineChoice> ChooseEngine(const std::string& name, const std::string& program) {
-  const ProgramMpi mpi = ReadProgramMpi(program);
-  const std::string found = mpi.Describe(program);
+  ProgramMpi mpi;
+  if (program.empty()) {
+    mpi.why_none = "no program given, so no MPI read";
+  } else {
+    mpi = ReadProgramMpi(program);
+  }
+  const std::string found = program.empty() ? mpi.why_none : mpi.Describe(program);
   if (name != "auto") {
     GL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, SelectEngine(name));
     if (mpi.family && !engine->StartsMpi(*mpi.family)) {

@@ -208,6 +208,10 @@ TEST(Hydra, AutoFollowsTheProgramsMpi) {
     const std::string line = EngineLine(dry.out);
     EXPECT_EQ(line.rfind(c.engine, 0), 0u) << c.program << ": " << line;
     EXPECT_NE(line.find(c.why), std::string::npos) << c.program << ": " << line;
+    // plan --explain says the same of the program it is given.
+    const CapturedRun plan = Launch({"plan", "-n", "2", "--explain", "--program", c.program});
+    ASSERT_EQ(ExitCode(plan), 0) << c.program << ": " << plan.err;
+    EXPECT_EQ(EngineLine(plan.out), line) << plan.out;
   }
 }
 

@@ -479,6 +479,23 @@ if command -v mpiexec.hydra > /dev/null && [ -x "$BIN/mpi_hello_mpich" ]; then
     done
     check "... and no rank left on any host" "$left" 0
   done
+  # check --binary, through Hydra, names each host's MPI for the program; a host whose copy
+  # links Open MPI instead (planted in node2's mount namespace) fails alone.
+  mkdir -p "$WORK/mpibin"
+  cp "$BIN/mpi_hello_mpich" "$WORK/mpibin/job"
+  on_hydra "$BIN/gpulaunch" check --launcher hydra --hostfile "$WORK/hosts" --binary "$WORK/mpibin/job" --budget 20 \
+    > "$WORK/check-mpi.txt" 2>&1
+  check "check --binary: exit 0, each host's copy links the MPICH ABI" \
+    "$?:$(grep -cE '^node[1-4]: binary: .*/job: MPI MPICH ABI .*\(libmpich\.so\.12\)$' "$WORK/check-mpi.txt")" "0:4"
+  sshd2=$(cat "$GL_RIG/ssh/sshd.2.pid")
+  nsenter -t "$sshd2" -m sh -c "mount -t tmpfs gl-mpibin-plant '$WORK/mpibin' && cp '$BIN/mpi_hello_ompi' '$WORK/mpibin/job'"
+  on_hydra "$BIN/gpulaunch" check --launcher hydra --hostfile "$WORK/hosts" --binary "$WORK/mpibin/job" --budget 20 \
+    > "$WORK/check-mpi-bad.txt" 2>&1
+  code=$?
+  nsenter -t "$sshd2" -m umount "$WORK/mpibin"
+  check "check --binary with node2's copy linking Open MPI: exit 1, node2 named alone" \
+    "$code:$(grep -c '^node2: binary: .*MPI Open MPI (libmpi.so.40) here, MPICH ABI .* on node1, node3, node4$' \
+      "$WORK/check-mpi-bad.txt"):$(grep -c '^node[134]: binary: .*FAIL\|^node[134]: binary: .* here' "$WORK/check-mpi-bad.txt")" "1:1:0"
 else
   echo "skip - MPICH over ssh (mpiexec.hydra or mpi_hello_mpich missing: apt-get install mpich libmpich-dev)"
 fi

@@ -93,6 +93,35 @@ TEST(Preflight, EachPlantedFaultIsNamedOnItsHost) {
             std::string::npos);
 }
 
+// --binary: each host's MPI for the program is shown; a host whose copy links
+// another MPI fails, and so does every host when no engine starts the MPI.
+TEST(Preflight, TheBinarysMpiMustBeOneAndStartable) {
+  auto probes = Healthy();
+  for (auto& p : probes) {
+    p.facts->binary = "/opt/job";
+    p.facts->binary_mpi = "Open MPI (libmpi.so.40)";
+  }
+  probes[2].facts->binary_mpi = "MPICH ABI (MPICH, Intel MPI, MVAPICH) (libmpich.so.12)";
+  PreflightOptions o;
+  o.binary_given = true;
+  auto hosts = EvaluatePreflight(probes, o);
+  EXPECT_EQ(Check(hosts[0], "binary").state, CheckState::kPass);
+  EXPECT_EQ(Check(hosts[0], "binary").detail, "/opt/job: MPI Open MPI (libmpi.so.40)");
+  EXPECT_EQ(Check(hosts[2], "binary").state, CheckState::kFail);
+  EXPECT_EQ(Check(hosts[2], "binary").detail,
+            "/opt/job: MPI MPICH ABI (MPICH, Intel MPI, MVAPICH) (libmpich.so.12) here, Open MPI (libmpi.so.40) on "
+            "node1, node2, node4");
+  EXPECT_NE(RenderPreflightTable(hosts).find("node1: binary: /opt/job: MPI Open MPI (libmpi.so.40)\n"),
+            std::string::npos);
+  probes[2].facts->binary_mpi = "Open MPI (libmpi.so.40)";
+  o.binary_engine_refusal = "no engine here starts it";
+  hosts = EvaluatePreflight(probes, o);
+  for (const PreflightHost& h : hosts) {
+    EXPECT_EQ(Check(h, "binary").state, CheckState::kFail) << h.host;
+    EXPECT_EQ(Check(h, "binary").detail, "no engine here starts it");
+  }
+}
+
 TEST(Preflight, GpuHealthAndAMissingDriver) {
   auto probes = Healthy();
   probes[0].facts->gpus[0].temperature_c = 93;
