@@ -10,13 +10,13 @@
 #include <cerrno>
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include "common/env.h"
 #include "common/strings.h"
 
 namespace gpulaunch {
@@ -200,9 +200,7 @@ std::filesystem::path Locate(const std::string& name, const ElfDynamic& dynamic,
   const std::filesystem::path origin = std::filesystem::absolute(object).parent_path();
   std::vector<std::string> dirs;
   if (dynamic.runpath.empty()) dirs.insert(dirs.end(), dynamic.rpath.begin(), dynamic.rpath.end());
-  if (const char* ld = std::getenv("LD_LIBRARY_PATH")) {
-    for (const std::string& d : SearchPath(ld)) dirs.push_back(d);
-  }
+  for (const std::string& d : SearchPath(EnvOr("LD_LIBRARY_PATH", ""))) dirs.push_back(d);
   dirs.insert(dirs.end(), dynamic.runpath.begin(), dynamic.runpath.end());
   for (const auto& d : defaults) dirs.push_back(d.string());
   for (const std::string& d : dirs) {

@@ -117,6 +117,18 @@ TEST(Hydra, TheFailingRanksExitCodeIsTheJobsAndTagsAreHydras) {
   EXPECT_NE(run.out.find("[2] mpi_rank=2 mpi_world=3"), std::string::npos) << run.out;
 }
 
+// A rank killed by SIGKILL: Hydra kills the others' shims at once; their
+// jobs go with them, and the job's code is 137.
+TEST(Hydra, AKilledRankGives137AndLeavesNothingBehind) {
+  REQUIRE_HYDRA();
+  const std::string marker = "gl-e2e-hydra-kill-" + std::to_string(getpid());
+  const CapturedRun run = Launch({"-n", "4", "--oversubscribe", "--launcher", "hydra", "--no-summary",
+                                  kBin + "/env_dump", "--kill-self", "1", "--sleep", "60", "--marker", marker});
+  EXPECT_EQ(ExitCode(run), 137) << run.err;
+  EXPECT_NE(run.err.find("rank 1 on"), std::string::npos) << run.err;
+  EXPECT_TRUE(WaitUntilGone(marker, kGoneAfterExitMs).empty()) << "ranks left behind";
+}
+
 // SIGTERM and then Ctrl-C reach every rank through the shims (Hydra itself
 // would kill them outright), and nothing of the job is left.
 TEST(Hydra, SignalsReachEveryRankAndNothingIsLeft) {
