@@ -438,10 +438,10 @@ check "... node3 -> node4's bandwidth flagged against the baseline" \
 
 # 5j. An MPICH program over ssh: auto picks MPICH's Hydra (the program links
 #     libmpich.so.12), which starts Hydra's proxies on the 4 hosts through ssh
-#    (the rig's config through HYDRA_LAUNCHER_EXEC, as a site would set its
-#    own) and every rank through the shim: one world of 16 on the planned
-#    hosts, a remote rank's exit code, SIGTERM and Ctrl-C to every rank with
-#    nothing left on any host. Skipped without MPICH.
+#     (the rig's config through HYDRA_LAUNCHER_EXEC, as a site would set its
+#     own) and every rank through the shim: one world of 16 on the planned
+#     hosts, a remote rank's exit code, SIGTERM and Ctrl-C to every rank with
+#     nothing left on any host. Skipped without MPICH.
 if command -v mpiexec.hydra > /dev/null && [ -x "$BIN/mpi_hello_mpich" ]; then
   printf '#!/bin/sh\nexec ssh -F "%s" "$@"\n' "$GL_RIG/ssh/ssh_config" > "$WORK/ssh-rig"
   chmod +x "$WORK/ssh-rig"
