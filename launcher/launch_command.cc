@@ -227,10 +227,11 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
       engine.DescribeJob(std::cout, *plan, settings);
       return kExitOk;
     }
-    // As mpirun's --display-map: the placement, on stdout before any rank's output.
+    // As mpirun's --display-map: the placement and the engine, as --dry-run
+    // shows them, on stdout before any rank's output.
     if (o.display_map) {
       WritePlanTable(std::cout, *plan);
-      std::cout << std::flush;
+      std::cout << "engine: " << selected->reason << "\n" << std::flush;
     }
     // Outside the plan hash: a relaunch is the same plan, told it is one.
     plan->env.push_back({"GPULAUNCH_RESTART_COUNT", std::to_string(restart)});

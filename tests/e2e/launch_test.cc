@@ -259,8 +259,8 @@ TEST(Launch, HostOrderIsKeptUnlessTheNetworkDecides) {
   EXPECT_NE(bad.err.find("unknown policy 'nearest' (choose from compact,"), std::string::npos) << bad.err;
 }
 
-// --display-map prints the plan, the same one --dry-run shows, before any
-// rank's output, and then launches it.
+// --display-map prints the plan and the engine, as --dry-run shows them,
+// before any rank's output, and then launches it.
 TEST(Launch, DisplayMapPrintsThePlanBeforeTheRanksRun) {
   const std::vector<std::string> job = {"-n", "4", "--oversubscribe", "--allow-run-as-root", "--no-summary",
                                         kBin + "/env_dump"};
@@ -272,6 +272,7 @@ TEST(Launch, DisplayMapPrintsThePlanBeforeTheRanksRun) {
   ASSERT_EQ(ExitCode(run), 0) << run.err;
   const std::string table = planned.out.substr(0, planned.out.find("rankfile:\n"));
   ASSERT_NE(table.find("plan: 4 ranks on 1 host"), std::string::npos) << planned.out;
+  ASSERT_NE(table.find("\nengine: mpirun: "), std::string::npos) << planned.out;
   EXPECT_EQ(run.out.substr(0, table.size()), table) << run.out;
   EXPECT_EQ(RankLines(run.out.substr(table.size())).size(), 4u) << run.out;
 }
