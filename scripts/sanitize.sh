@@ -12,8 +12,7 @@ CC=clang CXX=clang++ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelW
   -DGPULAUNCH_SANITIZE=ON -DGPULAUNCH_FUZZ=ON -DGPULAUNCH_CUDA=OFF -DGPULAUNCH_BUILD_BENCHMARKS=OFF \
   -DGL_FUZZ_SECONDS="${GL_FUZZ_SECONDS:-20}" > /dev/null
 targets=(common_test policies_test launcher_test discovery_test linkcheck_test slurm_test partitioner_test runtime_test
-         transformer_model_test fuzz_hostlist fuzz_topology_conf fuzz_cluster_json fuzz_layout fuzz_command_line
-         fuzz_control fuzz_control_server fuzz_nccl_topology fuzz_batch_script)
+         transformer_model_test gl_fuzzers)
 cmake --build "$BUILD_DIR" -j "$(nproc)" --target "${targets[@]}"
 cd "$BUILD_DIR"
 # halt_on_error: the first finding fails its test; leaks count as findings.
