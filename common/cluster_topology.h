@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/host_topology.h"
+#include "common/link_table.h"
 #include "common/network_tree.h"
 
 namespace gpulaunch {
@@ -57,6 +58,9 @@ struct ClusterTopology {
   std::vector<ClusterHost> hosts;
   NetworkTree network;           // empty: every host under one switch
   double nic_gbps = 25.0;        // per NIC, inter-host (GB/s; 200 Gb/s HDR/NDR200 class)
+  // Measured links (linkcheck's file): used by the model in place of the
+  // nominal figures wherever they cover a pair, a host or a leaf.
+  LinkTable links;
 };
 
 }  // namespace gpulaunch

@@ -88,6 +88,7 @@ Status CheckLaunchable(LaunchOptions& o, const Engine& engine, bool root_allowed
 // policy's choice by the network tree, with the placement's reasons.
 void NoteHostOrder(const LaunchOptions& o, const ClusterTopology& cluster, Placement& p) {
   if (cluster.hosts.size() < 2) return;
+  for (std::string& note : LinkSourceNotes(cluster, p.hosts)) p.notes.push_back(std::move(note));
   std::vector<std::string> given;
   for (const ClusterHost& h : cluster.hosts) {
     if (std::find(p.hosts.begin(), p.hosts.end(), h.name) != p.hosts.end()) given.push_back(h.name);
@@ -95,7 +96,7 @@ void NoteHostOrder(const LaunchOptions& o, const ClusterTopology& cluster, Place
   const std::string policy = o.policy.empty() ? "compact" : o.policy;
   if (given == p.hosts && given.size() == cluster.hosts.size()) {
     if (cluster.network.empty()) {
-      p.notes.push_back("hosts in the order given (no network tree: --network FILE, or Slurm's inside an allocation)");
+      p.notes.push_back("hosts in the order given (no network tree: --network FILE, Slurm's inside an allocation, or leaves linkcheck --concurrent measured)");
     }
     return;
   }
@@ -213,6 +214,7 @@ int RunLaunchCommand(const std::vector<std::string>& args) {
   ClusterSource source;
   source.hosts = HostRequest{o.host_args, o.hostfile, o.topology_files, o.dry_run};
   source.network = o.network;
+  source.links = o.links;
   auto built = BuildClusterTopology(source, resolve);
   if (!built.ok()) return Fail(built.status());
   std::set<std::string> excluded;  // hosts that failed in an earlier attempt (--on-failure=restart:N)

@@ -34,7 +34,7 @@ namespace {
 // discovered through `engine`.
 StatusOr<ClusterTopology> BuildCluster(const PlanOptions& o, const Engine& engine) {
   ClusterSource source{HostRequest{o.host_args, o.hostfile, o.topology_files, /*planning_only=*/true}, o.synthetic,
-                       o.cluster_file, o.network, o.dump_cluster};
+                       o.cluster_file, o.network, o.dump_cluster, o.links};
   const std::string probe = (fs::read_symlink("/proc/self/exe").parent_path() / "gpulaunch-probe").string();
   GL_ASSIGN_OR_RETURN(BuiltCluster built, BuildClusterTopology(source, ResolveSettings{probe, o.allow_run_as_root,
                                                                                        &engine}));
@@ -81,6 +81,7 @@ int RunPlanCommand(const std::vector<std::string>& args) {
   if (!request.ok()) return Fail(request.status());
   auto placement = Place(*request, *cluster);
   if (!placement.ok()) return Fail(placement.status());
+  for (std::string& note : LinkSourceNotes(*cluster, placement->hosts)) placement->notes.push_back(std::move(note));
   PlanReport report{&*placement, &*cluster, request->layout.ToString(), o.policy,
                     PlanHash(*placement, request->layout.ToString()), ModelStep(*placement, *cluster, *request),
                     std::nullopt};

@@ -39,6 +39,7 @@ LinkCost CostBetween(const ClusterTopology& c, const SlotRef& a, const SlotRef& 
   if (a.host != b.host) {
     const std::string& ha = c.hosts[a.host].name;
     const std::string& hb = c.hosts[b.host].name;
+    if (const MeasuredLink* m = c.links.Pair(ha, hb)) return {m->gbyte_per_s, m->latency_us, "measured"};
     int switches = c.network.empty() ? 1 : c.network.SwitchesBetween(ha, hb);
     if (switches < 0) switches = 7;  // unknown or disconnected: assume far away
     const int levels_up = (switches - 1) / 2;
@@ -48,7 +49,11 @@ LinkCost CostBetween(const ClusterTopology& c, const SlotRef& a, const SlotRef& 
     return {gbps, 3.0 + 1.0 * (switches - 1), levels_up == 0 ? "same leaf" : "across switches"};
   }
   const HostTopology& h = c.hosts[a.host].topology;
-  if (a.gpu < 0 || b.gpu < 0) return {10.0, 0.5, "shared memory"};
+  if (a.gpu < 0 || b.gpu < 0) {
+    const auto m = c.links.shared_memory.find(c.hosts[a.host].name);
+    if (m != c.links.shared_memory.end()) return {m->second.gbyte_per_s, m->second.latency_us, "measured shared memory"};
+    return {10.0, 0.5, "shared memory"};
+  }
   if (a.gpu == b.gpu) return {std::numeric_limits<double>::infinity(), 0.0, "same GPU"};
   // Per path type (path_type.h); sources in docs/placement.md.
   const PathType path = GpuGpuPath(h, a.gpu, b.gpu);
@@ -56,12 +61,57 @@ LinkCost CostBetween(const ClusterTopology& c, const SlotRef& a, const SlotRef& 
   return PathCost(path);
 }
 
-double RingAllreduceSeconds(const ClusterTopology& c, const std::vector<SlotRef>& ring, double bytes) {
+namespace {
+
+// The measured leaves a flow from `a` to `b` crosses (nullptr, nullptr when
+// it stays under one, or either host is under none).
+std::pair<const MeasuredLeaf*, const MeasuredLeaf*> CrossedLeaves(const ClusterTopology& c, const SlotRef& a,
+                                                                  const SlotRef& b) {
+  if (a.host == b.host || c.links.leaves.empty()) return {nullptr, nullptr};
+  const MeasuredLeaf* from = c.links.LeafOf(c.hosts[a.host].name);
+  const MeasuredLeaf* to = c.links.LeafOf(c.hosts[b.host].name);
+  if (!from || !to || from == to) return {nullptr, nullptr};
+  return {from, to};
+}
+
+}  // namespace
+
+void AddFlow(const ClusterTopology& c, const SlotRef& from, const SlotRef& to, UplinkLoad& load) {
+  const auto [up, down] = CrossedLeaves(c, from, to);
+  if (!up) return;
+  ++load.up[up->name];
+  ++load.down[down->name];
+}
+
+void AddRingFlows(const ClusterTopology& c, const std::vector<SlotRef>& ring, UplinkLoad& load) {
+  if (ring.size() < 2) return;
+  for (size_t i = 0; i < ring.size(); ++i) AddFlow(c, ring[i], ring[(i + 1) % ring.size()], load);
+}
+
+LinkCost LoadedCost(const ClusterTopology& c, const SlotRef& a, const SlotRef& b, const UplinkLoad* load) {
+  LinkCost l = CostBetween(c, a, b);
+  const auto [up, down] = CrossedLeaves(c, a, b);
+  if (!load || !up) return l;
+  auto share = [](const MeasuredLeaf* leaf, const std::map<std::string, int>& flows) {
+    const auto it = flows.find(leaf->name);
+    const int n = it == flows.end() ? 1 : std::max(1, it->second);
+    return leaf->uplink_gbyte_per_s > 0 ? leaf->uplink_gbyte_per_s / n : std::numeric_limits<double>::infinity();
+  };
+  const double capped = std::min({l.gbps, share(up, load->up), share(down, load->down)});
+  if (capped < l.gbps) {
+    l.gbps = capped;
+    l.cls = "shared uplink";
+  }
+  return l;
+}
+
+double RingAllreduceSeconds(const ClusterTopology& c, const std::vector<SlotRef>& ring, double bytes,
+                            const UplinkLoad* load) {
   const size_t n = ring.size();
   if (n < 2) return 0;
   double min_gbps = std::numeric_limits<double>::infinity(), max_lat = 0;
   for (size_t i = 0; i < n; ++i) {
-    const LinkCost l = CostBetween(c, ring[i], ring[(i + 1) % n]);
+    const LinkCost l = LoadedCost(c, ring[i], ring[(i + 1) % n], load);
     min_gbps = std::min(min_gbps, l.gbps);
     max_lat = std::max(max_lat, l.latency_us);
   }
@@ -69,8 +119,9 @@ double RingAllreduceSeconds(const ClusterTopology& c, const std::vector<SlotRef>
   return steps / static_cast<double>(n) * bytes / (min_gbps * 1e9) + steps * max_lat * 1e-6;
 }
 
-double PointToPointSeconds(const ClusterTopology& c, const SlotRef& a, const SlotRef& b, double bytes) {
-  const LinkCost l = CostBetween(c, a, b);
+double PointToPointSeconds(const ClusterTopology& c, const SlotRef& a, const SlotRef& b, double bytes,
+                           const UplinkLoad* load) {
+  const LinkCost l = LoadedCost(c, a, b, load);
   if (l.latency_us == 0) return 0;
   return bytes / (l.gbps * 1e9) + l.latency_us * 1e-6;
 }

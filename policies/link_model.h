@@ -15,8 +15,13 @@
 //                                speed and its GPU-to-NIC path's figure above
 //                                (a NIC across the sockets: 10 GB/s) cap it
 //   each further switch level    +1 us and half the bandwidth (2:1 taper)
+// Measured links (ClusterTopology::links, from `gpulaunch linkcheck`) replace
+// these: a measured host pair's figure, a host's measured shared memory.
+// With measured leaves, flows that run at once share each leaf's uplink
+// (UplinkLoad below); nominal figures know no sharing.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,9 +50,27 @@ LinkCost PathCost(PathType path);
 
 LinkCost CostBetween(const ClusterTopology& cluster, const SlotRef& a, const SlotRef& b);
 
+// The flows that run at once in one phase of a step (every TP group's ring,
+// say), counted per measured leaf and direction: a ring edge (or a
+// point-to-point transfer) from a host under one measured leaf to a host
+// under another is one flow up that leaf's uplink and one down the other's.
+// Hosts outside the measured leaves add nothing.
+struct UplinkLoad {
+  std::map<std::string, int> up, down;  // by leaf name
+};
+void AddRingFlows(const ClusterTopology& cluster, const std::vector<SlotRef>& ring, UplinkLoad& load);
+void AddFlow(const ClusterTopology& cluster, const SlotRef& from, const SlotRef& to, UplinkLoad& load);
+
+// The link from `a` to `b` while `load` runs: its own figure, capped by its
+// share of each measured uplink it crosses (the uplink's figure divided by
+// the flows on it).
+LinkCost LoadedCost(const ClusterTopology& cluster, const SlotRef& a, const SlotRef& b, const UplinkLoad* load);
+
 // Ring allreduce of `bytes` over `ring` (in order): 2(n-1)/n * bytes at the
 // slowest link's bandwidth, plus 2(n-1) times the slowest link's latency. Seconds.
-double RingAllreduceSeconds(const ClusterTopology& cluster, const std::vector<SlotRef>& ring, double bytes);
-double PointToPointSeconds(const ClusterTopology& cluster, const SlotRef& a, const SlotRef& b, double bytes);
+double RingAllreduceSeconds(const ClusterTopology& cluster, const std::vector<SlotRef>& ring, double bytes,
+                            const UplinkLoad* load = nullptr);
+double PointToPointSeconds(const ClusterTopology& cluster, const SlotRef& a, const SlotRef& b, double bytes,
+                           const UplinkLoad* load = nullptr);
 
 }  // namespace gpulaunch

@@ -23,26 +23,35 @@ StepModel ModelStep(const Placement& p, const ClusterTopology& c, const JobReque
       if (nics[n].name == s.nic) nic = static_cast<int>(n);
     return SlotRef{host, s.gpus.empty() ? -1 : s.gpus.front(), nic};
   };
+  // Each kind of group moves its bytes in one phase, every group at once, so
+  // the groups of a phase share measured uplinks (link_model.h).
   const ParallelLayout& L = r.layout;
+  std::vector<std::vector<SlotRef>> tp_rings, pipelines, dp_rings;
   for (int rank = 0; rank < L.world_size(); ++rank) {
     const auto coords = L.CoordsOf(rank);
-    if (coords[kTp] == 0) {
-      std::vector<SlotRef> ring;
-      for (int m2 : L.GroupOf(kTp, rank)) ring.push_back(slot(m2));
-      m.tp_seconds = std::max(m.tp_seconds, RingAllreduceSeconds(c, ring, r.volume.tp_bytes));
-    }
-    if (coords[kPp] == 0) {
-      const auto stages = L.GroupOf(kPp, rank);
-      double t = 0;
-      for (size_t s = 0; s + 1 < stages.size(); ++s) t += PointToPointSeconds(c, slot(stages[s]), slot(stages[s + 1]), r.volume.pp_bytes);
-      m.pp_seconds = std::max(m.pp_seconds, t);
-    }
-    if (coords[kDp] == 0) {
-      std::vector<SlotRef> ring;
-      for (int m2 : L.GroupOf(kDp, rank)) ring.push_back(slot(m2));
-      m.dp_seconds = std::max(m.dp_seconds, RingAllreduceSeconds(c, ring, r.volume.dp_bytes));
-    }
+    auto slots_of = [&](Axis axis) {
+      std::vector<SlotRef> group;
+      for (int member : L.GroupOf(axis, rank)) group.push_back(slot(member));
+      return group;
+    };
+    if (coords[kTp] == 0) tp_rings.push_back(slots_of(kTp));
+    if (coords[kPp] == 0) pipelines.push_back(slots_of(kPp));
+    if (coords[kDp] == 0) dp_rings.push_back(slots_of(kDp));
   }
+  UplinkLoad tp_load, pp_load, dp_load;
+  for (const auto& ring : tp_rings) AddRingFlows(c, ring, tp_load);
+  for (const auto& ring : dp_rings) AddRingFlows(c, ring, dp_load);
+  for (const auto& stages : pipelines)
+    for (size_t s = 0; s + 1 < stages.size(); ++s) AddFlow(c, stages[s], stages[s + 1], pp_load);
+  for (const auto& ring : tp_rings)
+    m.tp_seconds = std::max(m.tp_seconds, RingAllreduceSeconds(c, ring, r.volume.tp_bytes, &tp_load));
+  for (const auto& stages : pipelines) {
+    double t = 0;
+    for (size_t s = 0; s + 1 < stages.size(); ++s) t += PointToPointSeconds(c, stages[s], stages[s + 1], r.volume.pp_bytes, &pp_load);
+    m.pp_seconds = std::max(m.pp_seconds, t);
+  }
+  for (const auto& ring : dp_rings)
+    m.dp_seconds = std::max(m.dp_seconds, RingAllreduceSeconds(c, ring, r.volume.dp_bytes, &dp_load));
   std::set<std::string> switches;
   for (const std::string& h : p.hosts)
     for (const NetworkSwitch* s : c.network.PathOf(h)) switches.insert(s->name);

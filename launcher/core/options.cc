@@ -37,6 +37,8 @@ po::options_description Describe() {
      "placement: compact (default: fewest hosts under the lowest switch, the given host order kept where the network does not decide), spread, fault-domain, fragmented, gang, or by-slot (Open MPI's mapping: fill the hosts in the given order)")
     ("network", po::value<std::string>()->value_name("FILE"),
      "switch tree between the hosts in Slurm topology.conf syntax (inside an allocation Slurm's own is the default): placement and the ranks' leaf switches (GPULAUNCH_SWITCH) follow it")
+    ("links", po::value<std::string>()->value_name("FILE"),
+     "measured links (gpulaunch linkcheck --links FILE) for the placement model; default: the file linkcheck saves by default, when it exists; none: nominal figures")
     ("allow-run-as-root", "allow running as root (as mpirun requires)")
     ("launcher", po::value<std::string>(), "engine: auto (the one that starts the MPI the program links; srun inside a Slurm allocation) "
      "or an engine's name (docs/launch.md lists them)")
@@ -208,6 +210,7 @@ Status ReadReportOptions(const po::variables_map& vm, LaunchOptions& o) {
 Status ReadPlanOptions(const po::variables_map& vm, LaunchOptions& o) {
   if (vm.count("topology-file")) o.topology_files = vm["topology-file"].as<std::vector<std::string>>();
   if (vm.count("network")) o.network = vm["network"].as<std::string>();
+  if (vm.count("links")) o.links = vm["links"].as<std::string>();
   if (vm.count("policy")) {
     o.policy = vm["policy"].as<std::string>();
     std::vector<std::string> known = HostSelectorNames();

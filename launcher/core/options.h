@@ -43,6 +43,7 @@ struct LaunchOptions {
   // --topology-file, repeatable: "FILE" for every host, or "HOST=FILE".
   std::vector<std::string> topology_files;
   std::optional<std::string> network;     // --network: topology.conf switch tree
+  std::optional<std::string> links;       // --links: measured links, "none" for nominal figures
   std::string policy;                     // --policy: placement policy; empty: compact
   std::vector<std::string> program;       // argv of the job
 };
@@ -83,6 +84,7 @@ struct PlanOptions {
   std::optional<std::string> cluster_file;   // --cluster FILE (gpulaunch-cluster/v1)
   std::optional<std::string> dump_cluster;   // --dump-cluster FILE
   std::optional<std::string> network;
+  std::optional<std::string> links;    // --links FILE | none
   std::vector<std::string> exclude;
   std::string format = "table";
   bool explain = false;

@@ -23,6 +23,7 @@ void AddClusterOptions(SubcommandParser& p) {
     ("cluster", po::value<std::string>()->value_name("FILE"), "a cluster file (JSON, see --dump-cluster)")
     ("dump-cluster", po::value<std::string>()->value_name("FILE"), "also write the cluster as planned to FILE (JSON)")
     ("network", po::value<std::string>()->value_name("FILE"), "switch tree in Slurm topology.conf syntax")
+    ("links", po::value<std::string>()->value_name("FILE"), "measured links (gpulaunch linkcheck --links FILE); none: nominal figures")
     ("allow-run-as-root", "let mpirun run as root (to discover the hosts)");
   // clang-format on
 }
@@ -33,6 +34,7 @@ Status ReadClusterOptions(const SubcommandParser& p, const po::variables_map& vm
   if (vm.count("topology-file")) o.topology_files = vm["topology-file"].as<std::vector<std::string>>();
   if (vm.count("synthetic")) o.synthetic = vm["synthetic"].as<std::string>();
   if (vm.count("network")) o.network = vm["network"].as<std::string>();
+  if (vm.count("links")) o.links = vm["links"].as<std::string>();
   if (vm.count("cluster")) o.cluster_file = vm["cluster"].as<std::string>();
   if (vm.count("dump-cluster")) o.dump_cluster = vm["dump-cluster"].as<std::string>();
   o.allow_run_as_root = vm.count("allow-run-as-root") > 0;
