@@ -2,28 +2,38 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace gpulaunch {
 namespace {
 
-// Flows of one round the partition predicts slowed: those sharing an uplink
-// direction with another flow of the round.
+// The flows of one round that a partition puts on one uplink direction
+// (groups of two or more share it), keyed by (leaf, up = 0 | down = 1).
+std::map<std::pair<int, int>, std::vector<const ConcurrentFlow*>> UplinkGroups(const std::vector<int>& leaf_of,
+                                                                               const std::vector<ConcurrentFlow>& round) {
+  std::map<std::pair<int, int>, std::vector<const ConcurrentFlow*>> groups;
+  for (const ConcurrentFlow& f : round) {
+    if (!f.concurrent || f.alone_gbyte_per_s <= 0 || leaf_of[f.from] == leaf_of[f.to]) continue;
+    groups[{leaf_of[f.from], 0}].push_back(&f);
+    groups[{leaf_of[f.to], 1}].push_back(&f);
+  }
+  return groups;
+}
+
+double Share(const ConcurrentFlow& f) { return f.together_gbyte_per_s / f.alone_gbyte_per_s; }
+
+// How many flows a partition mispredicts: a flow on an uplink direction
+// that other flows of its round share should have been slowed, every other
+// flow not.
 int Disagreements(const std::vector<int>& leaf_of, const std::vector<std::vector<ConcurrentFlow>>& rounds,
                   double slowed_below) {
   int wrong = 0;
   for (const auto& round : rounds) {
-    std::map<int, int> up, down;
+    std::set<const ConcurrentFlow*> shared;
+    for (const auto& [where, flows] : UplinkGroups(leaf_of, round))
+      if (flows.size() > 1) shared.insert(flows.begin(), flows.end());
     for (const ConcurrentFlow& f : round) {
-      if (!f.concurrent || leaf_of[f.from] == leaf_of[f.to]) continue;
-      ++up[leaf_of[f.from]];
-      ++down[leaf_of[f.to]];
-    }
-    for (const ConcurrentFlow& f : round) {
-      if (!f.concurrent || f.alone_gbyte_per_s <= 0) continue;
-      const bool crosses = leaf_of[f.from] != leaf_of[f.to];
-      const bool predicted = crosses && (up[leaf_of[f.from]] > 1 || down[leaf_of[f.to]] > 1);
-      const bool observed = f.together_gbyte_per_s < slowed_below * f.alone_gbyte_per_s;
-      wrong += predicted != observed;
+      if (f.concurrent && f.alone_gbyte_per_s > 0) wrong += shared.count(&f) != (Share(f) < slowed_below);
     }
   }
   return wrong;
@@ -146,17 +156,14 @@ InferredLeaves InferLeaves(int hosts, const std::vector<std::vector<ConcurrentFl
   out.disagreeing = Disagreements(out.leaf_of, rounds, slowed_below);
   out.uplink_gbyte_per_s.assign(out.leaves, 0);
   for (const auto& round : rounds) {
-    std::vector<double> up(out.leaves, 0), down(out.leaves, 0);
-    for (const ConcurrentFlow& f : round) {
-      if (!f.concurrent || f.alone_gbyte_per_s <= 0) continue;
-      ++out.flows_used;
-      const int from = out.leaf_of[f.from], to = out.leaf_of[f.to];
-      if (from == to) continue;
-      up[from] += f.together_gbyte_per_s;
-      down[to] += f.together_gbyte_per_s;
-    }
-    for (int l = 0; l < out.leaves; ++l) {
-      out.uplink_gbyte_per_s[l] = std::max({out.uplink_gbyte_per_s[l], up[l], down[l]});
+    for (const ConcurrentFlow& f : round) out.flows_used += f.concurrent && f.alone_gbyte_per_s > 0;
+    // An uplink carried about k times its group's slowest flow (see
+    // Disagreements); one flow alone, at least its own rate.
+    for (const auto& [where, flows] : UplinkGroups(out.leaf_of, round)) {
+      double slowest = 1e300;
+      for (const ConcurrentFlow* f : flows) slowest = std::min(slowest, f->together_gbyte_per_s);
+      double& uplink = out.uplink_gbyte_per_s[where.first];
+      uplink = std::max(uplink, slowest * static_cast<double>(flows.size()));
     }
   }
   if (out.leaves == 1) out.uplink_gbyte_per_s[0] = 0;  // no uplink crossed

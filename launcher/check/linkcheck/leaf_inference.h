@@ -8,18 +8,20 @@
 // flow of its round; on a two-tier network that link is an uplink.
 //
 // The model of a partition into leaves: a flow between two leaves goes up the
-// sender's leaf uplink and down the receiver's; it is slowed when another
-// flow of its round uses the same uplink in the same direction. The inferred
-// partition is the one whose predictions disagree with the fewest observed
-// flows (ties: fewer leaves, then the first in a fixed order): every
+// sender's leaf uplink and down the receiver's, and the flows of a round on
+// one uplink direction share it: each should be slowed, and every other flow
+// not. The inferred partition is the one that mispredicts the fewest flows
+// (ties: fewer leaves, then the first in a fixed order): every
 // partition for up to kExhaustiveHosts hosts, else a local search (merge two
 // leaves, or move one host, while that helps) from one leaf per host and
 // from one leaf for all, the better end kept. A leaf's uplink figure is the most its flows carried at once
 // in one direction, in any round: a lower bound when no round filled it.
 //
-// What cannot be seen: an uplink at least twice a host's rate never slows a
-// flow, so its leaves look like one (right for placement: it is not a
-// bottleneck); a host alone on its leaf looks like a host on the others'.
+// What cannot be seen: an uplink that two flows share without either falling
+// below `slowed_below` of its alone rate (on the rig, TCP gave one of two
+// flows 1.4 times the even share: so from about 1.1 times a host's rate up),
+// and so its leaves look like one: right for placement, it is hardly a
+// bottleneck. A host alone on its leaf looks like a host on the others'.
 #pragma once
 
 #include <string>
@@ -41,13 +43,13 @@ struct InferredLeaves {
   std::vector<double> uplink_gbyte_per_s;  // by leaf
   int leaves = 0;
   int flows_used = 0;                   // flows that counted
-  int disagreeing = 0;                  // of those, how many the partition does not explain
+  int disagreeing = 0;                  // of those, how many the partition mispredicts
   bool exhaustive = false;              // every partition was tried
 };
 
 // `rounds[k]`: the flows of one round. Hosts are 0..hosts-1.
 InferredLeaves InferLeaves(int hosts, const std::vector<std::vector<ConcurrentFlow>>& rounds,
-                           double slowed_below = 0.7);
+                           double slowed_below = 0.8);
 
 // The flows of round `shift` over `hosts` hosts (from i to i+shift mod n).
 std::vector<std::pair<int, int>> ShiftRound(int hosts, int shift);

@@ -63,6 +63,7 @@ std::string LinkResultsJson(const std::vector<LinkResult>& links) {
     }
     j.Set("bandwidth", bw);
     j.Set("error", l.error);
+    if (l.started_late_ms >= 0) j.Set("started_late_ms", l.started_late_ms);
     list.Push(j);
   }
   root.Set("links", list);
@@ -101,6 +102,9 @@ StatusOr<std::vector<LinkResult>> ParseLinkResultsJson(const std::string& text, 
       }
     }
     l.error = Str(j, "error");
+    if (const Json* late = j.Find("started_late_ms"); late && late->is(Json::Type::kNumber)) {
+      l.started_late_ms = late->AsNumber();
+    }
     out.push_back(std::move(l));
   }
   return out;

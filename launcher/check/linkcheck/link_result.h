@@ -29,6 +29,9 @@ struct LinkResult {
   double rtt_median_us = 0, rtt_p99_us = 0;
   std::vector<BandwidthSample> bandwidth;  // by message size
   std::string error;                       // the link could not be measured
+  // With a start time (linkcheck --concurrent): how late the bandwidth half
+  // began, milliseconds; negative when no start time was given.
+  double started_late_ms = -1;
 };
 
 std::string LinkResultsJson(const std::vector<LinkResult>& links);

@@ -13,7 +13,13 @@
 #include "launcher/core/subcommand_parser.h"
 #include "launcher/check/host_command.h"
 #include "launcher/base/host_identity.h"
+#include "launcher/check/linkcheck/link_survey.h"
 #include "launcher/check/linkcheck/ucx_link.h"
+#include "common/link_table.h"
+#include "common/utc_time.h"
+
+#include <chrono>
+#include <filesystem>
 
 namespace po = boost::program_options;
 
@@ -21,6 +27,7 @@ namespace gpulaunch {
 namespace {
 
 constexpr int kDefaultPort = 13337;
+constexpr int kMaxSyncS = 24;  // a server waits kPeerDeadline (30 s) for the client's first message
 
 
 struct LinkcheckOptions {
@@ -36,6 +43,10 @@ struct LinkcheckOptions {
   std::optional<std::string> save, compare;
   double tolerance_pct = 20;
   int budget_s = 120;
+  bool concurrent = false;      // --concurrent: shift rounds, inferred leaves
+  int sync_s = 10;              // --sync: seconds for a round's clients to start
+  std::string links;            // --links: the link file to write; "none": none
+  bool shared_memory = true;    // measure each host's shared memory for the link file
 };
 
 const SubcommandParser& Parser() {
@@ -44,6 +55,7 @@ const SubcommandParser& Parser() {
         "linkcheck", "--server [--port P] [--once] [--tls LIST] [--nic DEV]\n"
                      "       gpulaunch linkcheck --client HOST [--port P] [--tls LIST] [--nic DEV] [MEASURE] [REPORT]\n"
                      "       gpulaunch linkcheck (--hosts LIST | --hostfile FILE) [--pattern ring|pairs] [--budget S]\n"
+                     "                           [--concurrent [--sync S]] [--links FILE|none] [--no-shared-memory]\n"
                      "                           [--allow-run-as-root] [--tls LIST] [--nic DEV] [MEASURE] [REPORT]",
         "MEASURE: --iterations N (8-byte round trips, default 1000) --sizes MiB,... (default 1,2,4)\n"
         "         --mib-per-size M (default 256) --window W (sends in flight, default 8) --quick\n"
@@ -51,6 +63,9 @@ const SubcommandParser& Parser() {
         "Latency is an 8-byte ping-pong (round trip median and p99; one-way is half); bandwidth sends\n"
         "messages of each size with a window in flight. --tls tcp forces the network path (UCX_TLS);\n"
         "--nic picks the device (UCX_NET_DEVICES). The transport UCX used is reported per link.\n"
+        "The --hosts form saves what it measured for the placement model (--links, default\n"
+        "$XDG_STATE_HOME/gpulaunch/links.json): per pair GB/s and one-way latency, each host's shared memory\n"
+        "between two ranks, and with --concurrent the leaves whose uplinks flows share (docs/check.md).\n"
         "Exit 0, 1 when a link failed or is more than --tolerance worse than --compare's, 2 for usage errors.");
     p->Add()
       ("server", "serve one peer's measurements (on the far host)")
@@ -72,6 +87,11 @@ const SubcommandParser& Parser() {
       ("compare", po::value<std::string>()->value_name("FILE"), "flag links worse than the baseline's")
       ("tolerance", po::value<std::string>()->value_name("PCT"), "how much worse counts (default 20)")
       ("budget", po::value<std::string>()->value_name("S"), "seconds each link gets (default 120)")
+      ("concurrent", "also run every host's flow at once, in rounds, and infer the leaves that share an uplink (implies --pattern pairs)")
+      ("sync", po::value<std::string>()->value_name("S"), "--concurrent: seconds a round's clients get to start before all send (default 10; doubled for a round that did not start together)")
+      ("links", po::value<std::string>()->value_name("FILE|none"), "the link file to update (default $XDG_STATE_HOME/gpulaunch/links.json); none: write none")
+      ("no-shared-memory", "do not measure each host's shared memory for the link file")
+      ("start-at", po::value<std::string>()->value_name("UNIX_MS"), "--client: begin the bandwidth half at this time (what --concurrent passes)")
       ("allow-run-as-root", "let mpirun run as root");
     return p;
   }();
@@ -122,6 +142,16 @@ StatusOr<LinkcheckOptions> Parse(const std::vector<std::string>& args) {
                                                      "a number"));
   o.tolerance_pct = tolerance;
   GL_ASSIGN_OR_RETURN(o.budget_s, IntOption(p, vm, "budget", o.budget_s, 1, 86400, "a number"));
+  o.concurrent = vm.count("concurrent") > 0;
+  if (o.concurrent) o.pattern = "pairs";
+  GL_ASSIGN_OR_RETURN(o.sync_s, IntOption(p, vm, "sync", o.sync_s, 1, kMaxSyncS, "seconds (a server waits 30 s at most)"));
+  o.links = text("links", DefaultLinkTablePath());
+  o.shared_memory = vm.count("no-shared-memory") == 0;
+  if (vm.count("start-at")) {
+    const auto at = ParseInt(vm["start-at"].as<std::string>());
+    if (!at || *at <= 0) return p.Error("--start-at " + vm["start-at"].as<std::string>() + ": give Unix milliseconds");
+    o.plan.bandwidth_start_unix_ms = *at;
+  }
   const bool sizes_given = vm.count("sizes") > 0, mib_given = vm.count("mib-per-size") > 0,
              iterations_given = vm.count("iterations") > 0;
   const int modes = (o.server ? 1 : 0) + (o.client ? 1 : 0) + (!o.host_args.empty() || o.hostfile ? 1 : 0);
@@ -150,6 +180,13 @@ std::vector<std::string> ClientArgs(const LinkcheckOptions& o) {
   return a;
 }
 
+// The client's own options: the measurement's, and when its round starts.
+std::vector<std::string> ClientOnlyArgs(const LinkcheckOptions& o) {
+  std::vector<std::string> a = ClientArgs(o);
+  if (o.plan.bandwidth_start_unix_ms > 0) a.insert(a.end(), {"--start-at", std::to_string(o.plan.bandwidth_start_unix_ms)});
+  return a;
+}
+
 LinkResult MeasurePair(const std::string& from, const std::string& to, const LinkcheckOptions& o,
                        const HostCommandTarget& target, const std::string& self) {
   // The server allows what the client will ask (the same measurement
@@ -164,7 +201,8 @@ LinkResult MeasurePair(const std::string& from, const std::string& to, const Lin
     server_run = RunOnHost(to, server, *target.engine, o.allow_run_as_root, o.budget_s * 1000, env);
   });
   std::vector<std::string> client = {self, "--client", to};
-  client.insert(client.end(), measure.begin(), measure.end());
+  const auto client_measure = ClientOnlyArgs(o);
+  client.insert(client.end(), client_measure.begin(), client_measure.end());
   const CapturedRun run = RunOnHost(from, client, *target.engine, o.allow_run_as_root, o.budget_s * 1000, env);
   server_thread.join();
   LinkResult r;
@@ -225,6 +263,38 @@ int Report(const LinkcheckOptions& o, const std::vector<LinkResult>& links) {
   return ok ? kExitOk : 1;
 }
 
+// Round `shift` of --concurrent: every host's flow to the host `shift` after
+// it, their bandwidth halves begun together after --sync seconds. One size
+// (the largest) and few round trips: the round is about bandwidth.
+SurveyRound RunRound(const std::vector<std::string>& hosts, int shift, int sync_s, const LinkcheckOptions& o,
+                     const HostCommandTarget& target, const std::string& self) {
+  LinkcheckOptions round = o;
+  round.plan.iterations = std::min(o.plan.iterations, 20);
+  round.plan.sizes = {*std::max_element(o.plan.sizes.begin(), o.plan.sizes.end())};
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  round.plan.bandwidth_start_unix_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now).count() + int64_t{sync_s} * 1000;
+  SurveyRound out{shift, std::vector<LinkResult>(hosts.size())};
+  std::vector<std::thread> flows;
+  for (const auto& [from, to] : ShiftRound(static_cast<int>(hosts.size()), shift)) {
+    flows.emplace_back([&, from = from, to = to] { out.results[from] = MeasurePair(hosts[from], hosts[to], round, target, self); });
+  }
+  for (std::thread& t : flows) t.join();
+  return out;
+}
+
+// Updates the link file with this run's measurements (the pairs measured now
+// replace older figures of the same pairs). A file that is there but not a
+// link file is left alone: it is an error, not something to overwrite.
+Status SaveLinks(const std::string& path, const LinkTable& measured) {
+  GL_ASSIGN_OR_RETURN(std::optional<LinkTable> old, ReadLinkTableIfPresent(path));
+  LinkTable t = old ? std::move(*old) : LinkTable();
+  t.MergeFrom(measured);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  return WriteFileAtomically(path, WriteLinkTable(t));
+}
+
 }  // namespace
 
 int RunLinkcheckCommand(const std::vector<std::string>& args) {
@@ -279,13 +349,62 @@ int RunLinkcheckCommand(const std::vector<std::string>& args) {
       for (size_t j = i + 1; j < hosts.size(); ++j) pairs.emplace_back(hosts[i], hosts[j]);
   }
   const std::string self = SiblingBinary("gpulaunch-linkcheck");  // this binary (linkcheck_main.cc)
-  std::vector<LinkResult> links;
+  LinkSurvey survey;
+  survey.hosts = hosts;
   for (size_t i = 0; i < pairs.size(); ++i) {
     std::cerr << "linkcheck: [" << i + 1 << "/" << pairs.size() << "] " << pairs[i].first << " -> " << pairs[i].second
               << std::endl;
-    links.push_back(MeasurePair(pairs[i].first, pairs[i].second, o, *target, self));
+    survey.pairs.push_back(MeasurePair(pairs[i].first, pairs[i].second, o, *target, self));
   }
-  return Report(o, links);
+  if (o.shared_memory && o.links != "none") {
+    // Two ranks on one host: UCX's own choice of transport (shared memory),
+    // whatever --tls says of the network.
+    LinkcheckOptions local = o;
+    local.ucx = UcxSettings{};
+    for (const std::string& h : hosts) {
+      std::cerr << "linkcheck: shared memory on " << h << std::endl;
+      survey.shared_memory.push_back(MeasurePair(h, h, local, *target, self));
+    }
+  }
+  std::optional<InferredLeaves> leaves;
+  if (o.concurrent) {
+    // A round whose flows did not all begin together is run again with
+    // twice the time to start (the server waits 30 s at most); the leaves are
+    // inferred only from rounds that ran at once.
+    bool all_together = true;
+    for (int shift = 1; shift < static_cast<int>(hosts.size()); ++shift) {
+      int sync_s = o.sync_s;
+      for (int attempt = 0;; ++attempt) {
+        std::cerr << "linkcheck: at once, round " << shift << "/" << hosts.size() - 1 << " (start in " << sync_s
+                  << " s)" << std::endl;
+        SurveyRound round = RunRound(hosts, shift, sync_s, o, *target, self);
+        const bool together = std::all_of(round.results.begin(), round.results.end(), BeganWithItsRound);
+        if (together || attempt == 2 || sync_s >= kMaxSyncS) {
+          all_together &= together;
+          survey.rounds.push_back(std::move(round));
+          break;
+        }
+        sync_s = std::min(2 * sync_s, kMaxSyncS);
+      }
+    }
+    leaves = all_together ? InferLeaves(static_cast<int>(hosts.size()), ConcurrentFlows(survey)) : InferredLeaves{};
+  }
+  int rc = Report(o, survey.pairs);
+  std::ostream& text = o.format == "json" ? std::cerr : std::cout;
+  for (const std::string& line : DescribeSurvey(survey, leaves ? &*leaves : nullptr)) text << line << "\n";
+  if (o.links != "none") {
+    const LinkTable measured = SurveyTable(survey, leaves ? &*leaves : nullptr,
+                                           UtcTimestamp(std::chrono::system_clock::now()));
+    if (Status s = SaveLinks(o.links, measured); !s.ok()) {
+      std::cerr << "gpulaunch: linkcheck --links " << o.links << ": " << s.message() << "\n";
+      rc = 1;
+    } else {
+      text << "links saved to " << o.links << " (launches and plan read them: --links)\n";
+    }
+  }
+  for (const LinkResult& m : survey.shared_memory)
+    if (!m.error.empty()) rc = 1;
+  return rc;
 }
 
 }  // namespace gpulaunch

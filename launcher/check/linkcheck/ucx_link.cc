@@ -1,5 +1,7 @@
 #include "launcher/check/linkcheck/ucx_link.h"
 
+#include <thread>
+
 #include "launcher/base/control_auth.h"
 
 #include <netinet/in.h>
@@ -280,6 +282,11 @@ StatusOr<LinkResult> RunLinkClient(const std::string& host, int port, const UcxS
   GL_ASSIGN_OR_RETURN(std::string verdict, RecvBlob(control.fd, "answer to the test plan"));
   if (verdict != "plan ok") return FailedPrecondition("the server at " + host + " " + Excerpt(verdict, 300));
   GL_RETURN_IF_ERROR(MeasureLatency(peer, plan, progress, result));
+  if (plan.bandwidth_start_unix_ms > 0) {
+    const std::chrono::system_clock::time_point start{std::chrono::milliseconds(plan.bandwidth_start_unix_ms)};
+    if (std::chrono::system_clock::now() < start) std::this_thread::sleep_until(start);
+    result.started_late_ms = std::chrono::duration<double, std::milli>(std::chrono::system_clock::now() - start).count();
+  }
   for (size_t i = 0; i < plan.sizes.size(); ++i) {
     GL_ASSIGN_OR_RETURN(BandwidthSample b, MeasureBandwidth(peer, plan, plan.sizes[i], counts[i], progress));
     result.bandwidth.push_back(b);

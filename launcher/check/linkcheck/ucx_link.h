@@ -38,6 +38,11 @@ struct LinkPlan {
   std::vector<uint64_t> sizes = {1u << 20, 2u << 20, 4u << 20};
   uint64_t bytes_per_size = 256ull << 20;  // count = bytes_per_size / size (at least 8)
   int window = 8;
+  // Client only: begin the bandwidth half at this wall-clock time (Unix
+  // milliseconds; 0: at once), so that flows on several hosts run together
+  // (linkcheck --concurrent). Hosts' clocks must agree to well under a
+  // measurement; the result says how late the client began.
+  int64_t bandwidth_start_unix_ms = 0;
 };
 
 using ProgressFn = std::function<void(const std::string&)>;

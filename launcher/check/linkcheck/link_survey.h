@@ -1,0 +1,49 @@
+// What `gpulaunch linkcheck --hosts` turns its measurements into: the link
+// file the placement model reads (common/link_table.h), and the lines that
+// tell the user what it found. Pure: results in, table and text out.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/link_table.h"
+#include "launcher/check/linkcheck/leaf_inference.h"
+#include "launcher/check/linkcheck/link_result.h"
+
+namespace gpulaunch {
+
+// A link's bandwidth for the model: the best of its message sizes (or the
+// given size's when it has one), in GB/s; 0 when it failed.
+double LinkGbytePerS(const LinkResult& link, uint64_t message_bytes = 0);
+
+// One round of --concurrent: results[i] is host i's flow (ShiftRound).
+struct SurveyRound {
+  int shift = 0;
+  std::vector<LinkResult> results;
+};
+
+struct LinkSurvey {
+  std::vector<std::string> hosts;      // in the order given
+  std::vector<LinkResult> pairs;       // the --pattern runs
+  std::vector<LinkResult> shared_memory;  // from == to
+  std::vector<SurveyRound> rounds;     // --concurrent
+};
+
+// Whether a flow of a round overlapped the others: it was measured and began
+// its bandwidth half no later than a twentieth of its own duration after the
+// round's start time (clients that were ready wake within milliseconds).
+bool BeganWithItsRound(const LinkResult& flow);
+
+// The flows of the rounds with what each got alone (from `pairs`, either
+// direction) and whether it overlapped its round (BeganWithItsRound).
+std::vector<std::vector<ConcurrentFlow>> ConcurrentFlows(const LinkSurvey& survey);
+
+// The link file's content: measured pairs and shared memory, and the leaves
+// inferred from the rounds (named leaf1, leaf2, ... in host order).
+LinkTable SurveyTable(const LinkSurvey& survey, const InferredLeaves* leaves, const std::string& measured_at);
+
+// Lines for the user: shared memory per host, each round's flows against
+// their alone rates, the leaves and how well they fit.
+std::vector<std::string> DescribeSurvey(const LinkSurvey& survey, const InferredLeaves* leaves);
+
+}  // namespace gpulaunch
