@@ -101,8 +101,8 @@ std::vector<std::string> LinkSourceNotes(const ClusterTopology& c, const std::ve
   const auto missing = c.links.Missing(hosts);
   const std::string from = c.links.origin.empty() ? "" : " (" + c.links.origin + ", " + c.links.measured_at + ")";
   if (missing.size() == pairs) {
-    notes.push_back("links between hosts: nominal figures (none measured: `gpulaunch linkcheck --hosts LIST --pattern "
-                    "pairs --concurrent` measures and saves them)");
+    notes.push_back("links between hosts: nominal figures (none measured: `gpulaunch linkcheck --hosts LIST --concurrent` "
+                    "saves them)");
   } else if (missing.empty()) {
     notes.push_back("links between hosts: measured, all " + std::to_string(pairs) + " pairs" + from);
   } else {
