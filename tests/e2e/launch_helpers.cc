@@ -17,7 +17,9 @@ namespace gpulaunch {
 
 CapturedRun Launch(std::vector<std::string> args, int timeout_ms) {
   args.insert(args.begin(), kLaunch);
-  return RunCaptured(args, EnvironmentWith({}), timeout_ms);
+  // No link file of this machine's user may change a plan (launches read the
+  // default one, common/link_table.h): a state folder that does not exist.
+  return RunCaptured(args, EnvironmentWith({{"XDG_STATE_HOME", "/nonexistent/gpulaunch-e2e-state"}}), timeout_ms);
 }
 
 int ExitCode(const CapturedRun& r) { return WIFEXITED(r.wait_status) ? WEXITSTATUS(r.wait_status) : -1; }

@@ -226,6 +226,57 @@ TEST(Launch, NetworkFileGivesEveryRankItsLeafSwitch) {
   EXPECT_EQ(bad.out.find("rank="), std::string::npos) << "no rank may start";
 }
 
+// Measured links (--links FILE, or the default file linkcheck saves) reach
+// the plan: --dry-run names what was measured and what is nominal, the
+// measured leaves become the tree, `none` turns it off, and a missing or
+// broken file is a usage error naming it.
+TEST(Launch, MeasuredLinksReachThePlanAndAreNamed) {
+  const std::string xml = GL_TEST_DATA "/topologies/hwloc/mpibind/g4dnmetal.xml";
+  const TempDir dir("links");
+  fs::create_directories(dir / "state/gpulaunch");
+  const std::string text =
+      "{\"format\": \"gpulaunch-links/v1\", \"measured_at\": \"2026-12-05T08:00:00Z\",\n"
+      " \"pairs\": [{\"hosts\": [\"node1\", \"node2\"], \"gbyte_per_s\": 0.025, \"latency_us\": 40},\n"
+      "           {\"hosts\": [\"node1\", \"node3\"], \"gbyte_per_s\": 0.006, \"latency_us\": 60}],\n"
+      " \"shared_memory\": [],\n"
+      " \"leaves\": [{\"name\": \"leafA\", \"hosts\": [\"node1\", \"node2\"], \"uplink_gbyte_per_s\": 0.006},\n"
+      "            {\"name\": \"leafB\", \"hosts\": [\"node3\"], \"uplink_gbyte_per_s\": 0.006}]}\n";
+  std::ofstream(dir / "links.json") << text;
+  std::ofstream(dir / "state/gpulaunch/links.json") << text;
+  const std::vector<std::string> job = {"-n", "24", "--dry-run", "-H", "node3:8,node1:8,node2:8", "--topology-file",
+                                        xml, "true"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = job;
+    args.insert(args.begin(), extra.begin(), extra.end());
+    return Launch(args);
+  };
+  const CapturedRun given = with({"--links", dir / "links.json"});
+  ASSERT_EQ(ExitCode(given), 0) << given.err;
+  EXPECT_NE(given.out.find("note: links between hosts: measured for 2 of 3 pairs (" + dir / "links.json" +
+                           ", 2026-12-05T08:00:00Z); nominal for node2-node3"),
+            std::string::npos) << given.out;
+  EXPECT_NE(given.out.find("note: measured leaves, whose uplinks flows share: leafA: node1,node2 | leafB: node3"),
+            std::string::npos) << given.out;
+  EXPECT_NE(given.out.find("by the network tree"), std::string::npos) << given.out;  // the leaves are the tree
+  // The default file, where linkcheck saves it.
+  std::vector<std::string> args = job;
+  args.insert(args.begin(), kLaunch);
+  const CapturedRun by_default =
+      RunCaptured(args, EnvironmentWith({{"XDG_STATE_HOME", dir / "state"}}), 120000);
+  EXPECT_NE(by_default.out.find("note: links between hosts: measured for 2 of 3 pairs (" + dir / "state/gpulaunch/links.json"),
+            std::string::npos) << by_default.out;
+  const CapturedRun none = with({"--links", "none"});
+  EXPECT_NE(none.out.find("note: links between hosts: nominal figures (none measured"), std::string::npos) << none.out;
+  const CapturedRun missing = with({"--links", dir / "absent.json"});
+  EXPECT_EQ(ExitCode(missing), 2);
+  EXPECT_NE(missing.err.find("absent.json: no such file"), std::string::npos) << missing.err;
+  std::ofstream(dir / "broken.json") << "{\"format\": \"gpulaunch-links/v1\",\n \"measured_at\": 3}\n";
+  const CapturedRun broken = with({"--links", dir / "broken.json"});
+  EXPECT_EQ(ExitCode(broken), 2);
+  EXPECT_NE(broken.err.find("broken.json:2: \"measured_at\" has the wrong type"), std::string::npos) << broken.err;
+  EXPECT_EQ(broken.out.find("rank  host"), std::string::npos) << "no plan from a broken file";
+}
+
 // The hosts of -H keep their order (as mpirun fills them) unless the network
 // decides: compact and by-slot alike; --network groups hosts under a leaf and
 // the explanation says which were chosen; an unknown --policy is a usage error.

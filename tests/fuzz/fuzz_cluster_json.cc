@@ -3,7 +3,8 @@
 // placement on every accepted cluster (no two bound ranks of a host share a
 // CPU, none is bound to nothing, no GPU is given twice); the
 // other JSON files gpulaunch reads: policy files, `check --save` baselines,
-// hosts' facts.
+// hosts' facts, link files (which must write back what they read, and whose
+// leaves must make a tree).
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -12,6 +13,7 @@
 
 #include "common/cluster_json.h"
 #include "common/json.h"
+#include "common/link_table.h"
 #include "launcher/check/preflight.h"
 #include "policies/placement_engine.h"
 #include "slurm/slurm_policy.h"
@@ -48,6 +50,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (auto policy = gpulaunch::ParsePolicyFile(text, "fuzz"); policy.ok()) {
     (void)gpulaunch::SlurmPolicyApplyScript(*policy);
+  }
+  if (auto links = gpulaunch::ParseLinkTable(text, "fuzz"); links.ok()) {
+    const std::string once = gpulaunch::WriteLinkTable(*links);
+    auto again = gpulaunch::ParseLinkTable(once, "fuzz-again");
+    if (!again.ok() || gpulaunch::WriteLinkTable(*again) != once) __builtin_trap();
+    if (!gpulaunch::LeavesAsNetworkTree(*links).ok()) __builtin_trap();
   }
   (void)gpulaunch::ParseBaseline(text, "fuzz");
   (void)gpulaunch::ParseFactsOutput(std::string(gpulaunch::kFactsBegin) + text + gpulaunch::kFactsEnd, "fuzz");

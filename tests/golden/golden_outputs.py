@@ -80,7 +80,10 @@ def run_case(binary, src, argv, kind):
     with tempfile.TemporaryDirectory() as tmp:
         if kind == "dir":
             argv = argv + ["--out", tmp]
-        res = subprocess.run([binary, *argv], capture_output=True, text=True, cwd=tmp, timeout=300)
+        # No link file of this machine's user may change a plan (launches read
+        # the default one): an empty state folder.
+        env = dict(os.environ, XDG_STATE_HOME=os.path.join(tmp, "state"))
+        res = subprocess.run([binary, *argv], capture_output=True, text=True, cwd=tmp, timeout=300, env=env)
         stdout = res.stdout
         if kind == "sim" and res.returncode == 0:
             stdout = json.dumps(drop_timings(json.loads(stdout)), indent=1, sort_keys=False) + "\n"
