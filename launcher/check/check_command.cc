@@ -1,6 +1,7 @@
 #include "launcher/check/check_command.h"
 
 #include <arpa/inet.h>
+#include <sys/wait.h>
 #include <netdb.h>
 #include <netinet/in.h>
 
@@ -14,6 +15,9 @@
 #include <thread>
 
 #include "common/file_write.h"
+#include "common/link_table.h"
+#include "launcher/base/child_environment.h"
+#include "launcher/base/process.h"
 #include "common/strings.h"
 #include "launcher/base/exit_codes.h"
 #include "launcher/check/health_check.h"
@@ -186,6 +190,25 @@ int RunPreflight(const CheckOptions& o, const HostCommandTarget& target) {
   return ReportFailures(verdicts) ? kExitOk : 1;
 }
 
+// --links: the link survey of the same hosts (gpulaunch-linkcheck --hosts
+// ... --concurrent --quick), saved where launches and plan read it; its
+// report follows the checks' (on stderr with --format json). Its exit code.
+int MeasureLinks(const CheckOptions& o, const HostCommandTarget& target) {
+  if (target.hosts.size() < 2) {
+    std::cerr << "gpulaunch: check --links: one host, no link between hosts to measure\n";
+    return kExitOk;
+  }
+  const std::string path = *o.links == "default" ? DefaultLinkTablePath() : *o.links;
+  std::vector<std::string> argv = {SiblingBinary("gpulaunch-linkcheck"), "--hosts", Join(target.hosts, ","),
+                                   "--concurrent", "--quick", "--links", path};
+  if (o.allow_run_as_root) argv.push_back("--allow-run-as-root");
+  const CapturedRun run = RunCaptured(argv, EnvironmentWith({}), 3600 * 1000);
+  (o.format == "json" ? std::cerr : std::cout) << run.out << std::flush;
+  std::cerr << run.err;
+  if (run.timed_out) std::cerr << "gpulaunch: check --links: the link survey took over an hour; stopped\n";
+  return WIFEXITED(run.wait_status) && !run.timed_out ? WEXITSTATUS(run.wait_status) : 1;
+}
+
 }  // namespace
 
 int RunCheckCommand(const std::vector<std::string>& args) {
@@ -199,7 +222,12 @@ int RunCheckCommand(const std::vector<std::string>& args) {
   }
   auto target = ResolveCommandHosts(o.host_args, o.hostfile, "check", o.launcher);
   if (!target.ok()) return Fail(target.status());
-  if (!o.storage) return RunPreflight(o, *target);
+  if (!o.storage) {
+    const int checks = RunPreflight(o, *target);
+    if (!o.links || checks == kExitUsage) return checks;
+    const int links = MeasureLinks(o, *target);
+    return checks != kExitOk ? checks : links;
+  }
   // Every host resolves PATH itself, so it must not depend on a working directory.
   const std::string path = std::filesystem::absolute(*o.storage).lexically_normal().string();
   const std::string probe = SiblingBinary("gpulaunch-probe");

@@ -141,6 +141,7 @@ struct CheckOptions {
   std::optional<std::string> binary;   // --binary PATH: the job's program must resolve everywhere
   std::optional<std::string> save;     // --save FILE: record the hosts' facts as a baseline
   std::optional<std::string> compare;  // --compare FILE: report what changed since a baseline
+  std::optional<std::string> links;    // --links FILE|default: also measure the links and save them
   double max_clock_skew_s = 1.0;       // --max-clock-skew
   int size_mib = 16;                   // --size: MiB each host writes and reads
   std::string format = "table";

@@ -68,7 +68,7 @@ const SubcommandParser& NodesParser() {
 const SubcommandParser& CheckParser() {
   static const SubcommandParser* parser = [] {
     auto* p = new SubcommandParser(
-        "check", "[-H LIST | --hostfile FILE] [--binary PATH] [--save FILE] [--compare FILE]\n"
+        "check", "[-H LIST | --hostfile FILE] [--binary PATH] [--save FILE] [--compare FILE] [--links FILE|default]\n"
                  "                       [--max-clock-skew S] [--budget S] [--format table|json] [--launcher NAME]\n"
                  "                       [--allow-run-as-root]",
         "Pre-flight checks of every host at once, each through the engine within --budget seconds (default 30):\n"
@@ -77,6 +77,8 @@ const SubcommandParser& CheckParser() {
         "(NVML: all present, temperature, ECC), ports (free job ports), tmp (writable), binary (--binary PATH\n"
         "and its libraries resolve, it links the same MPI on every host, and the engine a launch of it with the\n"
         "same --launcher would use starts that MPI; each host's MPI for it is listed). --save FILE records the hosts' facts; --compare FILE reports what changed.\n"
+        "--links FILE|default then measures the links between the hosts (gpulaunch linkcheck --concurrent --quick) and\n"
+        "saves them where launches and plan read them (default: $XDG_STATE_HOME/gpulaunch/links.json).\n"
         "Exit 0 when every check passes on every host, 1 naming each host and check that failed.\n\n"
         "       gpulaunch check --storage PATH [-H LIST | --hostfile FILE] [--size MiB] [--budget S]\n"
         "                       [--format table|json] [--allow-run-as-root]\n"
@@ -91,6 +93,7 @@ const SubcommandParser& CheckParser() {
       ("binary", po::value<std::string>()->value_name("PATH"), "the job's program: it and its libraries must resolve on every host")
       ("save", po::value<std::string>()->value_name("FILE"), "record the hosts' facts in FILE as a baseline")
       ("compare", po::value<std::string>()->value_name("FILE"), "report what changed since the baseline FILE")
+      ("links", po::value<std::string>()->value_name("FILE|default"), "also measure the links between the hosts and save them for placement")
       ("max-clock-skew", po::value<std::string>()->value_name("S"), "seconds a host's clock may be off this host's (default 1)")
       ("budget", po::value<std::string>()->value_name("S"), "seconds each host (each phase, with --storage) gets (default 30; 60)")
       ("storage", po::value<std::string>()->value_name("PATH"), "the shared-storage check of directory PATH instead")
@@ -127,7 +130,8 @@ StatusOr<CheckOptions> ParseCheckCommandLine(const std::vector<std::string>& arg
   if (o.help) return o;
   GL_RETURN_IF_ERROR(ReadHostOptions(p, vm, {&o.host_args, &o.hostfile, &o.format, &o.launcher, &o.allow_run_as_root}));
   for (auto [name, out] : {std::pair{"storage", &o.storage}, std::pair{"binary", &o.binary},
-                           std::pair{"save", &o.save}, std::pair{"compare", &o.compare}}) {
+                           std::pair{"save", &o.save}, std::pair{"compare", &o.compare},
+                           std::pair{"links", &o.links}}) {
     if (!vm.count(name)) continue;
     const std::string v = vm[name].as<std::string>();
     if (v.empty()) return p.Error(std::string("--") + name + (out == &o.storage ? " needs a directory" : " needs a path"));
@@ -143,8 +147,8 @@ StatusOr<CheckOptions> ParseCheckCommandLine(const std::vector<std::string>& arg
     }
   }
   GL_ASSIGN_OR_RETURN(o.budget_s, IntOption(p, vm, "budget", o.budget_s, 1, 86400, "seconds"));
-  if (o.storage && (o.binary || o.save || o.compare)) {
-    return p.Error("--storage runs the storage check only; --binary, --save and --compare belong to "
+  if (o.storage && (o.binary || o.save || o.compare || o.links)) {
+    return p.Error("--storage runs the storage check only; --binary, --save, --compare and --links belong to "
                    "the pre-flight checks (run them without --storage)");
   }
   return o;

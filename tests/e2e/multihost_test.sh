@@ -20,8 +20,10 @@ check() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1 (got '$2', want '$3')";
 
 # Runs a command on node1 (its own UTS name) with the rig's ssh settings.
 # ssh_extra: more ssh options for one call (the rig's config has ConnectTimeout 5).
+# XDG_STATE_HOME: linkcheck saves its link file there (never in the user's
+# home), and launches read it from there.
 on_node1() {
-  OMPI_MCA_plm_rsh_agent=ssh OMPI_MCA_plm_rsh_args="-F $GL_RIG/ssh/ssh_config ${ssh_extra:-}" \
+  XDG_STATE_HOME=$WORK/state OMPI_MCA_plm_rsh_agent=ssh OMPI_MCA_plm_rsh_args="-F $GL_RIG/ssh/ssh_config ${ssh_extra:-}" \
     ip netns exec "${NSP}n1" unshare --uts sh -c 'hostname node1; exec "$@"' sh "$@"
 }
 
@@ -435,6 +437,18 @@ ip netns exec "${NSP}n3" tc qdisc del dev eth0 root
 check "linkcheck with node3 limited to 100 Mbit/s: exit 1" "$code" 1
 check "... node3 -> node4's bandwidth flagged against the baseline" \
   "$(grep -cE 'linkcheck: node3 -> node4: bandwidth [14] MiB 0\.[0-9]+ Gbps, [0-9]+% below' "$WORK/links-slow.txt")" 2
+
+# 5i'. check --links: after the checks, the links between the 4 hosts are
+#     measured (pairs, each host's shared memory, flows at once) and saved
+#     where launches read them. (Leaves are asserted on the shaped rig, in
+#     shaped_network_test.sh: here 4 flows at once are CPU-bound.)
+on_node1 "$BIN/gpulaunch" check --allow-run-as-root --hostfile "$WORK/hosts" --links "$WORK/measured-links.json" \
+  > "$WORK/check-links.txt" 2>&1
+check "check --links: exit 0" "$?" 0
+check "... the link file holds the 6 pairs and the 4 hosts' shared memory" \
+  "$(python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); print(len(t["pairs"]), len(t["shared_memory"]))' \
+     "$WORK/measured-links.json" 2>&1)" "6 4"
+check "... and the report says where" "$(grep -c "^links saved to $WORK/measured-links.json" "$WORK/check-links.txt")" 1
 
 # 5j. An MPICH program over ssh: auto picks MPICH's Hydra (the program links
 #     libmpich.so.12), which starts Hydra's proxies on the 4 hosts through ssh

@@ -61,6 +61,11 @@ TEST(LinkSurvey, TheTableHoldsPairsSharedMemoryAndLeaves) {
   EXPECT_EQ(t.leaves[0].name, "leaf1");
   EXPECT_EQ(t.leaves[0].hosts, (std::vector<std::string>{"n1", "n2"}));
   EXPECT_EQ(t.leaves[1].hosts, (std::vector<std::string>{"n3", "n4"}));
+  // Leaves that mispredict more than a tenth of the flows are not saved.
+  InferredLeaves misfit = leaves;
+  misfit.disagreeing = 1;  // of 4
+  EXPECT_FALSE(LeavesFit(misfit));
+  EXPECT_TRUE(SurveyTable(s, &misfit, "").leaves.empty());
   // Without rounds there are no leaves; a failed pair is no measurement.
   LinkSurvey plain = s;
   plain.rounds.clear();

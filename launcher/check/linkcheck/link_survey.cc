@@ -68,6 +68,10 @@ std::vector<std::vector<ConcurrentFlow>> ConcurrentFlows(const LinkSurvey& s) {
   return rounds;
 }
 
+bool LeavesFit(const InferredLeaves& l) {
+  return l.flows_used > 0 && l.disagreeing <= kMaxLeafMisfit * l.flows_used;
+}
+
 LinkTable SurveyTable(const LinkSurvey& s, const InferredLeaves* leaves, const std::string& measured_at) {
   LinkTable t;
   t.measured_at = measured_at;
@@ -79,7 +83,7 @@ LinkTable SurveyTable(const LinkSurvey& s, const InferredLeaves* leaves, const s
     const double rate = LinkGbytePerS(m);
     if (rate > 0) t.shared_memory[m.from] = {rate, m.rtt_median_us / 2};
   }
-  if (leaves && leaves->leaves > 0 && leaves->flows_used > 0) {
+  if (leaves && leaves->leaves > 0 && LeavesFit(*leaves)) {
     for (int l = 0; l < leaves->leaves; ++l) {
       MeasuredLeaf leaf{"leaf" + std::to_string(l + 1), {}, leaves->uplink_gbyte_per_s[l]};
       for (size_t h = 0; h < s.hosts.size(); ++h)
@@ -125,6 +129,8 @@ std::vector<std::string> DescribeSurvey(const LinkSurvey& s, const InferredLeave
       out.push_back("warning: " + std::to_string(leaves->disagreeing) + " of the " +
                     std::to_string(leaves->flows_used) + " flows do not fit these leaves" +
                     (leaves->exhaustive ? "" : " (a local search: more than " + std::to_string(kExhaustiveHosts) + " hosts)") +
+                    (LeavesFit(*leaves) ? "" : "; not saved (more than a tenth: flows that a busy CPU rather than an uplink "
+                                               "slowed look so)") +
                     "; measure again, or give the tree with --network");
     }
   } else if (leaves) {

@@ -38,8 +38,15 @@ bool BeganWithItsRound(const LinkResult& flow);
 // direction) and whether it overlapped its round (BeganWithItsRound).
 std::vector<std::vector<ConcurrentFlow>> ConcurrentFlows(const LinkSurvey& survey);
 
+// Leaves that mispredict more of the flows than this are not saved: no tree
+// is better than a wrong one (flows that a busy CPU slowed, not an uplink,
+// look like that).
+inline constexpr double kMaxLeafMisfit = 0.1;
+bool LeavesFit(const InferredLeaves& leaves);
+
 // The link file's content: measured pairs and shared memory, and the leaves
-// inferred from the rounds (named leaf1, leaf2, ... in host order).
+// inferred from the rounds when they fit (named leaf1, leaf2, ... in host
+// order).
 LinkTable SurveyTable(const LinkSurvey& survey, const InferredLeaves* leaves, const std::string& measured_at);
 
 // Lines for the user: shared memory per host, each round's flows against
