@@ -57,10 +57,10 @@ TEST(LeafInference, FindsTheLeavesBehindASlowUplink) {
 
 TEST(LeafInference, FindsAnUplinkFasterThanAPortButSlowerThanTwo) {
   // Alone, every pair gets the port's rate: only flows at once show the uplink.
-  const auto leaves = InferLeaves(4, Simulate({0, 1, 0, 1}, 0.01, 0.011));
+  const auto leaves = InferLeaves(4, Simulate({0, 1, 0, 1}, 0.01, 0.0105));
   EXPECT_EQ(leaves.leaf_of, (std::vector<int>{0, 1, 0, 1}));  // interleaved host order
-  EXPECT_DOUBLE_EQ(leaves.uplink_gbyte_per_s[1], 0.011);
-  // Where two flows' uneven shares leave the faster above 0.8 of its alone
+  EXPECT_DOUBLE_EQ(leaves.uplink_gbyte_per_s[1], 0.0105);
+  // Where two flows' uneven shares leave the faster above 0.75 of its alone
   // rate, the uplink is not seen (the limit the header states).
   EXPECT_EQ(InferLeaves(4, Simulate({0, 1, 0, 1}, 0.01, 0.012)).leaves, 1);
 }

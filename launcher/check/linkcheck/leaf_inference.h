@@ -19,7 +19,7 @@
 //
 // What cannot be seen: an uplink that two flows share without either falling
 // below `slowed_below` of its alone rate (on the rig, TCP gave one of two
-// flows 1.4 times the even share: so from about 1.1 times a host's rate up),
+// flows 1.4 times the even share: so from about 1.07 times a host's rate up),
 // and so its leaves look like one: right for placement, it is hardly a
 // bottleneck. A host alone on its leaf looks like a host on the others'.
 #pragma once
@@ -49,7 +49,7 @@ struct InferredLeaves {
 
 // `rounds[k]`: the flows of one round. Hosts are 0..hosts-1.
 InferredLeaves InferLeaves(int hosts, const std::vector<std::vector<ConcurrentFlow>>& rounds,
-                           double slowed_below = 0.8);
+                           double slowed_below = 0.75);
 
 // The flows of round `shift` over `hosts` hosts (from i to i+shift mod n).
 std::vector<std::pair<int, int>> ShiftRound(int hosts, int shift);
