@@ -11,8 +11,10 @@
 #   3. The same job under gpulaunch's plan and under the worst (Open MPI's
 #      by-slot order of that hostfile): the uplink's tx_bytes of the first are
 #      at most a third of the second's, and both give the same weights.
-# Rates: GL_SHAPE_UPLINK_MBIT (default 50), GL_SHAPE_PORT_MBIT (200): low enough
-# that 2 cores shaping 4 flows at once are not what limits them.
+# Rates: GL_SHAPE_UPLINK_MBIT (default 20), GL_SHAPE_PORT_MBIT (80), issue 44's:
+# UCX busy-polls, so 8 measuring processes on 2 cores get a quarter core each,
+# and at 200 Mbit/s ports the flows inside a leaf were CPU-bound (0.66 of
+# their alone rate), which no uplink explains.
 # Needs GL_RIG and GL_NSP as multihost_test.sh; exits 77 when the rig is not up.
 set -uo pipefail
 BIN=${1:?usage: shaped_network_test.sh BIN_DIR}
@@ -22,8 +24,8 @@ if [ -z "${GL_RIG:-}" ] || [ ! -f "$GL_RIG/ssh/ssh_config" ] || ! ip netns list 
   echo "shaped_network: netns rig not up (run .ci/rig/netns-up.sh and set GL_RIG); skipped"
   exit 77
 fi
-UPLINK=${GL_SHAPE_UPLINK_MBIT:-50}
-PORT=${GL_SHAPE_PORT_MBIT:-200}
+UPLINK=${GL_SHAPE_UPLINK_MBIT:-20}
+PORT=${GL_SHAPE_PORT_MBIT:-80}
 WORK=$(mktemp -d)
 shape() { RIG=$GL_RIG NSP=$NSP "$SRC/.ci/rig/shape-two-leaf.sh" "$@" >/dev/null; }
 trap 'shape --flat; rm -rf "$WORK"' EXIT
@@ -87,7 +89,7 @@ check "flows at once through one uplink share it (slowest of round 2 at most 0.6
   "$(awk -v s="$shared" 'BEGIN { print (s != "" && s <= 0.65) ? "yes" : "no (" s ")" }')" yes
 check "flows on separate uplinks lose less (slowest of round 1 at least 0.15 above round 2's)" \
   "$(awk -v a="$separate" -v b="$shared" 'BEGIN { print (a != "" && a >= b + 0.15) ? "yes" : "no (" a " against " b ")" }')" yes
-[ "$failed" -eq 0 ] || grep -E '^(at once|leaves|warning)' "$WORK/linkcheck.out"
+grep -E '^(at once|leaves|warning)' "$WORK/linkcheck.out" | sed 's/^/     /'  
 
 # 2. The plan: each TP group under one leaf, from a hostfile that interleaves them.
 printf 'node1 slots=2\nnode3 slots=2\nnode2 slots=2\nnode4 slots=2\n' >"$WORK/hosts"

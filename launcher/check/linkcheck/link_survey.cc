@@ -17,7 +17,9 @@ std::string Rate(double gbyte_per_s) {
 // The message size the rounds measured (their one size).
 uint64_t RoundSize(const LinkResult& r) { return r.bandwidth.empty() ? 0 : r.bandwidth.back().message_bytes; }
 
-double AloneRate(const LinkSurvey& s, const std::string& from, const std::string& to, uint64_t size) {
+}  // namespace
+
+double AloneGbytePerS(const LinkSurvey& s, const std::string& from, const std::string& to, uint64_t size) {
   double best = 0;
   for (const LinkResult& p : s.pairs) {
     if ((p.from == from && p.to == to) || (p.from == to && p.to == from)) {
@@ -27,8 +29,6 @@ double AloneRate(const LinkSurvey& s, const std::string& from, const std::string
   }
   return best;
 }
-
-}  // namespace
 
 double LinkGbytePerS(const LinkResult& link, uint64_t message_bytes) {
   if (!link.error.empty()) return 0;
@@ -59,7 +59,7 @@ std::vector<std::vector<ConcurrentFlow>> ConcurrentFlows(const LinkSurvey& s) {
       f.to = pairs[i].second;
       const uint64_t size = RoundSize(r);
       f.together_gbyte_per_s = LinkGbytePerS(r, size);
-      f.alone_gbyte_per_s = AloneRate(s, s.hosts[f.from], s.hosts[f.to], size);
+      f.alone_gbyte_per_s = AloneGbytePerS(s, s.hosts[f.from], s.hosts[f.to], size);
       f.concurrent = BeganWithItsRound(r);
       flows.push_back(f);
     }

@@ -29,6 +29,11 @@ struct LinkSurvey {
   std::vector<SurveyRound> rounds;     // --concurrent
 };
 
+// What the pair got alone, either direction (the slower when both were
+// measured), at `message_bytes` when measured at that size; 0 when unknown.
+double AloneGbytePerS(const LinkSurvey& survey, const std::string& from, const std::string& to,
+                      uint64_t message_bytes = 0);
+
 // Whether a flow of a round overlapped the others: it was measured and began
 // its bandwidth half no later than a twentieth of its own duration after the
 // round's start time (clients that were ready wake within milliseconds).

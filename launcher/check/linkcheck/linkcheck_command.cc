@@ -265,9 +265,15 @@ int Report(const LinkcheckOptions& o, const std::vector<LinkResult>& links) {
 
 // Round `shift` of --concurrent: every host's flow to the host `shift` after
 // it, their bandwidth halves begun together after --sync seconds. One size
-// (the largest) and few round trips: the round is about bandwidth.
-SurveyRound RunRound(const std::vector<std::string>& hosts, int shift, int sync_s, const LinkcheckOptions& o,
+// (the largest) and few round trips: the round is about bandwidth. Each flow
+// sends at least what takes it kRoundFlowSeconds alone, so that a client
+// waking a few milliseconds late still overlaps the others (a fast link
+// moves --mib-per-size in milliseconds).
+constexpr double kRoundFlowSeconds = 1.0;
+constexpr uint64_t kMaxRoundFlowBytes = 4ull << 30;
+SurveyRound RunRound(const LinkSurvey& survey, int shift, int sync_s, const LinkcheckOptions& o,
                      const HostCommandTarget& target, const std::string& self) {
+  const std::vector<std::string>& hosts = survey.hosts;
   LinkcheckOptions round = o;
   round.plan.iterations = std::min(o.plan.iterations, 20);
   round.plan.sizes = {*std::max_element(o.plan.sizes.begin(), o.plan.sizes.end())};
@@ -277,7 +283,13 @@ SurveyRound RunRound(const std::vector<std::string>& hosts, int shift, int sync_
   SurveyRound out{shift, std::vector<LinkResult>(hosts.size())};
   std::vector<std::thread> flows;
   for (const auto& [from, to] : ShiftRound(static_cast<int>(hosts.size()), shift)) {
-    flows.emplace_back([&, from = from, to = to] { out.results[from] = MeasurePair(hosts[from], hosts[to], round, target, self); });
+    LinkcheckOptions flow = round;
+    const double alone = AloneGbytePerS(survey, hosts[from], hosts[to]);
+    const uint64_t wanted = std::min<uint64_t>(static_cast<uint64_t>(alone * 1e9 * kRoundFlowSeconds), kMaxRoundFlowBytes);
+    flow.plan.bytes_per_size = std::max(o.plan.bytes_per_size, (wanted + (1u << 20) - 1) >> 20 << 20);
+    flows.emplace_back([&, flow, from = from, to = to] {
+      out.results[from] = MeasurePair(hosts[from], hosts[to], flow, target, self);
+    });
   }
   for (std::thread& t : flows) t.join();
   return out;
@@ -377,7 +389,7 @@ int RunLinkcheckCommand(const std::vector<std::string>& args) {
       for (int attempt = 0;; ++attempt) {
         std::cerr << "linkcheck: at once, round " << shift << "/" << hosts.size() - 1 << " (start in " << sync_s
                   << " s)" << std::endl;
-        SurveyRound round = RunRound(hosts, shift, sync_s, o, *target, self);
+        SurveyRound round = RunRound(survey, shift, sync_s, o, *target, self);
         const bool together = std::all_of(round.results.begin(), round.results.end(), BeganWithItsRound);
         if (together || attempt == 2 || sync_s >= kMaxSyncS) {
           all_together &= together;
