@@ -19,6 +19,8 @@ std::vector<std::string> Split(std::string_view s, char sep);
 std::vector<std::string> SplitOutsideBrackets(std::string_view s, char sep);
 std::string Join(const std::vector<std::string>& parts, std::string_view sep);
 bool StartsWith(std::string_view s, std::string_view prefix);
+// ASCII letters lowered (config keys that are case-insensitive).
+std::string AsciiLower(std::string_view s);
 
 // Whole-string decimal parse; nullopt on any junk, sign or overflow.
 std::optional<int64_t> ParseInt(std::string_view s);

@@ -23,6 +23,7 @@
 #include "launcher/plan_output.h"
 #include "policies/placement_engine.h"
 #include "slurm/slurm_config.h"
+#include "launcher/slurm_policy_files.h"
 #include "slurm/slurm_policy.h"
 
 namespace fs = std::filesystem;
@@ -165,18 +166,21 @@ int RunSlurmConfigCommand(const std::vector<std::string>& args) {
   if (!cluster.ok()) return Fail(cluster.status());
   if (*policy) {
     if (Status fits = CheckPolicyFits(**policy, static_cast<int>(cluster->hosts.size())); !fits.ok()) return Fail(fits);
+    if (Status enforceable = CheckPolicySlurmCanEnforce(**policy); !enforceable.ok()) return Fail(enforceable);
   }
   std::vector<std::pair<std::string, std::string>> files = {{"topology.conf", SlurmTopologyConf(*cluster)},
                                                             {"gres.conf", GresConfOrNote(*cluster)}};
+  std::optional<PolicyFiles> policy_files;
   if (*policy) {
-    files.emplace_back("slurm-policy.conf", SlurmPolicyConf(**policy));
-    files.emplace_back("apply.sh", SlurmPolicyApplyScript(**policy));
-    files.emplace_back("qos.sh", SlurmPolicyQosScript(**policy));
+    auto made = MakePolicyFiles(**policy, parsed->slurm_conf);
+    if (!made.ok()) return Fail(made.status());
+    policy_files = std::move(*made);
+    files.insert(files.end(), policy_files->files.begin(), policy_files->files.end());
   }
   if (Status written = WriteConfigFiles(*parsed->out_dir, files); !written.ok()) return Fail(written);
-  if (*policy) {
-    std::cout << "simulate the same quotas with: gpulaunch sim --teams " << (*policy)->teams.size() << " --quota "
-              << PolicyQuotaText(**policy) << " ...\n";
+  if (policy_files) {
+    std::cout << policy_files->summary << "simulate the same quotas with: gpulaunch sim --teams "
+              << (*policy)->teams.size() << " --quota " << PolicyQuotaText(**policy) << " ...\n";
   }
   return kExitOk;
 }

@@ -12,7 +12,7 @@ base=(build-essential cmake ninja-build pkg-config openmpi-bin libopenmpi-dev li
       libhwloc-dev hwloc libboost-program-options-dev libpmix-dev nlohmann-json3-dev libxml2-dev libsodium-dev)
 test_only=(libgtest-dev libgmock-dev libbenchmark-dev openssh-server openssh-client iproute2 hpcc
            slurmctld slurmd slurm-client munge gdb clang libclang-rt-14-dev iptables python3 python3-matplotlib
-           bc procps mpich libmpich-dev)
+           bc procps mpich libmpich-dev mariadb-server mariadb-client slurmdbd slurm-wlm-mysql-plugin)
 case "${1:-}" in
   --list)
     if [ "${2:-}" = "--test-only" ]; then printf '%s\n' "${test_only[@]}"; else printf '%s\n' "${base[@]}"; fi

@@ -105,7 +105,12 @@ StatusOr<PolicyTeam> ReadTeam(const Json& t, const std::string& origin) {
   GL_RETURN_IF_ERROR(
       OnlyKnownKeys(t, {"name", "guarantee", "nominal", "borrow_limit", "lend_limit", "users"}, origin, "a team"));
   PolicyTeam team;
+  team.where = where;
   GL_ASSIGN_OR_RETURN(team.name, Text(t, "name", where, NamePattern(), "\"ml\" (a letter, then letters, digits, _ or -)"));
+  if (team.name == "borrowed") {
+    return InvalidArgument(where + ": a team may not be called \"borrowed\": its Slurm partition gl-borrowed is the "
+                           "borrowed tier's");
+  }
   GL_ASSIGN_OR_RETURN(team.nominal, Count(t, "nominal", where, -1, 0, 10000000));
   if (team.nominal < 0) return InvalidArgument(where + ": team " + team.name + " needs \"nominal\" (GPUs)");
   GL_ASSIGN_OR_RETURN(team.guarantee, Count(t, "guarantee", where, 0, 0, 10000000));
@@ -179,51 +184,15 @@ Status CheckPolicyFits(const PolicyFile& p, int nodes) {
   return Status::Ok();
 }
 
-std::string SlurmPolicyConf(const PolicyFile& p) {
-  return "# gpulaunch policy: two tiers over all nodes. Jobs within their team's nominal quota run in\n"
-         "# gl-guaranteed and are never preempted; jobs on borrowed quota run in gl-borrowed and are\n"
-         "# requeued, after the grace period, when a guaranteed job needs their nodes.\n"
-         "PreemptType=preempt/partition_prio\n"
-         "PreemptMode=REQUEUE\n"
-         "PartitionName=gl-guaranteed Nodes=ALL PriorityTier=2 PreemptMode=OFF State=UP\n"
-         "PartitionName=gl-borrowed Nodes=ALL PriorityTier=1 PreemptMode=REQUEUE GraceTime=" +
-         std::to_string(p.grace_s) + " State=UP\n";
-}
-
-std::string SlurmPolicyApplyScript(const PolicyFile& p) {
-  std::string s =
-      "#!/bin/sh\n"
-      "# Written by gpulaunch slurm-config --policy: creates the policy's partitions and reservations on the\n"
-      "# running slurmctld (scontrol, no restart). Keep slurm-policy.conf in slurm.conf so they survive one.\n"
-      "set -e\n"
-      "scontrol create PartitionName=gl-guaranteed Nodes=ALL PriorityTier=2 PreemptMode=OFF State=UP\n"
-      "scontrol create PartitionName=gl-borrowed Nodes=ALL PriorityTier=1 PreemptMode=REQUEUE GraceTime=" +
-      std::to_string(p.grace_s) + " State=UP\n";
-  for (const PolicyReservation& r : p.reservations) {
-    std::string users;
-    for (const PolicyTeam& t : p.teams)
-      if (t.name == r.team)
-        for (const std::string& u : t.users) users += (users.empty() ? "" : ",") + u;
-    s += "scontrol create reservation ReservationName=gl-" + r.name + " StartTime=" + r.start +
-         " Duration=" + std::to_string(r.minutes) + " NodeCnt=" + std::to_string(r.nodes) +
-         (users.empty() ? " Accounts=" + r.team : " Users=" + users) + "\n";
-  }
-  return s;
-}
-
-std::string SlurmPolicyQosScript(const PolicyFile& p) {
-  std::string s =
-      "#!/bin/sh\n"
-      "# Written by gpulaunch slurm-config --policy: per-team GPU limits as QOS. Needs slurmdbd\n"
-      "# (AccountingStorageType=accounting_storage/slurmdbd) and AccountingStorageEnforce=limits,qos.\n"
-      "set -e\n";
+Status CheckPolicySlurmCanEnforce(const PolicyFile& p) {
   for (const PolicyTeam& t : p.teams) {
-    s += "sacctmgr -i add qos gl-" + t.name + " GrpTRES=gres/gpu=" + std::to_string(t.nominal) + "\n";
-    s += "sacctmgr -i add qos gl-" + t.name + "-borrow GrpTRES=gres/gpu=" + std::to_string(t.borrow_limit) + "\n";
-    s += "sacctmgr -i add account " + t.name + " QOS=gl-" + t.name + ",gl-" + t.name + "-borrow\n";
-    for (const std::string& u : t.users) s += "sacctmgr -i add user " + u + " Account=" + t.name + "\n";
+    if (t.lend_limit >= 0) {
+      return InvalidArgument(t.where + ": team " + t.name + " sets \"lend_limit\", which Slurm cannot enforce (a "
+                             "borrowed job may take any idle GPU, docs/slurm.md); remove it for slurm-config "
+                             "(gpulaunch sim --quota still takes a lend limit)");
+    }
   }
-  return s;
+  return Status::Ok();
 }
 
 std::string PolicyQuotaText(const PolicyFile& p) {

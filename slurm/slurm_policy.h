@@ -8,17 +8,7 @@
 //    "reservations": [{"name": "demo", "team": "ml", "nodes": 1,
 //                      "start": "2026-12-01T10:00:00", "minutes": 60}]}
 //
-// What Slurm gets:
-//   slurm-policy.conf  lines for slurm.conf: two partition tiers over all
-//                      nodes, gl-guaranteed (PriorityTier 2, never preempted)
-//                      and gl-borrowed (PriorityTier 1, PreemptMode=REQUEUE,
-//                      GraceTime = grace_s), and PreemptType=preempt/partition_prio
-//   apply.sh           the same partitions and every reservation, created on a
-//                      running slurmctld with scontrol (no restart)
-//   qos.sh             per team a QOS gl-<team> (GrpTRES=gres/gpu=nominal) for
-//                      the guaranteed tier and gl-<team>-borrow
-//                      (GrpTRES=gres/gpu=borrow_limit) for the borrowed one, with
-//                      sacctmgr: QOS limits need slurmdbd (accounting)
+// Its Slurm side: policy_slurm_side.h.
 // Names, users and times are checked against strict patterns, so the scripts
 // never carry anything a shell would interpret.
 #pragma once
@@ -34,6 +24,7 @@ struct PolicyTeam {
   std::string name;
   int guarantee = 0, nominal = 0, borrow_limit = 0, lend_limit = -1;  // -1: unlimited
   std::vector<std::string> users;
+  std::string where;  // "FILE:LINE" of its entry, for errors
 };
 
 struct PolicyReservation {
@@ -54,9 +45,10 @@ StatusOr<PolicyFile> ParsePolicyFile(const std::string& text, const std::string&
 // What the cluster cannot hold: a reservation of more nodes than it has.
 Status CheckPolicyFits(const PolicyFile& policy, int nodes);
 
-std::string SlurmPolicyConf(const PolicyFile& policy);
-std::string SlurmPolicyApplyScript(const PolicyFile& policy);
-std::string SlurmPolicyQosScript(const PolicyFile& policy);
+// What Slurm cannot enforce: a lend limit (Slurm lends every idle GPU; the
+// simulator's --quota still takes one).
+Status CheckPolicySlurmCanEnforce(const PolicyFile& policy);
+
 // The quota string the simulator takes (--quota): "ml:16/32/16/16,...".
 std::string PolicyQuotaText(const PolicyFile& policy);
 

@@ -24,6 +24,30 @@ munged --socket="$S/munge/munge.sock" --key-file="$S/munge/munge.key" --log-file
   --pid-file="$S/munge/munged.pid" --seed-file="$S/munge/munged.seed"
 echo "pid $(cat "$S/munge/munged.pid")" >> "$RIG/pids"
 
+# Runs a daemon inside host i's namespaces (network, a private mount and UTS).
+in_host() {
+  local i=$1; shift
+  nsenter --net="/run/netns/${NSP}n$i" unshare --mount --uts --propagation private \
+    sh -c "mount --bind /etc/netns/${NSP}n$i/hosts /etc/hosts; hostname node$i; exec \"\$@\"" sh "$@"
+}
+# Accounting (slurm-accounting-up.sh): MariaDB and slurmdbd when Debian's
+# packages are here and GL_SLURM_ACCOUNTING is not 0; $S/accounting says which
+# (tests that need it read it and skip with its reason).
+# shellcheck source=slurm-accounting-up.sh
+. "$(dirname "$0")/slurm-accounting-up.sh"
+accounting="AccountingStorageType=accounting_storage/none"
+if [ "${GL_SLURM_ACCOUNTING:-1}" = 0 ]; then
+  echo "off: GL_SLURM_ACCOUNTING=0" > "$S/accounting"
+elif ! slurm_accounting_available; then
+  echo "off: no MariaDB or slurmdbd here (apt-get install mariadb-server slurmdbd slurm-wlm-mysql-plugin)" > "$S/accounting"
+elif accounting=$(slurm_accounting_up "$S" "$S/munge/munge.sock"); then
+  echo "on" > "$S/accounting"
+else
+  echo "slurm cluster: accounting did not come up; the cluster runs without it" >&2
+  echo "off: MariaDB or slurmdbd did not start (see $S/log)" > "$S/accounting"
+  accounting="AccountingStorageType=accounting_storage/none"
+fi
+
 # This machine's core layout, as slurmd -C reports it, for every fake node.
 layout=$(slurmd -C | head -1 | grep -o 'SocketsPerBoard=[0-9]* CoresPerSocket=[0-9]* ThreadsPerCore=[0-9]*' |
          sed 's/SocketsPerBoard/Sockets/')
@@ -31,6 +55,7 @@ layout=$(slurmd -C | head -1 | grep -o 'SocketsPerBoard=[0-9]* CoresPerSocket=[0
   slurm_common_conf "$S" "$S/munge/munge.sock"
   cat <<CFG
 ClusterName=glcluster
+$accounting
 SlurmctldHost=node1($NET.1)
 TmpFS=$S/tmp/%n
 SlurmdPidFile=$S/slurmd.%n.pid
@@ -72,12 +97,15 @@ else
     > "$S/topology.conf"
 fi
 
-# Runs a daemon inside host i's namespaces (network, a private mount and UTS).
-in_host() {
-  local i=$1; shift
-  nsenter --net="/run/netns/${NSP}n$i" unshare --mount --uts --propagation private \
-    sh -c "mount --bind /etc/netns/${NSP}n$i/hosts /etc/hosts; hostname node$i; exec \"\$@\"" sh "$@"
-}
+if [ "$(cat "$S/accounting")" = on ]; then
+  # The cluster's record in slurmdbd, which slurmctld registers with
+  # (slurmdbd may still be opening its port: a few tries).
+  for try in $(seq 1 50); do
+    ip netns exec "${NSP}n1" env SLURM_CONF="$S/slurm.conf" sacctmgr -i add cluster glcluster > "$S/log/sacctmgr.log" 2>&1 && break
+    [ "$try" = 50 ] && { echo "slurm cluster: sacctmgr add cluster failed: $S/log/sacctmgr.log" >&2; exit 1; }
+    sleep 0.2
+  done
+fi
 in_host 1 slurmctld -f "$S/slurm.conf"
 for _ in $(seq 1 50); do [ -s "$S/slurmctld.pid" ] && break; sleep 0.1; done
 echo "pid $(cat "$S/slurmctld.pid")" >> "$RIG/pids"

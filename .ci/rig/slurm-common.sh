@@ -1,5 +1,6 @@
 # Sourced by slurm-up.sh and slurm-cluster-up.sh: the slurm.conf lines both
-# rigs share. Usage: slurm_common_conf STATE_DIR MUNGE_SOCKET
+# rigs share (not accounting: each rig says its own, so no key is set twice).
+# Usage: slurm_common_conf STATE_DIR MUNGE_SOCKET
 slurm_common_conf() {
   local dir=$1 sock=$2
   cat <<CFG
@@ -18,7 +19,6 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 MpiDefault=pmix
 ReturnToService=2
-AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 JobAcctGatherType=jobacct_gather/none
 KillWait=5

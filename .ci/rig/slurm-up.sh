@@ -24,6 +24,7 @@ node_line=$(slurmd -C | head -1)   # NodeName=<host> CPUs=.. Boards=.. SocketsPe
   slurm_common_conf "$S" "$RIG/munge/munge.sock"
   cat <<CFG
 ClusterName=glrig
+AccountingStorageType=accounting_storage/none
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=16817
 SlurmdPort=16818

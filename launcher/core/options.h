@@ -94,10 +94,11 @@ struct PlanOptions {
   bool allow_run_as_root = false;           // discovery of -H hosts through mpirun
   std::optional<std::string> out_dir;       // slurm-config: where to write the files
   std::optional<std::string> policy_file;   // slurm-config --policy (gpulaunch-policy/v1)
+  std::optional<std::string> slurm_conf;    // slurm-config --slurm-conf: the site's slurm.conf
 };
 
 // plan_options.cc: `gpulaunch plan` and `gpulaunch slurm-config` (which
-// fills only the cluster options, out_dir and policy_file).
+// fills only the cluster options, out_dir, policy_file and slurm_conf).
 StatusOr<PlanOptions> ParsePlanCommandLine(const std::vector<std::string>& args);
 StatusOr<PlanOptions> ParseSlurmConfigCommandLine(const std::vector<std::string>& args);
 std::string SlurmConfigHelpText();

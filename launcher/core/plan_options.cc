@@ -84,15 +84,21 @@ const SubcommandParser& SlurmConfigParser() {
     auto* p = new SubcommandParser(
         "slurm-config",
         "--out DIR [-H LIST | --hostfile FILE | --topology-file [HOST=]FILE |\n"
-        "                              --synthetic SPEC | --cluster FILE] [--network topology.conf] [--policy FILE]",
+        "                              --synthetic SPEC | --cluster FILE] [--network topology.conf]\n"
+        "                              [--policy FILE [--slurm-conf FILE]]",
         "Writes DIR/topology.conf (the switch tree) and DIR/gres.conf (each host's GPUs with the\n"
         "cores of their NUMA node) for the cluster as gpulaunch sees it. With --policy, also the Slurm\n"
-        "side of a gpulaunch-policy/v1 file: DIR/slurm-policy.conf (partition tiers for slurm.conf),\n"
-        "DIR/apply.sh (scontrol: partitions and reservations on a running slurmctld) and DIR/qos.sh\n"
-        "(sacctmgr: per-team GPU QOS; needs slurmdbd).");
+        "side of a gpulaunch-policy/v1 file: DIR/site-changes.txt (the global slurm.conf settings the\n"
+        "policy needs that the site's configuration lacks: never set by gpulaunch), DIR/apply.sh\n"
+        "(sacctmgr and scontrol: the teams' accounts, QOS, partitions and reservations on a running\n"
+        "cluster with accounting; idempotent), DIR/job_submit.lua (sends each team's jobs to its\n"
+        "partitions) and DIR/slurm-policy.conf (the partitions, to include in slurm.conf after apply.sh).\n"
+        "The site's configuration is read from --slurm-conf FILE, else from the running slurmctld\n"
+        "(scontrol show config) when one answers.");
     p->Add()
       ("out", po::value<std::string>()->value_name("DIR"), "directory to write topology.conf and gres.conf into (required)")
-      ("policy", po::value<std::string>()->value_name("FILE"), "a gpulaunch-policy/v1 file: also write its Slurm side");
+      ("policy", po::value<std::string>()->value_name("FILE"), "a gpulaunch-policy/v1 file: also write its Slurm side")
+      ("slurm-conf", po::value<std::string>()->value_name("FILE"), "the site's slurm.conf, to say what the policy needs changed in it (default: ask the running slurmctld)");
     AddClusterOptions(*p);
     return p;
   }();
@@ -158,6 +164,10 @@ StatusOr<PlanOptions> ParseSlurmConfigCommandLine(const std::vector<std::string>
   if (!vm.count("out")) return p.Error("needs --out DIR, where topology.conf and gres.conf go");
   o.out_dir = vm["out"].as<std::string>();
   if (vm.count("policy")) o.policy_file = vm["policy"].as<std::string>();
+  if (vm.count("slurm-conf")) {
+    if (!o.policy_file) return p.Error("--slurm-conf is read for --policy: give the policy file too");
+    o.slurm_conf = vm["slurm-conf"].as<std::string>();
+  }
   GL_RETURN_IF_ERROR(ReadClusterOptions(p, vm, o));
   return o;
 }

@@ -52,9 +52,11 @@ QuotaVerdict QuotaBook::Check(int team, int gpus) const {
   if (after <= q.nominal) return QuotaVerdict::kWithinNominal;
   if (after > q.nominal + q.borrow_limit) return QuotaVerdict::kOverBorrowLimit;
   // The new borrowing must be covered by other teams' idle, lendable quota
-  // that their own borrowing does not already use.
+  // and the GPUs in no team's quota, less what others' borrowing uses.
   const int more = after - std::max(q.nominal, used_[static_cast<size_t>(team)]);
-  int idle_elsewhere = 0, borrowed_elsewhere = 0;
+  int nominal_total = 0;
+  for (const TeamQuota& t : teams_) nominal_total += t.nominal;
+  int idle_elsewhere = std::max(0, pool_gpus_ - nominal_total), borrowed_elsewhere = 0;
   for (size_t t = 0; t < teams_.size(); ++t) {
     if (static_cast<int>(t) == team) continue;
     idle_elsewhere += std::min(teams_[t].lend_limit, std::max(0, teams_[t].nominal - used_[t]));

@@ -3,11 +3,16 @@
 //                 jobs of other teams are reclaimed for it
 //   nominal       its share of the pool; jobs within it are never preempted
 //                 by reclaim
-//   borrow_limit  how far above nominal it may go on other teams' idle quota
+//   borrow_limit  how far above nominal it may go on idle GPUs
 //   lend_limit    how much of its own idle nominal others may borrow
+//                 (simulator only: Slurm lends every idle GPU, so
+//                 slurm-config refuses a policy that sets it)
 // A job that takes its team above nominal is "borrowed": admitted only while
-// other teams' idle, lendable quota covers all borrowing, and reclaimable by
-// a team that needs its nominal back (after the grace period).
+// idle GPUs cover all borrowing (other teams' idle, lendable quota plus the
+// pool's GPUs in no team's nominal), and reclaimable by a team that needs
+// its nominal back (after the grace period). Without lend limits that is
+// what Slurm enforces with the generated side (docs/slurm.md): a team may
+// hold up to nominal + borrow_limit of whatever GPUs are idle.
 #pragma once
 
 #include <climits>
@@ -41,6 +46,9 @@ class QuotaBook {
   const TeamQuota& quota(int team) const { return teams_[static_cast<size_t>(team)]; }
   int used(int team) const { return enabled() ? used_[static_cast<size_t>(team)] : 0; }
 
+  // The pool's GPUs: those in no team's nominal quota are lent too.
+  void SetPoolGpus(int gpus) { pool_gpus_ = gpus; }
+
   // Whether `team` may start `gpus` more now, and on what terms.
   QuotaVerdict Check(int team, int gpus) const;
   void Add(int team, int gpus);
@@ -49,6 +57,7 @@ class QuotaBook {
  private:
   std::vector<TeamQuota> teams_;
   std::vector<int> used_;
+  int pool_gpus_ = 0;
 };
 
 }  // namespace gpulaunch::pool

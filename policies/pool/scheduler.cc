@@ -10,7 +10,9 @@ double RunningJob::ExpectedEnd() const {
   return job.estimate > 0 ? start + job.estimate + delay : std::numeric_limits<double>::infinity();
 }
 
-Scheduler::Scheduler(GpuPool pool, SchedulerConfig config) : pool_(std::move(pool)), config_(std::move(config)) {}
+Scheduler::Scheduler(GpuPool pool, SchedulerConfig config) : pool_(std::move(pool)), config_(std::move(config)) {
+  config_.quotas.SetPoolGpus(pool_.total_gpus());
+}
 
 void Scheduler::Submit(const PoolJob& job) { queue_.push_back(job); }
 

@@ -266,26 +266,7 @@ check "... saying it describes whole nodes and how to run it" \
   "$(grep -c 'slurm-config describes whole nodes, but inside Slurm allocation .* run it outside an allocation' "$WORK/inalloc.out")" 1 ||
   cat "$WORK/inalloc.out"
 
-# gpulaunch slurm-config --policy: the partitions and the reservation it
-# writes are accepted by this slurmctld at run time (apply.sh, scontrol), with
-# the tiers' preemption settings; removed again afterwards. (qos.sh needs
-# slurmdbd, which this cluster does not run.)
-POLICY=$(cd "$(dirname "$0")/../../slurm" && pwd)/policy.example.json
-"$BIN/gpulaunch" slurm-config --synthetic "switch:2 node:2" --out "$WORK" --policy "$POLICY" > "$WORK/policy.out" 2>&1
-check "slurm-config --policy writes slurm-policy.conf, apply.sh and qos.sh" \
-  "$?:$(ls "$WORK" | grep -cE '^(slurm-policy.conf|apply.sh|qos.sh)$')" "0:3" || cat "$WORK/policy.out"
-on1 sh "$WORK/apply.sh" > "$WORK/apply.out" 2>&1
-check "... apply.sh accepted by slurmctld" "$?" 0 || cat "$WORK/apply.out"
-borrowed=$(on1 scontrol -o show partition gl-borrowed 2>&1)
-check "... gl-borrowed: tier 1, requeued after a 300 s grace" \
-  "$(echo "$borrowed" | grep -c 'GraceTime=300 .*PriorityTier=1 .*PreemptMode=REQUEUE')" 1 || echo "$borrowed"
-check "... gl-guaranteed: tier 2, never preempted" \
-  "$(on1 scontrol -o show partition gl-guaranteed | grep -c 'PriorityTier=2 .*PreemptMode=OFF')" 1
-check "... reservation gl-demo: 1 node for team ml's users" \
-  "$(on1 scontrol -o show reservation gl-demo | grep -c 'NodeCnt=1 .*Users=root')" 1
-on1 scontrol delete reservation=gl-demo
-on1 scontrol delete PartitionName=gl-borrowed
-on1 scontrol delete PartitionName=gl-guaranteed
+# slurm-config --policy on this cluster with accounting: slurm_policy_test.sh.
 
 # 8. Open files through srun. gpulaunch holds one connection a rank, so under
 #    a soft open-file limit of 128 it raises its own for 300 ranks; Slurm

@@ -63,7 +63,8 @@ def cases(src):
                                           "--format", "json"], "sim"))
     out.append(("slurm-config_policy", ["slurm-config", "--synthetic", "switch:2 node:2", "--network",
                                         os.path.join(src, "tests/data/network/two-leaf.topology.conf"),
-                                        "--policy", os.path.join(src, "slurm/policy.example.json")], "dir"))
+                                        "--policy", os.path.join(src, "slurm/policy.example.json"),
+                                        "--slurm-conf", os.path.join(src, "tests/data/slurm/site.slurm.conf")], "dir"))
     return out
 
 

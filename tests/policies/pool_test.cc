@@ -103,6 +103,26 @@ TEST(Quota, VerdictsAndParsing) {
   EXPECT_EQ(QuotaBook().Check(0, 1000), QuotaVerdict::kWithinNominal);  // no quotas
 }
 
+// The one meaning of borrowing, as Slurm enforces it with the generated
+// side: without lend limits a team above nominal may take any idle GPU, up
+// to nominal + borrow_limit, whether the GPU is in another team's idle
+// quota or in no team's (a pool larger than the quotas).
+TEST(Quota, WithoutLendLimitsBorrowingTakesAnyIdleGpu) {
+  QuotaBook q = *QuotaBook::Parse("a:8/8/8,b:4/4/0");
+  q.SetPoolGpus(16);                                      // 4 GPUs in no team's quota
+  q.Add(1, 4);                                            // b at its nominal: idle are a's 8 and the 4 spare
+  EXPECT_EQ(q.Check(0, 12), QuotaVerdict::kBorrowed);     // 8 within nominal + 4 of the spare
+  EXPECT_EQ(q.Check(0, 13), QuotaVerdict::kNothingToBorrow);  // within its limit of 16; only 16 GPUs
+  q.Add(0, 12);
+  EXPECT_EQ(q.Check(1, 1), QuotaVerdict::kOverBorrowLimit);  // b may not borrow
+  QuotaBook exact = *QuotaBook::Parse("a:8/8/8,b:4/4/0");
+  exact.SetPoolGpus(12);                                  // no spare: b's idle quota is all there is
+  EXPECT_EQ(exact.Check(0, 12), QuotaVerdict::kBorrowed);
+  exact.Add(1, 1);
+  EXPECT_EQ(exact.Check(0, 12), QuotaVerdict::kNothingToBorrow);
+  EXPECT_EQ(exact.Check(0, 11), QuotaVerdict::kBorrowed);
+}
+
 TEST(NodeHealth, SuspectThenBadAndLostJobsGpusReturnWhenTheLeaseExpires) {
   HealthConfig hc;  // heartbeats every 4 s, suspect after 2 missed, bad at 15 s, lease 30 s
   NodeHealth health(4, hc, 0);

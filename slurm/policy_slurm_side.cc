@@ -1,0 +1,276 @@
+#include "slurm/policy_slurm_side.h"
+
+#include <algorithm>
+
+#include "common/strings.h"
+
+namespace gpulaunch {
+namespace {
+
+// A key the policy needs and how to judge the site's value of it.
+struct Need {
+  const char* key;
+  const char* unset_means;  // the value slurmctld takes when the key is absent
+  std::vector<std::string> must_hold;  // items the comma list must hold...
+  std::vector<std::string> one_of;     // ...or one value it must be (neither: anything but OFF)
+  const char* why;
+};
+
+const std::vector<Need>& Needs() {
+  static const std::vector<Need> needs = {
+      {"AccountingStorageType", "accounting_storage/none", {}, {"accounting_storage/slurmdbd"},
+       "the teams' GPU limits (account and partition QOS) live in slurmdbd; also set AccountingStorageHost to "
+       "slurmdbd's host"},
+      {"AccountingStorageEnforce", "", {"associations", "limits", "qos"}, {},
+       "without limits Slurm records GrpTRES but does not hold jobs to it, and without qos a job may name a QOS "
+       "its account was not given"},
+      {"AccountingStorageTRES", "", {"gres/gpu"}, {},
+       "GPU limits (GrpTRES=gres/gpu=N) need GPUs tracked; sacctmgr refuses them otherwise (\"no TRES known by "
+       "type gres/gpu\"); needs a slurmctld restart"},
+      {"GresTypes", "", {"gpu"}, {}, "the nodes' GPUs are gres/gpu"},
+      {"PreemptType", "preempt/none", {}, {"preempt/partition_prio"},
+       "a job in a team's partition (PriorityTier 1) preempts borrowed jobs (gl-borrowed, PriorityTier 0); needs a "
+       "slurmctld restart"},
+      {"PreemptMode", "OFF", {}, {},
+       "preemption is off while the global mode is OFF (the policy's partitions set their own mode); a site "
+       "partition without PreemptMode of its own then becomes preemptible by a partition of higher PriorityTier "
+       "on the same nodes"},
+      {"JobSubmitPlugins", "", {"lua"}, {},
+       "job_submit.lua (installed beside slurm.conf) sends each team's jobs to its partitions and refuses others"},
+  };
+  return needs;
+}
+
+
+bool Satisfies(const Need& need, const std::string& value) {
+  if (need.one_of.empty() && need.must_hold.empty()) return !value.empty() && AsciiLower(value) != "off";
+  if (!need.one_of.empty()) {
+    return std::any_of(need.one_of.begin(), need.one_of.end(),
+                       [&](const std::string& v) { return AsciiLower(v) == AsciiLower(value); });
+  }
+  return std::all_of(need.must_hold.begin(), need.must_hold.end(), [&](const std::string& item) {
+    // Plugins are named with or without their type ("lua", "job_submit/lua").
+    return ListHolds(value, item) || ListHolds(value, "job_submit/" + item);
+  });
+}
+
+// The value to ask for: the site's list with what is missing appended (its
+// own items kept), or the one value wanted.
+std::string Wanted(const Need& need, const std::string& value) {
+  if (need.one_of.empty() && need.must_hold.empty()) return "REQUEUE";
+  if (!need.one_of.empty()) return need.one_of.front();
+  std::string out = value;
+  for (const std::string& item : need.must_hold) {
+    if (ListHolds(value, item) || ListHolds(value, "job_submit/" + item)) continue;
+    out += (out.empty() ? "" : ",") + item;
+  }
+  return out;
+}
+
+std::string Teams(const PolicyFile& p) {
+  std::string s;
+  for (const PolicyTeam& t : p.teams) s += (s.empty() ? "" : ",") + t.name;
+  return s;
+}
+
+std::string TeamPartition(const PolicyTeam& t) { return "PartitionName=gl-" + t.name; }
+
+std::string TeamPartitionFields(const PolicyTeam& t) {
+  return "PriorityTier=1 PreemptMode=OFF AllowAccounts=" + t.name + " QoS=gl-" + t.name + " State=UP";
+}
+
+std::string BorrowedPartitionFields(const PolicyFile& p) {
+  return "PriorityTier=0 PreemptMode=REQUEUE GraceTime=" + std::to_string(SlurmGraceTime(p.grace_s)) +
+         " AllowAccounts=" + Teams(p) + " State=UP";
+}
+
+// The helpers apply.sh runs: each compares what slurmdbd or slurmctld holds
+// with what the policy wants, and creates, updates or leaves it, saying
+// which. Arguments are names and numbers the policy parser checked.
+constexpr char kApplyHelpers[] = R"SH(
+say() { echo "apply.sh: $*"; }
+config=$(scontrol show config) || { echo "apply.sh: scontrol show config failed: is slurmctld up, and SLURM_CONF right?" >&2; exit 1; }
+key() { printf '%s\n' "$config" | sed -n "s/^$1 *= *//p" | head -n 1; }
+missing=""
+need() {  # KEY ITEM...: the running value must hold every ITEM
+  v=$(key "$1"); k=$1; shift
+  [ "$v" != "(null)" ] || v=""
+  for item in "$@"; do
+    case ",$v," in *",$item,"*|*",job_submit/$item,"*) ;; *) missing="$missing
+  $k = ${v:-(unset)}: needs $item" ;; esac
+  done
+}
+cluster=$(key ClusterName)
+ensure_qos() {  # NAME GRPTRES
+  cur=$(sacctmgr -n -P show qos where name="$1" format=Name,GrpTRES)
+  if [ -z "$cur" ]; then
+    sacctmgr -i add qos "$1" GrpTRES="$2" > /dev/null; say "created QOS $1 GrpTRES=$2"
+  elif [ "$cur" != "$1|$2" ]; then
+    sacctmgr -i modify qos where name="$1" set GrpTRES="$2" > /dev/null; say "updated QOS $1 GrpTRES=$2 (was ${cur#*|})"
+  else say "unchanged QOS $1"; fi
+}
+ensure_account() {  # NAME GRPTRES
+  cur=$(sacctmgr -n -P show assoc where account="$1" cluster="$cluster" format=User,GrpTRES | sed -n 's/^|//p' | head -n 1)
+  if [ -z "$(sacctmgr -n -P show account where name="$1" format=Account)" ]; then
+    sacctmgr -i add account "$1" Cluster="$cluster" Description="gpulaunch team $1" GrpTRES="$2" > /dev/null
+    say "created account $1 GrpTRES=$2"
+  elif [ "$cur" != "$2" ]; then
+    sacctmgr -i modify account where name="$1" cluster="$cluster" set GrpTRES="$2" > /dev/null
+    say "updated account $1 GrpTRES=$2 (was ${cur:-none})"
+  else say "unchanged account $1"; fi
+}
+ensure_user() {  # USER ACCOUNT
+  if [ -n "$(sacctmgr -n -P show assoc where user="$1" account="$2" cluster="$cluster" format=User)" ]; then
+    say "unchanged user $1 in $2"
+  elif [ -z "$(sacctmgr -n -P show user where name="$1" format=User)" ]; then
+    sacctmgr -i add user "$1" Account="$2" DefaultAccount="$2" Cluster="$cluster" > /dev/null; say "created user $1 in $2"
+  else
+    sacctmgr -i add user "$1" Account="$2" Cluster="$cluster" > /dev/null
+    say "added user $1 to $2; their default account stays $(sacctmgr -n -P show user where name="$1" format=DefaultAccount):" \
+        "jobs that name no account run there, outside the policy (sacctmgr modify user $1 set DefaultAccount=$2)"
+  fi
+}
+ensure_partition() {  # NAME FIELD=VALUE... (as scontrol -o shows them)
+  name=$1; shift
+  if cur=$(scontrol -o show partition "$name" 2> /dev/null); then
+    diff=""
+    for f in "$@"; do case " $cur " in *" $f "*) ;; *) diff="$diff $f" ;; esac; done
+    if [ -z "$diff" ]; then say "unchanged partition $name"
+    else
+      # shellcheck disable=SC2086 # the fields are words the policy parser checked
+      scontrol update PartitionName="$name" $diff; say "updated partition $name:$diff"
+    fi
+  else
+    scontrol create PartitionName="$name" Nodes=ALL "$@"; say "created partition $name"
+  fi
+}
+ensure_reservation() {  # NAME START MINUTES NODES ACCOUNT
+  if scontrol -o show reservation "$1" > /dev/null 2>&1; then
+    say "unchanged reservation $1 (it exists: scontrol update ReservationName=$1 changes it)"
+  else
+    scontrol create reservation ReservationName="$1" StartTime="$2" Duration="$3" NodeCnt="$4" Accounts="$5" > /dev/null
+    say "created reservation $1"
+  fi
+}
+)SH";
+
+}  // namespace
+
+int SlurmGraceTime(int grace_s) { return std::max(0, grace_s - kSlurmTimeLimitPassSeconds); }
+
+std::vector<SiteChange> PolicySiteChanges(const SiteConf* site) {
+  std::vector<SiteChange> changes;
+  for (const Need& need : Needs()) {
+    const SiteConfValue* set = site ? site->Find(need.key) : nullptr;
+    const std::string value = set ? set->value : need.unset_means;
+    if (site && Satisfies(need, value)) continue;
+    changes.push_back(SiteChange{need.key, set ? set->value : "", set ? set->where : "", Wanted(need, value), need.why});
+  }
+  return changes;
+}
+
+std::string SiteChangesText(const std::vector<SiteChange>& changes, const std::string& origin) {
+  if (changes.empty()) return "none: " + origin + " has every global setting the policy needs\n";
+  std::string s;
+  for (const SiteChange& c : changes) {
+    s += c.now.empty() ? "add " + c.key + "=" + c.wanted
+                       : c.where + ": change " + c.key + "=" + c.now + " to " + c.key + "=" + c.wanted;
+    s += "\n    (" + c.why + ")\n";
+  }
+  return s;
+}
+
+std::string SlurmPolicyConf(const PolicyFile& p) {
+  std::string s =
+      "# gpulaunch policy: per team a partition whose jobs are never preempted, held by its partition QOS to the\n"
+      "# team's nominal GPUs, and gl-borrowed for what goes above nominal, requeued when a team's partition needs\n"
+      "# the GPUs (after GraceTime + up to 30 s). Include this file only after apply.sh ran: slurmctld exits at\n"
+      "# start when a partition names a QOS that slurmdbd does not have (apply.sh creates them).\n";
+  for (const PolicyTeam& t : p.teams) s += TeamPartition(t) + " Nodes=ALL " + TeamPartitionFields(t) + "\n";
+  s += "PartitionName=gl-borrowed Nodes=ALL " + BorrowedPartitionFields(p) + "\n";
+  return s;
+}
+
+std::string SlurmPolicyJobSubmitLua(const PolicyFile& p) {
+  std::string teams;
+  for (const PolicyTeam& t : p.teams) teams += "  [\"" + t.name + "\"] = \"gl-" + t.name + "\",\n";
+  return "-- Written by gpulaunch slurm-config --policy. Install it as job_submit.lua beside slurm.conf, with\n"
+         "-- JobSubmitPlugins=lua. A job of a policy team (its account, or its user's default account) that\n"
+         "-- names no partition gets its team's partition and gl-borrowed: Slurm starts it in the first where it\n"
+         "-- fits, the team's own while the team is within its nominal GPUs. A job that names any other partition\n"
+         "-- is refused, on submission and when a pending job is moved, so no team's job runs where the pool\n"
+         "-- cannot preempt it. Jobs of other accounts pass unchanged.\n"
+         "local team_partition = {\n" +
+         teams +
+         "}\n"
+         "\n"
+         "local function allowed(team, own, partitions)\n"
+         "  for p in string.gmatch(partitions, \"[^,]+\") do\n"
+         "    if p ~= own and p ~= \"gl-borrowed\" then\n"
+         "      slurm.log_user(\"gpulaunch policy: team %s's jobs run in %s or gl-borrowed, not in %s\", team, own, p)\n"
+         "      return false\n"
+         "    end\n"
+         "  end\n"
+         "  return true\n"
+         "end\n"
+         "\n"
+         "function slurm_job_submit(job_desc, part_list, submit_uid)\n"
+         "  local team = job_desc.account\n"
+         "  if team == nil or team == \"\" then team = job_desc.default_account end\n"
+         "  local own = team and team_partition[team]\n"
+         "  if own == nil then return slurm.SUCCESS end\n"
+         "  if job_desc.partition == nil or job_desc.partition == \"\" then\n"
+         "    job_desc.partition = own .. \",gl-borrowed\"\n"
+         "    return slurm.SUCCESS\n"
+         "  end\n"
+         "  if allowed(team, own, job_desc.partition) then return slurm.SUCCESS end\n"
+         "  return slurm.ERROR\n"
+         "end\n"
+         "\n"
+         "function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)\n"
+         "  if job_desc.partition == nil then return slurm.SUCCESS end\n"
+         "  local team = job_desc.account\n"
+         "  if team == nil or team == \"\" then team = job_rec.account end\n"
+         "  local own = team and team_partition[team]\n"
+         "  if own == nil or allowed(team, own, job_desc.partition) then return slurm.SUCCESS end\n"
+         "  return slurm.ERROR\n"
+         "end\n"
+         "\n"
+         "return slurm.SUCCESS\n";
+}
+
+std::string SlurmPolicyApplyScript(const PolicyFile& p) {
+  std::string s =
+      "#!/bin/sh\n"
+      "# Written by gpulaunch slurm-config --policy: the policy's accounts, partition QOS, partitions and\n"
+      "# reservations on a running cluster with accounting (sacctmgr, scontrol; no restart). Idempotent: it\n"
+      "# creates what is missing, updates what differs, and a second run changes nothing. It stops before any\n"
+      "# change while slurmctld's configuration lacks what the policy needs (site-changes.txt says what).\n"
+      "set -eu\n";
+  s += kApplyHelpers;
+  s += "need AccountingStorageType accounting_storage/slurmdbd\n"
+       "need AccountingStorageEnforce limits qos\n"
+       "need AccountingStorageTRES gres/gpu\n"
+       "need PreemptType preempt/partition_prio\n"
+       "need JobSubmitPlugins lua\n"
+       "if [ -n \"$missing\" ]; then\n"
+       "  echo \"apply.sh: slurmctld's configuration lacks what the policy needs; nothing was changed:$missing\" >&2\n"
+       "  echo \"apply.sh: see site-changes.txt beside this script; GPU tracking and PreemptType need a slurmctld "
+       "restart\" >&2\n"
+       "  exit 1\n"
+       "fi\n";
+  for (const PolicyTeam& t : p.teams) {
+    s += "ensure_qos gl-" + t.name + " gres/gpu=" + std::to_string(t.nominal) + "\n";
+    s += "ensure_account " + t.name + " gres/gpu=" + std::to_string(t.nominal + t.borrow_limit) + "\n";
+    for (const std::string& u : t.users) s += "ensure_user " + u + " " + t.name + "\n";
+  }
+  for (const PolicyTeam& t : p.teams) s += "ensure_partition gl-" + t.name + " " + TeamPartitionFields(t) + "\n";
+  s += "ensure_partition gl-borrowed " + BorrowedPartitionFields(p) + "\n";
+  for (const PolicyReservation& r : p.reservations) {
+    s += "ensure_reservation gl-" + r.name + " " + r.start + " " + std::to_string(r.minutes) + " " +
+         std::to_string(r.nodes) + " " + r.team + "\n";
+  }
+  return s;
+}
+
+}  // namespace gpulaunch

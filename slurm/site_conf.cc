@@ -1,0 +1,98 @@
+#include "slurm/site_conf.h"
+
+#include <algorithm>
+
+#include "common/strings.h"
+
+namespace gpulaunch {
+namespace {
+
+
+// "Key=Value Key2=Value2" (a partition or node line) as lowercased keys.
+// Values hold no spaces in slurm.conf; scontrol's one-line form quotes none.
+std::map<std::string, std::string> Fields(std::string_view line) {
+  std::map<std::string, std::string> fields;
+  for (const std::string& word : Split(line, ' ')) {
+    const size_t eq = word.find('=');
+    if (word.empty() || eq == std::string::npos) continue;
+    fields[AsciiLower(word.substr(0, eq))] = word.substr(eq + 1);
+  }
+  return fields;
+}
+
+// A partition line; a later line for the same name replaces its fields
+// (PartitionName=DEFAULT lines set defaults: kept as a partition "DEFAULT").
+void AddPartition(SiteConf& conf, std::map<std::string, std::string> fields, const std::string& where) {
+  SitePartition p{fields["partitionname"], where, std::move(fields)};
+  for (SitePartition& old : conf.partitions) {
+    if (old.name == p.name) {
+      old = std::move(p);
+      return;
+    }
+  }
+  conf.partitions.push_back(std::move(p));
+}
+
+}  // namespace
+
+const SiteConfValue* SiteConf::Find(const std::string& key) const {
+  const auto it = keys.find(AsciiLower(key));
+  return it == keys.end() ? nullptr : &it->second;
+}
+
+const SitePartition* SiteConf::FindPartition(const std::string& name) const {
+  for (const SitePartition& p : partitions)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+bool ListHolds(const std::string& list, const std::string& item) {
+  for (const std::string& part : Split(list, ','))
+    if (AsciiLower(Trim(part)) == AsciiLower(item)) return true;
+  return false;
+}
+
+StatusOr<SiteConf> ParseSlurmConf(const std::string& text, const std::string& origin) {
+  SiteConf conf;
+  conf.origin = origin;
+  GL_RETURN_IF_ERROR(ForEachConfigLine(text, origin, [&](int n, std::string_view line) -> Status {
+    const std::string where = origin + ":" + std::to_string(n);
+    if (AsciiLower(line.substr(0, 8)) == "include ") {
+      conf.includes.push_back(where + ": " + std::string(line));
+      return Status::Ok();
+    }
+    const size_t eq = line.find('=');
+    if (eq == std::string_view::npos) {
+      return InvalidArgument(where + ": not a slurm.conf line (Key=Value): " + Excerpt(line));
+    }
+    const std::string key = AsciiLower(Trim(line.substr(0, eq)));
+    if (key == "partitionname") {
+      AddPartition(conf, Fields(line), where);
+    } else if (key != "nodename" && key != "nodeset" && key != "downnodes" && key != "frontendname" &&
+               key != "switchname") {
+      conf.keys[key] = SiteConfValue{std::string(Trim(line.substr(eq + 1))), where};
+    }
+    return Status::Ok();
+  }));
+  return conf;
+}
+
+StatusOr<SiteConf> ParseRunningSlurmConfig(const std::string& show_config, const std::string& show_partitions) {
+  SiteConf conf;
+  conf.origin = "the running slurmctld";
+  for (const std::string& line : Split(show_config, '\n')) {
+    const size_t eq = line.find(" = ");
+    if (eq == std::string::npos) continue;  // headers ("Configuration data as of ...") and blank lines
+    const std::string value(Trim(std::string_view(line).substr(eq + 3)));
+    if (value == "(null)" || value.empty()) continue;
+    conf.keys[AsciiLower(Trim(std::string_view(line).substr(0, eq)))] = SiteConfValue{value, "scontrol show config"};
+  }
+  if (conf.keys.empty()) return InvalidArgument("scontrol show config printed no \"Key = Value\" line");
+  for (const std::string& line : Split(show_partitions, '\n')) {
+    if (!StartsWith(line, "PartitionName=")) continue;
+    AddPartition(conf, Fields(line), "scontrol show partition");
+  }
+  return conf;
+}
+
+}  // namespace gpulaunch

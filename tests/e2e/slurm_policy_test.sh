@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# The pool's policy on the real 4-node Slurm cluster with accounting
+# (.ci/rig/slurm-cluster-up.sh: MariaDB + slurmdbd, 16 fake GPUs): what
+# `gpulaunch slurm-config --policy` writes is applied as a site admin would,
+# and Slurm itself enforces it on sleep jobs of two Unix users this test
+# creates (and removes, with every account, QOS, partition and reservation it
+# made, and the cluster's slurm.conf as it was). Each check reads Slurm's own
+# answer (squeue, sacct, sacctmgr, scontrol). Exits 77 (skipped, with the
+# reason) without the cluster or without accounting. Usage: BIN_DIR
+set -uo pipefail
+BIN=$(cd "${1:?usage: slurm_policy_test.sh BIN_DIR}" && pwd)
+NSP=${GL_NSP:-glr}
+if [ -z "${GL_SLURM_CLUSTER_CONF:-}" ] || ! ip netns list 2>/dev/null | grep -q "^${NSP}n1"; then
+  echo "slurm policy: cluster rig not up (netns-up.sh, slurm-cluster-up.sh, GL_SLURM_CLUSTER_CONF); skipped"
+  exit 77
+fi
+S=$(dirname "$GL_SLURM_CLUSTER_CONF")
+if [ "$(cat "$S/accounting" 2>/dev/null)" != on ]; then
+  echo "slurm policy: the cluster runs without accounting ($(cat "$S/accounting" 2>/dev/null || echo unknown)); skipped"
+  exit 77
+fi
+WORK=$(mktemp -d)
+chmod 755 "$WORK"
+TA=pta$$ TB=ptb$$            # the teams (Slurm accounts)
+UA=gla$$ UB=glb$$            # one user each
+passed=0; failed=0
+check() {  # returns 1 on a failure, so a caller can show what it has
+  if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); return 0; fi
+  echo "FAIL - $1 (got '$2', want '$3')"; failed=$((failed + 1)); return 1
+}
+on1() { ip netns exec "${NSP}n1" env SLURM_CONF="$GL_SLURM_CLUSTER_CONF" "$@"; }
+as() { local u=$1; shift; ip netns exec "${NSP}n1" runuser -u "$u" -- env SLURM_CONF="$GL_SLURM_CLUSTER_CONF" "$@"; }
+submit() {  # USER SBATCH-ARGS...: the job id, or nothing when refused (the refusal in $WORK/refused)
+  local u=$1; shift
+  as "$u" sbatch --parsable -D /tmp -o /dev/null -e /dev/null "$@" --wrap 'sleep 600' 2> "$WORK/refused"
+}
+state_of() { on1 squeue -h -j "$1" -o '%T %P %r' 2>/dev/null; }
+wait_for() {  # SECONDS JOB PATTERN: polls squeue until the job's "state partition reason" matches
+  local end=$(( $(date +%s) + $1 ))
+  while [ "$(date +%s)" -le "$end" ]; do
+    state_of "$2" | grep -qE "$3" && return 0
+    sleep 0.3
+  done
+  return 1
+}
+cp "$GL_SLURM_CLUSTER_CONF" "$WORK/slurm.conf.orig"
+cleanup() {
+  on1 scancel -u "$UA" 2> /dev/null; on1 scancel -u "$UB" 2> /dev/null
+  sleep 1
+  for r in $(on1 scontrol -o show reservation 2> /dev/null | grep -o "ReservationName=gl-[a-z0-9]*$$" | cut -d= -f2); do
+    on1 scontrol delete ReservationName="$r"
+  done
+  for p in "gl-$TA" "gl-$TB" gl-borrowed; do on1 scontrol delete PartitionName="$p" 2> /dev/null; done
+  cp "$WORK/slurm.conf.orig" "$GL_SLURM_CLUSTER_CONF"
+  rm -f "$S/job_submit.lua"
+  on1 scontrol reconfigure > /dev/null 2>&1
+  on1 sacctmgr -i delete user "$UA" "$UB" > /dev/null 2>&1
+  on1 sacctmgr -i delete account "$TA" "$TB" > /dev/null 2>&1
+  on1 sacctmgr -i delete qos "gl-$TA" "gl-$TB" > /dev/null 2>&1
+  userdel "$UA" 2> /dev/null; userdel "$UB" 2> /dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+useradd -M -s /usr/sbin/nologin "$UA" && useradd -M -s /usr/sbin/nologin "$UB" || { echo "useradd failed"; exit 1; }
+
+# Team A: nominal 8, borrow up to 4 more. Team B: nominal 8, no borrowing.
+# grace_s 10: GraceTime 0, so a borrowed job is requeued at once.
+policy() {  # RESERVATION-JSON
+  cat > "$WORK/policy.json" <<JSON
+{"format": "gpulaunch-policy/v1", "grace_s": 10,
+ "teams": [{"name": "$TA", "guarantee": 8, "nominal": 8, "borrow_limit": 4, "users": ["$UA"]},
+           {"name": "$TB", "guarantee": 8, "nominal": 8, "borrow_limit": 0, "users": ["$UB"]}],
+ "reservations": [$1]}
+JSON
+}
+policy "{\"name\": \"later$$\", \"team\": \"$TB\", \"nodes\": 1, \"start\": \"2030-01-01T10:00:00\", \"minutes\": 60}"
+"$BIN/gpulaunch" slurm-config --synthetic "leaf:2 node:2" --out "$WORK/out" --policy "$WORK/policy.json" \
+  --slurm-conf "$GL_SLURM_CLUSTER_CONF" > "$WORK/config.out" 2>&1
+check "slurm-config --policy --slurm-conf: exit 0, apply.sh, job_submit.lua, slurm-policy.conf, site-changes.txt" \
+  "$?:$(ls "$WORK/out" | grep -cxE 'apply.sh|job_submit.lua|slurm-policy.conf|site-changes.txt')" "0:4" ||
+  cat "$WORK/config.out"
+# The rig's slurm.conf has accounting, GPU TRES and partition_prio: it lacks
+# only the lua plugin, and no key it sets is set again by the policy.
+check "... the site must add JobSubmitPlugins=lua, nothing else" \
+  "$(grep -E '^(add|.*: change) ' "$WORK/out/site-changes.txt")" "add JobSubmitPlugins=lua" ||
+  cat "$WORK/out/site-changes.txt"
+check "... slurm-policy.conf sets no global key" "$(grep -vE '^(#|PartitionName=)' "$WORK/out/slurm-policy.conf" | wc -l)" 0
+
+on1 sh "$WORK/out/apply.sh" > "$WORK/apply0.out" 2>&1
+check "apply.sh before the site's change: exit 1, saying what is missing, nothing changed" \
+  "$?:$(grep -c 'JobSubmitPlugins = (unset): needs lua' "$WORK/apply0.out"):$(on1 sacctmgr -n -P show account where name="$TA" | wc -l)" \
+  "1:1:0" || cat "$WORK/apply0.out"
+
+# The admin's part: the plugin line and the script beside slurm.conf.
+echo "JobSubmitPlugins=lua" >> "$GL_SLURM_CLUSTER_CONF"
+cp "$WORK/out/job_submit.lua" "$S/job_submit.lua"
+on1 scontrol reconfigure
+on1 sh "$WORK/out/apply.sh" > "$WORK/apply1.out" 2>&1
+check "apply.sh: exit 0, creating 2 QOS, 2 accounts, 2 users, 3 partitions, 1 reservation" \
+  "$?:$(grep -c 'apply.sh: created' "$WORK/apply1.out")" "0:10" || cat "$WORK/apply1.out"
+snapshot() {
+  on1 scontrol -o show partition | grep "^PartitionName=gl-"
+  on1 scontrol -o show reservation | grep -o "ReservationName=gl-later$$ .*"
+  on1 sacctmgr -n -P show qos format=Name,GrpTRES | grep "^gl-"
+  on1 sacctmgr -n -P show assoc format=Account,User,GrpTRES,DefaultQOS,QOS | grep -E "^($TA|$TB)\|"
+}
+snapshot > "$WORK/state1"
+on1 sh "$WORK/out/apply.sh" > "$WORK/apply2.out" 2>&1
+check "a second apply.sh: exit 0, every line 'unchanged'" \
+  "$?:$(grep -vc 'apply.sh: unchanged' "$WORK/apply2.out")" "0:0" || cat "$WORK/apply2.out"
+snapshot > "$WORK/state2"
+check "... and Slurm's partitions, reservation, QOS and associations are as before" \
+  "$(cmp -s "$WORK/state1" "$WORK/state2" && echo same)" same || diff "$WORK/state1" "$WORK/state2"
+check "... gl-$TA: never preempted, its QOS holds the team to 8 GPUs" \
+  "$(on1 scontrol -o show partition "gl-$TA" | grep -c "AllowAccounts=$TA .*QoS=gl-$TA .*PriorityTier=1 .*PreemptMode=OFF"):$(on1 sacctmgr -n -P show qos where name="gl-$TA" format=GrpTRES)" \
+  "1:gres/gpu=8"
+check "... account $TA: 12 GPUs in all (nominal 8 + borrow 4)" \
+  "$(on1 sacctmgr -n -P show assoc where account="$TA" format=User,GrpTRES | grep '^|')" "|gres/gpu=12"
+# Slurm keeps the partitions across a restart once slurm-policy.conf is in
+# slurm.conf (after apply.sh: the QOS it names exist).
+echo "Include $WORK/out/slurm-policy.conf" >> "$GL_SLURM_CLUSTER_CONF"
+on1 scontrol reconfigure
+check "slurm-policy.conf included: slurmctld still answers, apply.sh still all unchanged" \
+  "$(on1 scontrol ping | grep -c UP):$(on1 sh "$WORK/out/apply.sh" 2>&1 | grep -vc 'apply.sh: unchanged')" "1:0"
+
+# 1. A team alone fills the pool up to its limits: 8 GPUs in its own
+#    partition, 4 borrowed, and a fourth job of 4 waits on the account's
+#    limit while 4 GPUs sit idle.
+# (sort orders the states: borrowed before the team's own partition.)
+a1=$(submit "$UA" -N1 --gres=gpu:4); a2=$(submit "$UA" -N1 --gres=gpu:4)
+a3=$(submit "$UA" -N1 --gres=gpu:4); a4=$(submit "$UA" -N1 --gres=gpu:4)
+wait_for 30 "$a3" '^RUNNING' && wait_for 30 "$a4" '^PENDING .* AssocGrpGRES'
+check "team A's jobs without a partition: 2 in gl-$TA, 1 in gl-borrowed, the 4th waits on AssocGrpGRES" \
+  "$(for j in $a1 $a2 $a3 $a4; do state_of "$j"; done | LC_ALL=C sort | tr '\n' ';')" \
+  "PENDING gl-$TA,gl-borrowed AssocGrpGRES;RUNNING gl-borrowed None;RUNNING gl-$TA None;RUNNING gl-$TA None;" ||
+  on1 squeue
+on1 scancel "$a4"
+
+# 2. The guarantee against what a user of team A can type: another team's
+#    partition, the site's partitions (one never preempted), a mix, a QOS or
+#    account not theirs, and moving a pending job. Each is refused; what is
+#    allowed (their own tiers) stays within the limits.
+refused=0; tried=0
+for args in "-p gl-$TB" "-p urgent" "-p debug" "-p gl-$TA,urgent" "-p gl-borrowed,debug" "--qos=gl-$TA" \
+            "-A $TB" "-A $TB -p gl-$TB"; do
+  tried=$((tried + 1))
+  # shellcheck disable=SC2086 # the options are words
+  j=$(submit "$UA" -N1 --gres=gpu:4 $args)
+  if [ -z "$j" ]; then refused=$((refused + 1)); else echo "  accepted: sbatch $args (job $j: $(state_of "$j"))"; on1 scancel "$j"; fi
+done
+check "team A's user: every partition, QOS and account outside its tiers refused" "$refused" "$tried"
+p1=$(submit "$UA" -N1 --gres=gpu:4 -p "gl-$TA")
+wait_for 20 "$p1" "^PENDING gl-$TA QOSGrpGRES"
+check "... its own partition alone, above nominal: waits on QOSGrpGRES (the partition QOS)" \
+  "$(state_of "$p1")" "PENDING gl-$TA QOSGrpGRES"
+as "$UA" scontrol update JobId="$p1" Partition=urgent > "$WORK/move.out" 2>&1
+check "... moving it to partition urgent is refused" "$?:$(state_of "$p1" | cut -d' ' -f2)" "1:gl-$TA" ||
+  cat "$WORK/move.out"
+on1 scancel "$p1"
+
+# 3. The owner's jobs start after reclaim within the documented bound
+#    (GraceTime 0 + slurmctld's 30 s pass): team B asks for its 8 GPUs while
+#    A holds 12; B's second job needs A's borrowed GPUs.
+t0=$(date +%s.%N)
+b1=$(submit "$UB" -N1 --gres=gpu:4); b2=$(submit "$UB" -N1 --gres=gpu:4)
+wait_for 40 "$b2" '^RUNNING'
+t1=$(date +%s.%N)
+reclaim=$(echo "$t1 - $t0" | bc)
+echo "  team B's 8 GPUs running $reclaim s after submission"
+check "team B (within nominal): both jobs run in gl-$TB, within 30 s" \
+  "$(state_of "$b1" | cut -d' ' -f1-2):$(state_of "$b2" | cut -d' ' -f1-2):$(echo "$reclaim <= 30" | bc)" \
+  "RUNNING gl-$TB:RUNNING gl-$TB:1"
+check "... A's borrowed job was requeued; its jobs in gl-$TA kept running" \
+  "$(on1 scontrol -o show job "$a3" | grep -oE 'Restarts=[0-9]+'):$(state_of "$a1" | cut -d' ' -f1):$(state_of "$a2" | cut -d' ' -f1)" \
+  "Restarts=1:RUNNING:RUNNING"
+check "... sacct records its preemption" \
+  "$(on1 sacct -n -X -D -j "$a3" -o State | grep -c PREEMPTED)" 1
+# 4. A team at its limits waits with the right reason: B at nominal 8 with no
+#    borrowing waits on its account limit.
+b3=$(submit "$UB" -N1 --gres=gpu:1)
+wait_for 20 "$b3" 'AssocGrpGRES'
+check "team B at its 8 (borrow limit 0): a 9th GPU waits on AssocGrpGRES" "$(state_of "$b3" | cut -d' ' -f3)" AssocGrpGRES
+check "... scontrol show assoc_mgr: account $TB uses 8 of its 8 GPUs" \
+  "$(on1 scontrol show assoc_mgr accounts="$TB" flags=assoc | grep -m1 -o 'GrpTRES=[^ ]*' | grep -oE 'gres/gpu=8\(8\)')" \
+  "gres/gpu=8(8)"
+on1 scancel -u "$UA"; on1 scancel -u "$UB"
+sleep 2
+
+# 5. A reservation admits only its team during its window: the policy gains
+#    one that starts now; apply.sh creates it and leaves the rest unchanged.
+policy "{\"name\": \"now$$\", \"team\": \"$TB\", \"nodes\": 1, \"start\": \"now\", \"minutes\": 10}"
+"$BIN/gpulaunch" slurm-config --synthetic "leaf:2 node:2" --out "$WORK/out" --policy "$WORK/policy.json" \
+  --slurm-conf "$GL_SLURM_CLUSTER_CONF" > /dev/null 2>&1
+on1 sh "$WORK/out/apply.sh" > "$WORK/apply3.out" 2>&1
+check "apply.sh with a new reservation: creates it, the rest unchanged" \
+  "$?:$(grep -c 'created reservation' "$WORK/apply3.out"):$(grep -v 'apply.sh: unchanged' "$WORK/apply3.out" | grep -vc created)" \
+  "0:1:0" || cat "$WORK/apply3.out"
+node=$(on1 scontrol -o show reservation "gl-now$$" | grep -o ' Nodes=[^ ]*' | cut -d= -f2)
+ja=$(submit "$UA" -N1 --gres=gpu:1 --reservation="gl-now$$")
+check "team A's job naming B's reservation is refused" "${ja:-refused}" refused
+jb=$(submit "$UB" -N1 --gres=gpu:1 --reservation="gl-now$$")
+wait_for 20 "$jb" '^RUNNING'
+check "team B's job runs in it, on its node $node" \
+  "$(state_of "$jb" | cut -d' ' -f1):$(on1 squeue -h -j "$jb" -o %N)" "RUNNING:$node"
+jw=$(submit "$UA" -N1 --gres=gpu:1 -w "$node")
+wait_for 20 "$jw" 'ReqNodeNotAvail|Reserved'
+check "team A's job asking for that node waits (reserved)" \
+  "$(state_of "$jw" | cut -d' ' -f1):$(state_of "$jw" | grep -cE 'ReqNodeNotAvail|Reserved')" "PENDING:1" ||
+  state_of "$jw"
+
+echo "slurm policy: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
