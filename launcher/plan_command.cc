@@ -24,6 +24,7 @@
 #include "policies/placement_engine.h"
 #include "slurm/slurm_config.h"
 #include "launcher/slurm_policy_files.h"
+#include "slurm/policy_slurm_side.h"
 #include "slurm/slurm_policy.h"
 
 namespace fs = std::filesystem;
@@ -180,7 +181,8 @@ int RunSlurmConfigCommand(const std::vector<std::string>& args) {
   if (Status written = WriteConfigFiles(*parsed->out_dir, files); !written.ok()) return Fail(written);
   if (policy_files) {
     std::cout << policy_files->summary << "simulate the same quotas with: gpulaunch sim --teams "
-              << (*policy)->teams.size() << " --quota " << PolicyQuotaText(**policy) << " ...\n";
+              << (*policy)->teams.size() << " --quota " << PolicyQuotaText(**policy)
+              << " --grace 0 --reclaim-delay " << SlurmMeanReclaimDelay((*policy)->grace_s) << " ...\n";
   }
   return kExitOk;
 }

@@ -33,6 +33,7 @@ struct SimOptions {
   std::optional<std::string> out;
   int teams = 0;
   double grace_s = 300;
+  double reclaim_delay_s = 0;
   double checkpoint_s = 0;
   double max_wait_h = 0;
   bool help = false;
@@ -45,6 +46,7 @@ const SubcommandParser& Parser() {
                "                     [--estimates perfect|user|none|all] [--explain JOB] [--templates DEFS]\n"
                "                     [--data-cache GB] [--data-bandwidth GB/S]\n"
                "                     [--teams N] [--quota TEAM:GUARANTEE/NOMINAL/BORROW[/LEND],...] [--grace S]\n"
+               "                     [--reclaim-delay S]\n"
                "                     [--checkpoint S] [--max-wait H] [--reserve NAME:TEAM:HOSTS@START-END]...\n"
                "                     [--fail HOST@START[-END]]...\n"
                "                     [--format table|json] [--out FILE]",
@@ -65,6 +67,9 @@ const SubcommandParser& Parser() {
         "--teams N deals the jobs round-robin to N teams (public traces have none); without it --quota uses the\n"
         "trace's teams (0, 1, ... in the quota's order). Preempted jobs start over, or with --checkpoint S resume\n"
         "from their last checkpoint (one every S seconds of work); moving or resuming a job costs 120 s.\n"
+        "--grace S: a job runs at least S seconds before it may be preempted (Slurm's PreemptExemptTime);\n"
+        "--reclaim-delay S: a preempting job waits S seconds for its victims' GPUs (Slurm: GraceTime plus up to\n"
+        "30 s until slurmctld kills the victim; slurm-config --policy prints the figure for its policy).\n"
         "--max-wait H: a job not started H hours after its submission leaves the queue (a queue timeout).\n"
         "--reserve holds HOSTS whole hosts for TEAM (its name in --quota, or its number) from START to END hours\n"
         "after the first job's submission. --fail makes HOST (its name, e.g. s0n3, or number) stop sending\n"
@@ -83,7 +88,8 @@ const SubcommandParser& Parser() {
       ("templates", po::value<std::string>()->value_name("DEFS"), "the resource templates jobs name")
       ("teams", po::value<std::string>()->value_name("N"), "deal the jobs to N teams")
       ("quota", po::value<std::string>()->value_name("QUOTAS"), "per-team quotas")
-      ("grace", po::value<std::string>()->value_name("S"), "seconds before borrowed GPUs are reclaimed (default 300)")
+      ("grace", po::value<std::string>()->value_name("S"), "seconds a job runs before it may be preempted (default 300)")
+      ("reclaim-delay", po::value<std::string>()->value_name("S"), "seconds a preempting job waits for its victims' GPUs (default 0)")
       ("checkpoint", po::value<std::string>()->value_name("S"), "preempted jobs resume from a checkpoint every S s")
       ("max-wait", po::value<std::string>()->value_name("H"), "queue timeout in hours")
       ("reserve", po::value<std::vector<std::string>>()->composing()->value_name("RESERVATION"), "a reservation (repeatable)")
@@ -141,6 +147,7 @@ StatusOr<SimOptions> Parse(const std::vector<std::string>& args) {
     if (o.format != "table" && o.format != "json") return p.Error("--format " + o.format + ": table or json");
   }
   for (auto [name, out] : {std::pair{"teams", static_cast<double*>(nullptr)}, std::pair{"grace", &o.grace_s},
+                           std::pair{"reclaim-delay", &o.reclaim_delay_s},
                            std::pair{"checkpoint", &o.checkpoint_s}, std::pair{"max-wait", &o.max_wait_h}}) {
     if (!vm.count(name)) continue;
     const std::string v = vm[name].as<std::string>();
@@ -295,6 +302,7 @@ StatusOr<SimInputs> Load(const SimOptions& o) {
   }
   in.setup.checkpoint_interval_s = o.checkpoint_s;
   in.setup.max_wait_s = o.max_wait_h * 3600;
+  in.setup.reclaim_delay_s = o.reclaim_delay_s;
   in.info.max_wait_s = in.setup.max_wait_s;
   in.info.cluster = o.cluster;
   in.info.gpus = in.pool.total_gpus();

@@ -94,9 +94,12 @@ class Simulation {
       decision_total_us_ += us;
       report_.decision_us_max = std::max(report_.decision_us_max, us);
       ++report_.passes;
+      std::set<int> preemptors;  // their victims' GPUs come free setup_.reclaim_delay_s later
+      for (const Decision& d : decisions)
+        if (d.kind == Decision::Kind::kPreempt && d.preempted_by >= 0) preemptors.insert(d.preempted_by);
       for (const Decision& d : decisions) {
         audit_.CheckPlacement(d, scheduler_.pool());
-        GL_RETURN_IF_ERROR(Apply(d, now));
+        GL_RETURN_IF_ERROR(Apply(d, now, preemptors.count(d.job) ? setup_.reclaim_delay_s : 0));
         if (story_ && d.job == story_->job()) {
           story_->Decided(d, now, scheduler_, cache_ ? &*cache_ : nullptr, run_delay_[d.job]);
         }
@@ -201,7 +204,8 @@ class Simulation {
     o.gpu_seconds_lost += (ran - run_delay_[id] - kept + restart) * o.gpus;
   }
 
-  Status Apply(const Decision& d, double now) {
+  // `wait`: seconds a started job waits for the GPUs its victims free.
+  Status Apply(const Decision& d, double now, double wait) {
     JobOutcome& o = outcome_[d.job];
     switch (d.kind) {
       case Decision::Kind::kExpire:
@@ -231,15 +235,17 @@ class Simulation {
       case Decision::Kind::kStart:
         break;
     }
-    if (o.start < 0) o.start = now;
+    if (o.start < 0) o.start = now + wait;
     run_start_[d.job] = now;
+    // GPUs held while its victims end: the victims' last, lost, seconds.
+    o.gpu_seconds_lost += wait * o.gpus;
     o.hosts = d.allocation.hosts();
     o.leaves = LeavesOf(pool_, d.allocation);
     o.min_hosts = MinHosts(pool_, o.gpus);
     o.min_leaves = MinLeaves(pool_, o.gpus);
     // It first copies its dataset where missing, then runs until its work
     // is done or (user estimates) its time limit ends it.
-    run_delay_[d.job] = Stage(d.job, d.allocation);
+    run_delay_[d.job] = wait + Stage(d.job, d.allocation);
     double run = remaining_[d.job];
     limited_[d.job] = setup_.estimates == EstimateMode::kUser && limit_left_[d.job] > 0 && limit_left_[d.job] <= run;
     if (limited_[d.job]) run = limit_left_[d.job];

@@ -101,6 +101,11 @@ struct SimSetup {
   int explain_job = -1;   // a job to tell the story of (SimReport::explain); -1: none
   double checkpoint_interval_s = 0;
   double max_wait_s = 0;  // every job's queue timeout (PoolJob::max_wait_s); 0: none
+  // Seconds between a preemption and its victims' GPUs coming free: a job
+  // that preempts starts that much later (its GPUs held meanwhile). Slurm:
+  // GraceTime plus up to 30 s until slurmctld's time-limit pass kills the
+  // victim (docs/slurm.md). 0: at once.
+  double reclaim_delay_s = 0;
   std::vector<SimReservation> reservations;
   std::vector<SimFailure> failures;
   HealthConfig health;

@@ -97,6 +97,37 @@ TEST(Simulator, PreemptedWorkIsAccountedAndCheckpointsBoundTheLoss) {
   }
 }
 
+// A reclaim as Slurm does it: the owner's job waits --reclaim-delay for the
+// borrowed job to die (GraceTime + slurmctld's pass), and the GPU time in
+// between is counted as lost.
+TEST(Simulator, AReclaimWaitsTheReclaimDelayForItsVictimsGpus) {
+  auto job = [](int id, double submit, double duration, int team) {
+    TraceJob j;
+    j.id = id, j.submit = submit, j.duration = duration, j.gpus = 4, j.team = team;
+    return j;
+  };
+  const std::vector<TraceJob> jobs = {job(0, 0, 1000, 0),    // team a, within its nominal 4
+                                      job(1, 0, 1000, 0),    // team a, borrowed
+                                      job(2, 100, 100, 1)};  // team b, within its nominal: reclaims
+  auto config = PolicyConfig("fifo-first-fit", *QuotaBook::Parse("a:4/4/4,b:4/4/0"));
+  ASSERT_TRUE(config.ok());
+  config->preempt = true;  // FIFO with quota reclaim, as the Slurm side
+  config->grace_s = 0;
+  for (double delay : {0.0, 25.0}) {
+    SimSetup setup;
+    setup.estimates = EstimateMode::kPerfect;
+    setup.reclaim_delay_s = delay;
+    auto r = Simulate(Pool("leaf:1 node:2 gpu:4"), jobs, *config, "fifo-first-fit", setup);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->preemptions, 1);
+    const JobOutcome& owner = r->outcomes[2];
+    EXPECT_DOUBLE_EQ(owner.start, 100 + delay);
+    EXPECT_DOUBLE_EQ(owner.end, 200 + delay);
+    EXPECT_DOUBLE_EQ(owner.gpu_seconds_lost, delay * 4);
+    EXPECT_DOUBLE_EQ(r->outcomes[0].end, 1000);  // within nominal: never reclaimed
+  }
+}
+
 TEST(SyntheticTrace, IsDeterministicAndHasUsersTeamsClassesAndTemplates) {
   auto spec = ParseSyntheticSpec("jobs:2000 days:10 seed:5 teams:3 users:12 high:0.25 templated:0.3");
   ASSERT_TRUE(spec.ok()) << spec.status().message();

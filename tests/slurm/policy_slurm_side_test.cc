@@ -120,6 +120,8 @@ TEST(PolicySlurmSide, TiersAreSlurmPartitionsHeldToTheQuotas) {
             std::string::npos);
   EXPECT_EQ(SlurmGraceTime(10), 0);
   EXPECT_EQ(SlurmGraceTime(300), 270);
+  EXPECT_EQ(SlurmMeanReclaimDelay(300), 285);
+  EXPECT_EQ(SlurmMeanReclaimDelay(20), 2);
 }
 
 TEST(PolicySlurmSide, ApplyCreatesOrUpdatesEachPieceAndChecksTheClusterFirst) {
