@@ -10,6 +10,7 @@
 #include "common/strings.h"
 #include "launcher/base/exit_codes.h"
 #include "launcher/core/subcommand_parser.h"
+#include "launcher/sim/replay_command.h"
 #include "launcher/sim/sim_output.h"
 #include "policies/pool/resource_template.h"
 #include "policies/pool/runtime_estimates.h"
@@ -34,6 +35,7 @@ struct SimOptions {
   int teams = 0;
   double grace_s = 300;
   double reclaim_delay_s = 0;
+  double start_latency_s = 0;
   double checkpoint_s = 0;
   double max_wait_h = 0;
   bool help = false;
@@ -46,10 +48,11 @@ const SubcommandParser& Parser() {
                "                     [--estimates perfect|user|none|all] [--explain JOB] [--templates DEFS]\n"
                "                     [--data-cache GB] [--data-bandwidth GB/S]\n"
                "                     [--teams N] [--quota TEAM:GUARANTEE/NOMINAL/BORROW[/LEND],...] [--grace S]\n"
-               "                     [--reclaim-delay S]\n"
+               "                     [--reclaim-delay S] [--start-latency S]\n"
                "                     [--checkpoint S] [--max-wait H] [--reserve NAME:TEAM:HOSTS@START-END]...\n"
                "                     [--fail HOST@START[-END]]...\n"
-               "                     [--format table|json] [--out FILE]",
+               "                     [--format table|json] [--out FILE]\n"
+               "       gpulaunch sim --replay ...: the simulator checked against Slurm (sim --replay --help)",
         "Replays a job trace (Tiresias, ElasticFlow, or id,submit,duration,gpus[,team,priority,user,template] CSV)\n"
         "or a synthetic one (SPEC e.g. \"jobs:2000 days:14 teams:3 users:24 high:0.1 templated:0.2\") on a\n"
         "simulated pool (SPEC e.g. \"leaf:2 node:8 gpu:8\"; groups of other hosts joined with '+', e.g.\n"
@@ -69,7 +72,8 @@ const SubcommandParser& Parser() {
         "from their last checkpoint (one every S seconds of work); moving or resuming a job costs 120 s.\n"
         "--grace S: a job runs at least S seconds before it may be preempted (Slurm's PreemptExemptTime);\n"
         "--reclaim-delay S: a preempting job waits S seconds for its victims' GPUs (Slurm: GraceTime plus up to\n"
-        "30 s until slurmctld kills the victim; slurm-config --policy prints the figure for its policy).\n"
+        "30 s until slurmctld kills the victim; slurm-config --policy prints the figure for its policy);\n"
+        "--start-latency S: a started job runs S seconds after the decision (a real scheduler's latency).\n"
         "--max-wait H: a job not started H hours after its submission leaves the queue (a queue timeout).\n"
         "--reserve holds HOSTS whole hosts for TEAM (its name in --quota, or its number) from START to END hours\n"
         "after the first job's submission. --fail makes HOST (its name, e.g. s0n3, or number) stop sending\n"
@@ -90,6 +94,7 @@ const SubcommandParser& Parser() {
       ("quota", po::value<std::string>()->value_name("QUOTAS"), "per-team quotas")
       ("grace", po::value<std::string>()->value_name("S"), "seconds a job runs before it may be preempted (default 300)")
       ("reclaim-delay", po::value<std::string>()->value_name("S"), "seconds a preempting job waits for its victims' GPUs (default 0)")
+      ("start-latency", po::value<std::string>()->value_name("S"), "seconds from a start decision to the job running (default 0)")
       ("checkpoint", po::value<std::string>()->value_name("S"), "preempted jobs resume from a checkpoint every S s")
       ("max-wait", po::value<std::string>()->value_name("H"), "queue timeout in hours")
       ("reserve", po::value<std::vector<std::string>>()->composing()->value_name("RESERVATION"), "a reservation (repeatable)")
@@ -147,7 +152,7 @@ StatusOr<SimOptions> Parse(const std::vector<std::string>& args) {
     if (o.format != "table" && o.format != "json") return p.Error("--format " + o.format + ": table or json");
   }
   for (auto [name, out] : {std::pair{"teams", static_cast<double*>(nullptr)}, std::pair{"grace", &o.grace_s},
-                           std::pair{"reclaim-delay", &o.reclaim_delay_s},
+                           std::pair{"reclaim-delay", &o.reclaim_delay_s}, std::pair{"start-latency", &o.start_latency_s},
                            std::pair{"checkpoint", &o.checkpoint_s}, std::pair{"max-wait", &o.max_wait_h}}) {
     if (!vm.count(name)) continue;
     const std::string v = vm[name].as<std::string>();
@@ -303,6 +308,7 @@ StatusOr<SimInputs> Load(const SimOptions& o) {
   in.setup.checkpoint_interval_s = o.checkpoint_s;
   in.setup.max_wait_s = o.max_wait_h * 3600;
   in.setup.reclaim_delay_s = o.reclaim_delay_s;
+  in.setup.start_latency_s = o.start_latency_s;
   in.info.max_wait_s = in.setup.max_wait_s;
   in.info.cluster = o.cluster;
   in.info.gpus = in.pool.total_gpus();
@@ -317,6 +323,7 @@ StatusOr<SimInputs> Load(const SimOptions& o) {
 }  // namespace
 
 int RunSimCommand(const std::vector<std::string>& args) {
+  if (WantsReplay(args)) return RunSimReplay(args);
   auto parsed = Parse(args);
   if (!parsed.ok()) return Fail(parsed.status());
   const SimOptions& o = *parsed;

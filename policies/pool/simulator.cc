@@ -99,7 +99,8 @@ class Simulation {
         if (d.kind == Decision::Kind::kPreempt && d.preempted_by >= 0) preemptors.insert(d.preempted_by);
       for (const Decision& d : decisions) {
         audit_.CheckPlacement(d, scheduler_.pool());
-        GL_RETURN_IF_ERROR(Apply(d, now, preemptors.count(d.job) ? setup_.reclaim_delay_s : 0));
+        GL_RETURN_IF_ERROR(
+            Apply(d, now, setup_.start_latency_s + (preemptors.count(d.job) ? setup_.reclaim_delay_s : 0)));
         if (story_ && d.job == story_->job()) {
           story_->Decided(d, now, scheduler_, cache_ ? &*cache_ : nullptr, run_delay_[d.job]);
         }
@@ -204,7 +205,8 @@ class Simulation {
     o.gpu_seconds_lost += (ran - run_delay_[id] - kept + restart) * o.gpus;
   }
 
-  // `wait`: seconds a started job waits for the GPUs its victims free.
+  // `wait`: seconds a started job waits for the GPUs its victims free and
+  // for the scheduler to start it.
   Status Apply(const Decision& d, double now, double wait) {
     JobOutcome& o = outcome_[d.job];
     switch (d.kind) {
@@ -237,7 +239,8 @@ class Simulation {
     }
     if (o.start < 0) o.start = now + wait;
     run_start_[d.job] = now;
-    // GPUs held while its victims end: the victims' last, lost, seconds.
+    // GPUs held while its victims end (their last, lost, seconds) and while
+    // the scheduler starts it.
     o.gpu_seconds_lost += wait * o.gpus;
     o.hosts = d.allocation.hosts();
     o.leaves = LeavesOf(pool_, d.allocation);

@@ -106,6 +106,9 @@ struct SimSetup {
   // GraceTime plus up to 30 s until slurmctld's time-limit pass kills the
   // victim (docs/slurm.md). 0: at once.
   double reclaim_delay_s = 0;
+  // Seconds between a start decision and the job running, GPUs held (a real
+  // scheduler's latency: Slurm's pass, the node's prolog). 0: at once.
+  double start_latency_s = 0;
   std::vector<SimReservation> reservations;
   std::vector<SimFailure> failures;
   HealthConfig health;

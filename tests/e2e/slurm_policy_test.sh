@@ -9,16 +9,9 @@
 # reason) without the cluster or without accounting. Usage: BIN_DIR
 set -uo pipefail
 BIN=$(cd "${1:?usage: slurm_policy_test.sh BIN_DIR}" && pwd)
-NSP=${GL_NSP:-glr}
-if [ -z "${GL_SLURM_CLUSTER_CONF:-}" ] || ! ip netns list 2>/dev/null | grep -q "^${NSP}n1"; then
-  echo "slurm policy: cluster rig not up (netns-up.sh, slurm-cluster-up.sh, GL_SLURM_CLUSTER_CONF); skipped"
-  exit 77
-fi
-S=$(dirname "$GL_SLURM_CLUSTER_CONF")
-if [ "$(cat "$S/accounting" 2>/dev/null)" != on ]; then
-  echo "slurm policy: the cluster runs without accounting ($(cat "$S/accounting" 2>/dev/null || echo unknown)); skipped"
-  exit 77
-fi
+# shellcheck source=slurm_accounting_lib.sh
+. "$(dirname "$0")/slurm_accounting_lib.sh"
+need_cluster_with_accounting "slurm policy"
 WORK=$(mktemp -d)
 chmod 755 "$WORK"
 TA=pta$$ TB=ptb$$            # the teams (Slurm accounts)

@@ -61,6 +61,9 @@ def cases(src):
                                           "--cluster", "leaf:2 node:8 gpu:8", "--teams", "3", "--quota",
                                           "a:16/48/32,b:16/40/32,c:16/40/32", "--checkpoint", "1800",
                                           "--format", "json"], "sim"))
+    out.append(("sim_replay-sacct", ["sim", "--replay", "--sacct",
+                                     os.path.join(src, "tests/data/slurm/replay-small-12.sacct"),
+                                     "--cluster", "leaf:2 node:2 gpu:4", "--start-latency", "1"], "text"))
     out.append(("slurm-config_policy", ["slurm-config", "--synthetic", "switch:2 node:2", "--network",
                                         os.path.join(src, "tests/data/network/two-leaf.topology.conf"),
                                         "--policy", os.path.join(src, "slurm/policy.example.json"),

@@ -126,6 +126,17 @@ TEST(Simulator, AReclaimWaitsTheReclaimDelayForItsVictimsGpus) {
     EXPECT_DOUBLE_EQ(owner.gpu_seconds_lost, delay * 4);
     EXPECT_DOUBLE_EQ(r->outcomes[0].end, 1000);  // within nominal: never reclaimed
   }
+  // A scheduler's start latency: every job runs that much after its start
+  // decision, its GPUs held meanwhile (so the borrowed job is still reclaimed).
+  SimSetup slow;
+  slow.estimates = EstimateMode::kPerfect;
+  slow.start_latency_s = 2;
+  auto r = Simulate(Pool("leaf:1 node:2 gpu:4"), jobs, *config, "fifo-first-fit", slow);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->outcomes[0].start, 2);
+  EXPECT_DOUBLE_EQ(r->outcomes[0].end, 1002);
+  EXPECT_DOUBLE_EQ(r->outcomes[2].start, 102);
+  EXPECT_DOUBLE_EQ(r->outcomes[2].gpu_seconds_lost, 2 * 4);
 }
 
 TEST(SyntheticTrace, IsDeterministicAndHasUsersTeamsClassesAndTemplates) {

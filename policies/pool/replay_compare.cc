@@ -1,0 +1,93 @@
+#include "policies/pool/replay_compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+namespace gpulaunch::pool {
+namespace {
+
+// Why a job started where it did, where the runs tell: a requeue (the
+// reclaim delay), or a start out of submission order that came later than
+// the simulator's (the real scheduler's backfill runs only every interval).
+std::string Reason(const ObservedRun& job, const JobOutcome& sim, const std::vector<ObservedRun>& all,
+                   double backfill_interval_s) {
+  if (job.requeued || sim.preemptions > 0) return "preempted: the reclaim delay, and a requeued job starts again later";
+  const double diff = sim.start - job.start;
+  bool out_of_order = false;
+  for (const ObservedRun& other : all) {
+    if (other.submit < job.submit && (other.start < 0 || other.start > job.start)) out_of_order = true;
+  }
+  if (out_of_order && diff < -1) {
+    char text[96];
+    std::snprintf(text, sizeof text, "backfilled: the real backfill pass runs every %.0f s", backfill_interval_s);
+    return text;
+  }
+  if (out_of_order) return "backfilled";
+  return "";
+}
+
+}  // namespace
+
+ReplayComparison CompareReplay(const std::vector<ObservedRun>& observed, const std::vector<JobOutcome>& simulated,
+                               double backfill_interval_s, int show) {
+  ReplayComparison c;
+  c.jobs = static_cast<int>(observed.size());
+  std::map<int, const JobOutcome*> sim_of;
+  for (const JobOutcome& o : simulated) sim_of[o.id] = &o;
+  std::vector<ReplayJobDiff> diffs;
+  double sum_abs = 0, jct_obs = 0, jct_sim = 0;
+  for (const ObservedRun& job : observed) {
+    const auto it = sim_of.find(job.id);
+    if (job.start < 0 || job.end < 0 || it == sim_of.end() || it->second->start < 0 || it->second->end < 0) continue;
+    const JobOutcome& sim = *it->second;
+    ReplayJobDiff d{job.id, job.name, job.start, sim.start, sim.start - job.start,
+                    Reason(job, sim, observed, backfill_interval_s)};
+    const double abs = std::fabs(d.start_diff);
+    sum_abs += abs;
+    c.max_abs_start_diff = std::max(c.max_abs_start_diff, abs);
+    c.within_1s += abs <= 1 ? 1 : 0;
+    c.within_3s += abs <= 3 ? 1 : 0;
+    jct_obs += job.end - job.submit;
+    jct_sim += sim.end - sim.submit;
+    diffs.push_back(d);
+  }
+  c.compared = static_cast<int>(diffs.size());
+  if (c.compared == 0) return c;
+  c.mean_abs_start_diff = sum_abs / c.compared;
+  c.avg_jct_observed = jct_obs / c.compared;
+  c.avg_jct_simulated = jct_sim / c.compared;
+  c.jct_error = c.avg_jct_observed > 0 ? c.avg_jct_simulated / c.avg_jct_observed - 1 : 0;
+  std::stable_sort(diffs.begin(), diffs.end(), [](const ReplayJobDiff& a, const ReplayJobDiff& b) {
+    return std::fabs(a.start_diff) > std::fabs(b.start_diff);
+  });
+  diffs.resize(std::min<size_t>(diffs.size(), static_cast<size_t>(std::max(0, show))));
+  c.worst = std::move(diffs);
+  return c;
+}
+
+std::string ReplayComparisonText(const ReplayComparison& c) {
+  char line[256];
+  std::string s;
+  std::snprintf(line, sizeof line, "jobs: %d observed, %d started in both runs\n", c.jobs, c.compared);
+  s += line;
+  if (c.compared == 0) return s;
+  std::snprintf(line, sizeof line,
+                "start difference: mean |d| %.1f s, max %.1f s; within 1 s: %d, within 3 s: %d of %d\n",
+                c.mean_abs_start_diff, c.max_abs_start_diff, c.within_1s, c.within_3s, c.compared);
+  s += line;
+  std::snprintf(line, sizeof line, "average JCT: observed %.1f s, simulated %.1f s (%+.1f %%)\n", c.avg_jct_observed,
+                c.avg_jct_simulated, c.jct_error * 100);
+  s += line;
+  if (!c.worst.empty()) s += "jobs that differ most (simulated - observed start):\n";
+  for (const ReplayJobDiff& d : c.worst) {
+    std::snprintf(line, sizeof line, "  job %d (%s): observed %.1f s, simulated %.1f s, %+.1f s", d.id,
+                  d.name.c_str(), d.observed_start, d.simulated_start, d.start_diff);
+    s += line;
+    s += d.reason.empty() ? "\n" : "; " + d.reason + "\n";
+  }
+  return s;
+}
+
+}  // namespace gpulaunch::pool

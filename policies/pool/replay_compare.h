@@ -1,0 +1,47 @@
+// How close a simulation came to what a real scheduler did with the same
+// jobs (`gpulaunch sim --replay`): per job the difference between the start
+// the simulator gave it and the one it had, and the jobs' completion times.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "policies/pool/simulator.h"
+
+namespace gpulaunch::pool {
+
+// One job as the real scheduler ran it, in seconds from the first
+// submission (the trace's clock). start < 0: it never started.
+struct ObservedRun {
+  int id = 0;                 // the trace job's id
+  std::string name;           // how the scheduler named it (Slurm's job id)
+  double submit = 0, start = -1, end = -1;
+  bool requeued = false;      // preempted and started again (its start is its last one)
+};
+
+struct ReplayJobDiff {
+  int id = 0;
+  std::string name;
+  double observed_start = 0, simulated_start = 0;
+  double start_diff = 0;      // simulated - observed
+  std::string reason;         // why, where it can be told; empty otherwise
+};
+
+struct ReplayComparison {
+  int jobs = 0;               // observed
+  int compared = 0;           // started in both
+  double mean_abs_start_diff = 0, max_abs_start_diff = 0;
+  int within_1s = 0, within_3s = 0;
+  double avg_jct_observed = 0, avg_jct_simulated = 0;  // over the compared jobs
+  double jct_error = 0;       // simulated / observed - 1
+  std::vector<ReplayJobDiff> worst;  // the largest |start_diff| first, at most `show` of them
+};
+
+// `backfill_interval_s`: how often the real scheduler's backfill runs (Slurm's
+// bf_interval), named in the reasons.
+ReplayComparison CompareReplay(const std::vector<ObservedRun>& observed, const std::vector<JobOutcome>& simulated,
+                               double backfill_interval_s, int show = 5);
+
+std::string ReplayComparisonText(const ReplayComparison& c);
+
+}  // namespace gpulaunch::pool

@@ -1,0 +1,59 @@
+#include "policies/pool/replay_compare.h"
+
+#include <gtest/gtest.h>
+
+namespace gpulaunch::pool {
+namespace {
+
+JobOutcome Sim(int id, double submit, double start, double end, int preemptions = 0) {
+  JobOutcome o;
+  o.id = id, o.submit = submit, o.start = start, o.end = end, o.preemptions = preemptions;
+  return o;
+}
+
+TEST(ReplayCompare, StartDifferencesJctErrorAndTheWorstJobsWithReasons) {
+  const std::vector<ObservedRun> observed = {
+      {0, "100", 0, 1, 11, false},    // sim: at once, 1 s early
+      {1, "101", 1, 30, 40, false},   // waited for job 0's GPUs; sim started it at 11
+      {2, "102", 2, 5, 15, false},    // started before job 1 (submitted earlier): backfilled
+      {3, "103", 3, 20, 60, true},    // requeued
+      {4, "104", 4, -1, -1, false}};  // never started: not compared
+  const std::vector<JobOutcome> simulated = {Sim(0, 0, 0, 10), Sim(1, 1, 11, 21), Sim(2, 2, 12, 22),
+                                             Sim(3, 3, 20, 60, 1), Sim(4, 4, 50, 60)};
+  const ReplayComparison c = CompareReplay(observed, simulated, 30, 3);
+  EXPECT_EQ(c.jobs, 5);
+  EXPECT_EQ(c.compared, 4);
+  EXPECT_DOUBLE_EQ(c.mean_abs_start_diff, (1 + 19 + 7 + 0) / 4.0);
+  EXPECT_DOUBLE_EQ(c.max_abs_start_diff, 19);
+  EXPECT_EQ(c.within_1s, 2);
+  EXPECT_EQ(c.within_3s, 2);
+  EXPECT_DOUBLE_EQ(c.avg_jct_observed, (11 + 39 + 13 + 57) / 4.0);
+  EXPECT_DOUBLE_EQ(c.avg_jct_simulated, (10 + 20 + 20 + 57) / 4.0);
+  EXPECT_NEAR(c.jct_error, 107.0 / 120 - 1, 1e-12);
+  ASSERT_EQ(c.worst.size(), 3u);
+  EXPECT_EQ(c.worst[0].id, 1);
+  EXPECT_DOUBLE_EQ(c.worst[0].start_diff, -19);
+  EXPECT_EQ(c.worst[1].id, 2);
+  EXPECT_EQ(c.worst[1].reason, "backfilled");  // Slurm started it earlier than the sim did
+  EXPECT_EQ(c.worst[2].id, 0);
+  const ReplayComparison all = CompareReplay(observed, simulated, 30, 10);
+  EXPECT_EQ(all.worst.back().reason, "preempted: the reclaim delay, and a requeued job starts again later");
+  const std::string text = ReplayComparisonText(c);
+  EXPECT_NE(text.find("start difference: mean |d| 6.8 s, max 19.0 s; within 1 s: 2, within 3 s: 2 of 4\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  job 1 (101): observed 30.0 s, simulated 11.0 s, -19.0 s\n"), std::string::npos) << text;
+}
+
+TEST(ReplayCompare, ALaterBackfillIsNamedWithTheInterval) {
+  // Job 1 was submitted after job 0 and started before it, later than the
+  // simulator started it: the real backfill pass came later.
+  const std::vector<ObservedRun> observed = {{0, "a", 0, 40, 50, false}, {1, "b", 1, 25, 30, false}};
+  const std::vector<JobOutcome> simulated = {Sim(0, 0, 40, 50), Sim(1, 1, 2, 7)};
+  const ReplayComparison c = CompareReplay(observed, simulated, 30);
+  ASSERT_FALSE(c.worst.empty());
+  EXPECT_EQ(c.worst[0].reason, "backfilled: the real backfill pass runs every 30 s");
+}
+
+}  // namespace
+}  // namespace gpulaunch::pool
