@@ -11,7 +11,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SECTIONS = ["launch", "scale", "placement", "reductions", "pipeline", "links", "network", "policies"]
+SECTIONS = ["launch", "scale", "placement", "reductions", "pipeline", "links", "network", "policies", "replay"]
 
 
 def log(message):
