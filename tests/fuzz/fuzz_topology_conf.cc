@@ -2,13 +2,17 @@
 // `scontrol show job -d` details and `scontrol show node -o` states; and the
 // other line formats gpulaunch reads: job traces, quota and cluster specs,
 // resource templates and synthetic trace specs,
-// the storage probe's answers.
+// the storage probe's answers, a site's slurm.conf and `scontrol show config`,
+// sacct exports (a job read once, whatever its rows).
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/network_tree.h"
+#include "slurm/sacct_export.h"
+#include "slurm/site_conf.h"
 #include "slurm/slurm_allocation.h"
 #include "launcher/check/node_table.h"
 #include "launcher/check/storage_probe.h"
@@ -31,6 +35,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)gpulaunch::pool::ParseTemplates(std::string(text));
   if (auto spec = gpulaunch::pool::ParseSyntheticSpec(std::string(text)); spec.ok() && spec->jobs <= 200) {
     (void)gpulaunch::pool::SyntheticTrace(*spec, {});
+  }
+  if (auto site = gpulaunch::ParseSlurmConf(std::string(text), "fuzz"); site.ok()) {
+    for (const auto& [key, value] : site->keys)
+      if (!site->Find(key)) __builtin_trap();  // every key read is found again
+  }
+  (void)gpulaunch::ParseRunningSlurmConfig(std::string(text), std::string(text));
+  if (auto jobs = gpulaunch::ParseSacctExport(std::string(text), "fuzz"); jobs.ok()) {
+    std::vector<std::string> ids;
+    for (const gpulaunch::SacctJob& j : *jobs) {
+      if (j.runs < 1 || j.id.empty()) __builtin_trap();
+      ids.push_back(j.id);
+    }
+    std::sort(ids.begin(), ids.end());
+    if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) __builtin_trap();  // a job once
   }
   (void)gpulaunch::ParseStorageWriteLine(std::string(text));
   (void)gpulaunch::ParseStorageReadLine(std::string(text));
