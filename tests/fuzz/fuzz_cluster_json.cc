@@ -16,6 +16,7 @@
 #include "common/link_table.h"
 #include "launcher/check/preflight.h"
 #include "policies/placement_engine.h"
+#include "slurm/policy_slurm_side.h"
 #include "slurm/slurm_policy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -49,7 +50,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   if (auto policy = gpulaunch::ParsePolicyFile(text, "fuzz"); policy.ok()) {
-    (void)gpulaunch::SlurmPolicyApplyScript(*policy);
+    (void)gpulaunch::SlurmPolicyConf(*policy);
+    (void)gpulaunch::SlurmPolicyJobSubmitLua(*policy);
+    // The script's policy lines carry only names, numbers and Slurm's syntax.
+    const std::string apply = gpulaunch::SlurmPolicyApplyScript(*policy);
+    const size_t calls = apply.find("\nneed ");  // after the helpers' definitions
+    if (calls == std::string::npos) __builtin_trap();
+    for (size_t at = apply.find("\nensure_", calls); at != std::string::npos; at = apply.find("\nensure_", at + 1)) {
+      const size_t end = apply.find('\n', at + 1);
+      const std::string line = apply.substr(at + 1, end - at - 1);
+      if (line.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 _=/,.:-") !=
+          std::string::npos) {
+        __builtin_trap();
+      }
+    }
   }
   if (auto links = gpulaunch::ParseLinkTable(text, "fuzz"); links.ok()) {
     const std::string once = gpulaunch::WriteLinkTable(*links);
