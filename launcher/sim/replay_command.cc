@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include "common/cluster_spec.h"
@@ -147,10 +148,15 @@ StatusOr<std::string> SubmitAndRecord(const std::vector<TraceJob>& trace, const 
     ids.push_back(id);
   }
   const std::string list = Join(ids, ",");
+  const std::set<std::string> submitted(ids.begin(), ids.end());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(600 + static_cast<int>(4 * last_end));
   for (;;) {
-    const CapturedRun q = RunCaptured({"squeue", "-h", "-o", "%i", "-j", list}, EnvironmentWith({}), 30000);
-    if (q.Succeeded() && Trim(q.out).empty()) break;
+    // This user's queue, not `squeue -j ids`: slurmctld forgets ended jobs
+    // after MinJobAge, and asking for one it forgot is an error.
+    const CapturedRun q = RunCaptured({"squeue", "-h", "-o", "%i", "--me"}, EnvironmentWith({}), 30000);
+    bool waiting = !q.Succeeded();
+    for (const std::string& id : Split(q.out, '\n')) waiting |= submitted.count(std::string(Trim(id))) > 0;
+    if (!waiting) break;
     if (std::chrono::steady_clock::now() > deadline) {
       cancel();
       return FailedPrecondition("the replayed jobs did not all end in time; cancelled them");

@@ -31,7 +31,7 @@ sed 's/^/    | /' "$WORK/live.out"
 check "... all 12 jobs ran on Slurm and in the simulation" \
   "$(grep -c '^jobs: 12 observed, 12 started in both runs$' "$WORK/live.out")" 1
 mean=$(sed -n 's/^start difference: mean |d| \([0-9.]*\) s.*/\1/p' "$WORK/live.out")
-jct=$(sed -n 's/^average JCT: .*(\([-+][0-9.]*\) %)$/\1/p' "$WORK/live.out")
+jct=$(sed -n 's/^average JCT: .*(+\{0,1\}\(-\{0,1\}[0-9.]*\) %)$/\1/p' "$WORK/live.out")  # bc takes no '+'
 # Loose: a loaded 2-core machine delays Slurm's passes; the benchmark holds
 # the goals (3 s, 5 %).
 check "... mean |start difference| under 10 s (got ${mean:-none} s)" "$(echo "${mean:-99} < 10" | bc)" 1
