@@ -158,10 +158,11 @@ ensure_reservation() {  # NAME START MINUTES NODES ACCOUNT
 
 int SlurmGraceTime(int grace_s) { return std::max(0, grace_s - kSlurmTimeLimitPassSeconds); }
 
-int SlurmMeanReclaimDelay(int grace_s) {
-  const int grace = SlurmGraceTime(grace_s);
-  return grace == 0 ? 2 : grace + kSlurmTimeLimitPassSeconds / 2;
+int SlurmMeanReclaimDelayForGraceTime(int grace_time) {
+  return grace_time <= 0 ? 2 : grace_time + kSlurmTimeLimitPassSeconds / 2;
 }
+
+int SlurmMeanReclaimDelay(int grace_s) { return SlurmMeanReclaimDelayForGraceTime(SlurmGraceTime(grace_s)); }
 
 std::vector<SiteChange> PolicySiteChanges(const SiteConf* site) {
   std::vector<SiteChange> changes;

@@ -43,6 +43,8 @@ int SlurmGraceTime(int grace_s);
 // the victim is requeued in the scheduling pass itself (measured 1.4-2.9 s
 // on the CI cluster: 2).
 int SlurmMeanReclaimDelay(int grace_s);
+// The same from a partition's GraceTime (what a running cluster shows).
+int SlurmMeanReclaimDelayForGraceTime(int grace_time);
 
 // A global slurm.conf key the policy needs otherwise than the site has it.
 struct SiteChange {

@@ -16,6 +16,7 @@
 #include "launcher/core/subcommand_parser.h"
 #include "policies/pool/replay_compare.h"
 #include "policies/pool/simulator.h"
+#include "slurm/policy_slurm_side.h"
 #include "slurm/sacct_export.h"
 
 namespace po = boost::program_options;
@@ -27,7 +28,7 @@ using namespace gpulaunch::pool;
 
 struct ReplayOptions {
   std::string trace, sacct, cluster, policy = "fifo-first-fit", quota, save;
-  double time_scale = 1, reclaim_delay_s = 0, start_latency_s = 0, backfill_interval_s = -1;
+  double time_scale = 1, reclaim_delay_s = -1, start_latency_s = 0, backfill_interval_s = -1;
   bool help = false;
 };
 
@@ -47,8 +48,9 @@ const SubcommandParser& Parser() {
             "Then simulates the same jobs (their recorded submissions, GPUs and run times, and time limits where\n"
             "recorded) on --cluster SPEC under --policy (default fifo-first-fit, the closest to Slurm's FIFO with\n"
             "a backfill pass every 30 s: docs/sim.md) and reports the mean and max |start difference|, the average JCT error and the\n"
-            "jobs that differ most, with the reason where known. --backfill-interval (default: the cluster's\n"
-            "bf_interval, else 30 s) is named in those reasons.");
+            "jobs that differ most, with the reason where known. The simulator backfills only every\n"
+            "--backfill-interval seconds (default: the cluster's bf_interval, else 30 s) and a preempting job waits\n"
+            "--reclaim-delay (default: from gl-borrowed's GraceTime when the cluster has it, else 0).");
     p->Add()
       ("replay", "check the simulator against Slurm (this command)")
       ("trace", po::value<std::string>()->value_name("FILE"), "a job trace to submit")
@@ -88,7 +90,9 @@ StatusOr<ReplayOptions> Parse(const std::vector<std::string>& args) {
   if (vm.count("backfill-interval")) o.backfill_interval_s = vm["backfill-interval"].as<double>();
   if (vm.count("start-latency")) o.start_latency_s = vm["start-latency"].as<double>();
   if (o.start_latency_s < 0 || o.start_latency_s > 1e6) return p.Error("--start-latency: seconds, 0 or more");
-  if (o.reclaim_delay_s < 0 || o.reclaim_delay_s > 1e6) return p.Error("--reclaim-delay: seconds, 0 or more");
+  if (vm.count("reclaim-delay") && (o.reclaim_delay_s < 0 || o.reclaim_delay_s > 1e6)) {
+    return p.Error("--reclaim-delay: seconds, 0 or more");
+  }
   if (!o.save.empty() && o.trace.empty()) return p.Error("--save keeps the export of submitted jobs: it needs --trace");
   return o;
 }
@@ -105,6 +109,16 @@ double ClusterBackfillInterval() {
     if (n && *n > 0) return static_cast<double>(*n);
   }
   return 30;
+}
+
+// The mean reclaim delay of the cluster's borrowed tier (gl-borrowed, as
+// slurm-config --policy writes it), or -1 when it has none.
+double ClusterReclaimDelay() {
+  const CapturedRun p = RunCaptured({"scontrol", "-o", "show", "partition", "gl-borrowed"}, EnvironmentWith({}), 10000);
+  const size_t at = p.out.find(" GraceTime=");
+  if (!p.Succeeded() || at == std::string::npos) return -1;
+  const auto grace = ParseInt(p.out.substr(at + 11, p.out.find(' ', at + 11) - at - 11));
+  return grace && *grace >= 0 ? SlurmMeanReclaimDelayForGraceTime(static_cast<int>(*grace)) : -1;
 }
 
 // The trace's jobs submitted at their (scaled) arrival times; returns
@@ -247,7 +261,7 @@ int RunSimReplay(const std::vector<std::string>& args) {
   if (quotas.enabled()) config->preempt = true;
 
   std::string export_text, origin;
-  double backfill = o.backfill_interval_s;
+  double backfill = o.backfill_interval_s, reclaim = o.reclaim_delay_s;
   if (!o.sacct.empty()) {
     auto text = ReadTextFile(o.sacct, "sacct export");
     if (!text.ok()) return Fail(text.status());
@@ -258,6 +272,7 @@ int RunSimReplay(const std::vector<std::string>& args) {
     auto trace = LoadTrace(o.trace);
     if (!trace.ok()) return Fail(trace.status());
     if (backfill < 0) backfill = ClusterBackfillInterval();
+    if (reclaim < 0) reclaim = ClusterReclaimDelay();
     std::cerr << "gpulaunch: sim --replay: submitting " << trace->size() << " jobs over "
               << (trace->empty() ? 0 : trace->back().submit / o.time_scale) << " s\n";
     auto recorded = SubmitAndRecord(*trace, o, GpusPerHost(*pool));
@@ -275,14 +290,15 @@ int RunSimReplay(const std::vector<std::string>& args) {
   SimSetup setup;
   const bool limits = std::all_of(rec.trace.begin(), rec.trace.end(), [](const TraceJob& j) { return j.limit > 0; });
   setup.estimates = limits ? EstimateMode::kUser : EstimateMode::kPerfect;
-  setup.reclaim_delay_s = o.reclaim_delay_s;
+  setup.reclaim_delay_s = std::max(0.0, reclaim);
   setup.start_latency_s = o.start_latency_s;
+  config->backfill_interval_s = backfill;  // Slurm backfills on a timer
   auto sim = Simulate(*pool, rec.trace, *config, o.policy, setup);
   if (!sim.ok()) return Fail(sim.status());
   const ReplayComparison c = CompareReplay(rec.observed, sim->outcomes, backfill);
   std::cout << "replay: " << origin << " against sim --policy " << o.policy << " on " << o.cluster << " ("
             << (limits ? "the jobs' time limits" : "exact run times") << "; start latency " << o.start_latency_s
-            << " s, reclaim delay " << o.reclaim_delay_s << " s, backfill interval " << backfill << " s)\n";
+            << " s, reclaim delay " << setup.reclaim_delay_s << " s, backfill interval " << backfill << " s)\n";
   if (rec.skipped > 0) std::cout << "skipped: " << rec.skipped << " jobs that never ran or had no GPUs\n";
   std::cout << ReplayComparisonText(c);
   return kExitOk;

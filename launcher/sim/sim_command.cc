@@ -36,6 +36,7 @@ struct SimOptions {
   double grace_s = 300;
   double reclaim_delay_s = 0;
   double start_latency_s = 0;
+  double backfill_interval_s = 0;
   double checkpoint_s = 0;
   double max_wait_h = 0;
   bool help = false;
@@ -48,7 +49,7 @@ const SubcommandParser& Parser() {
                "                     [--estimates perfect|user|none|all] [--explain JOB] [--templates DEFS]\n"
                "                     [--data-cache GB] [--data-bandwidth GB/S]\n"
                "                     [--teams N] [--quota TEAM:GUARANTEE/NOMINAL/BORROW[/LEND],...] [--grace S]\n"
-               "                     [--reclaim-delay S] [--start-latency S]\n"
+               "                     [--reclaim-delay S] [--start-latency S] [--backfill-interval S]\n"
                "                     [--checkpoint S] [--max-wait H] [--reserve NAME:TEAM:HOSTS@START-END]...\n"
                "                     [--fail HOST@START[-END]]...\n"
                "                     [--format table|json] [--out FILE]\n"
@@ -73,7 +74,8 @@ const SubcommandParser& Parser() {
         "--grace S: a job runs at least S seconds before it may be preempted (Slurm's PreemptExemptTime);\n"
         "--reclaim-delay S: a preempting job waits S seconds for its victims' GPUs (Slurm: GraceTime plus up to\n"
         "30 s until slurmctld kills the victim; slurm-config --policy prints the figure for its policy);\n"
-        "--start-latency S: a started job runs S seconds after the decision (a real scheduler's latency).\n"
+        "--start-latency S: a started job runs S seconds after the decision (a real scheduler's latency);\n"
+        "--backfill-interval S: backfill only every S seconds (Slurm's bf_interval; default: at every pass).\n"
         "--max-wait H: a job not started H hours after its submission leaves the queue (a queue timeout).\n"
         "--reserve holds HOSTS whole hosts for TEAM (its name in --quota, or its number) from START to END hours\n"
         "after the first job's submission. --fail makes HOST (its name, e.g. s0n3, or number) stop sending\n"
@@ -95,6 +97,7 @@ const SubcommandParser& Parser() {
       ("grace", po::value<std::string>()->value_name("S"), "seconds a job runs before it may be preempted (default 300)")
       ("reclaim-delay", po::value<std::string>()->value_name("S"), "seconds a preempting job waits for its victims' GPUs (default 0)")
       ("start-latency", po::value<std::string>()->value_name("S"), "seconds from a start decision to the job running (default 0)")
+      ("backfill-interval", po::value<std::string>()->value_name("S"), "backfill only every S seconds (default: every pass)")
       ("checkpoint", po::value<std::string>()->value_name("S"), "preempted jobs resume from a checkpoint every S s")
       ("max-wait", po::value<std::string>()->value_name("H"), "queue timeout in hours")
       ("reserve", po::value<std::vector<std::string>>()->composing()->value_name("RESERVATION"), "a reservation (repeatable)")
@@ -153,6 +156,7 @@ StatusOr<SimOptions> Parse(const std::vector<std::string>& args) {
   }
   for (auto [name, out] : {std::pair{"teams", static_cast<double*>(nullptr)}, std::pair{"grace", &o.grace_s},
                            std::pair{"reclaim-delay", &o.reclaim_delay_s}, std::pair{"start-latency", &o.start_latency_s},
+                           std::pair{"backfill-interval", &o.backfill_interval_s},
                            std::pair{"checkpoint", &o.checkpoint_s}, std::pair{"max-wait", &o.max_wait_h}}) {
     if (!vm.count(name)) continue;
     const std::string v = vm[name].as<std::string>();
@@ -358,6 +362,7 @@ int RunSimCommand(const std::vector<std::string>& args) {
       return kExitUsage;
     }
     config->grace_s = o.grace_s;
+    config->backfill_interval_s = o.backfill_interval_s;
     SimSetup setup = in->setup;
     setup.estimates = mode;
     setup.locality.prefer = prefer;

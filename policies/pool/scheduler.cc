@@ -218,8 +218,17 @@ double Scheduler::ShadowTime(const PoolJob& head, double now, int* extra) const 
   return std::numeric_limits<double>::infinity();
 }
 
+double Scheduler::NextBackfillPass(double now) const {
+  const double every = config_.backfill_interval_s;
+  if (!config_.backfill || every <= 0 || queue_.empty()) return std::numeric_limits<double>::infinity();
+  return (std::floor(now / every + 1e-9) + 1) * every;
+}
+
 StatusOr<std::vector<Decision>> Scheduler::Schedule(double now) {
   std::vector<Decision> out = ExpireOverdue(now);
+  const double every = config_.backfill_interval_s;
+  const bool may_backfill =
+      config_.backfill && (every <= 0 || std::fabs(now - std::round(now / every) * every) < 1e-6);
   bool blocked = false;
   BackfillWindow window;
   for (const PoolJob& job : Ordered(now)) {
@@ -234,7 +243,7 @@ StatusOr<std::vector<Decision>> Scheduler::Schedule(double now) {
     }
     if (config_.skip_blocked) continue;
     blocked = true;
-    if (!config_.backfill) break;
+    if (!may_backfill) break;
     window.shadow = ShadowTime(job, now, &window.extra);
     if (std::isinf(window.shadow)) break;  // its start cannot be predicted: nothing may jump ahead of it
   }

@@ -119,6 +119,10 @@ struct SchedulerConfig {
   PlacementStyle style = PlacementStyle::kTopology;
   QueueOrder order = QueueOrder::kPriorityAging;
   bool backfill = true;
+  // Backfill only in passes at whole multiples of this many seconds (Slurm's
+  // bf_interval: its backfill runs on a timer, its main pass stops at the
+  // first job that does not fit); 0: in every pass.
+  double backfill_interval_s = 0;
   // Greedy order: a job that does not fit is passed over and later ones
   // start whenever they fit, with no reservation for it (Tiresias's
   // simulator); off: the first blocked job blocks, bar backfill.
@@ -196,6 +200,9 @@ class Scheduler {
   Status Finish(int job);
   // Decisions taken now, already applied to the pool.
   StatusOr<std::vector<Decision>> Schedule(double now);
+  // The next backfill pass after `now` while jobs wait and backfill runs on
+  // a timer; infinity otherwise.
+  double NextBackfillPass(double now) const;
   std::vector<WaitReason> Waiting(double now) const;
   // When the next running job's attained service reaches a level's bound
   // (kLeastAttained: the queue order may change then); infinity otherwise.

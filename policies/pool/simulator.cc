@@ -106,6 +106,13 @@ class Simulation {
         }
       }
       if (story_) story_->Waits(scheduler_, now);
+      // A pass at the next backfill tick (backfill on a timer, as Slurm's).
+      // (Only while jobs run: with none running, nothing a tick could backfill
+      // behind the first job differs from now.)
+      if (const double tick = scheduler_.NextBackfillPass(now);
+          std::isfinite(tick) && !scheduler_.running().empty() && reviews_.insert(tick).second) {
+        events_.push(Event{tick, 2, -1, 0});
+      }
       // 2D-LAS: a pass when a running job's service reaches the next level.
       const double review = scheduler_.NextServiceLevelChange(now);
       if (std::isfinite(review) && reviews_.insert(std::max(review, now + 1e-3)).second) {

@@ -139,6 +139,30 @@ TEST(Simulator, AReclaimWaitsTheReclaimDelayForItsVictimsGpus) {
   EXPECT_DOUBLE_EQ(r->outcomes[2].gpu_seconds_lost, 2 * 4);
 }
 
+// Backfill on a timer, as Slurm's (bf_interval): a job that may jump the
+// blocked head starts at the next tick, not at its arrival.
+TEST(Simulator, BackfillOnATimerWaitsForTheNextTick) {
+  auto job = [](int id, double submit, double duration, int gpus) {
+    TraceJob j;
+    j.id = id, j.submit = submit, j.duration = duration, j.gpus = gpus;
+    return j;
+  };
+  const std::vector<TraceJob> jobs = {job(0, 0, 100, 4),   // runs
+                                      job(1, 1, 10, 8),    // blocked head: starts at 100
+                                      job(2, 2, 50, 4)};   // ends before 100: may backfill
+  for (double every : {0.0, 30.0}) {
+    auto config = PolicyConfig("best-fit", QuotaBook());
+    ASSERT_TRUE(config.ok());
+    config->backfill_interval_s = every;
+    SimSetup setup;
+    setup.estimates = EstimateMode::kPerfect;
+    auto r = Simulate(Pool("leaf:1 node:2 gpu:4"), jobs, *config, "best-fit", setup);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_DOUBLE_EQ(r->outcomes[2].start, every == 0 ? 2 : 30) << "interval " << every;
+    EXPECT_DOUBLE_EQ(r->outcomes[1].start, 100);
+  }
+}
+
 TEST(SyntheticTrace, IsDeterministicAndHasUsersTeamsClassesAndTemplates) {
   auto spec = ParseSyntheticSpec("jobs:2000 days:10 seed:5 teams:3 users:12 high:0.25 templated:0.3");
   ASSERT_TRUE(spec.ok()) << spec.status().message();

@@ -122,6 +122,7 @@ TEST(PolicySlurmSide, TiersAreSlurmPartitionsHeldToTheQuotas) {
   EXPECT_EQ(SlurmGraceTime(300), 270);
   EXPECT_EQ(SlurmMeanReclaimDelay(300), 285);
   EXPECT_EQ(SlurmMeanReclaimDelay(20), 2);
+  EXPECT_EQ(SlurmMeanReclaimDelayForGraceTime(10), 25);
 }
 
 TEST(PolicySlurmSide, ApplyCreatesOrUpdatesEachPieceAndChecksTheClusterFirst) {
