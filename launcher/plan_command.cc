@@ -182,7 +182,9 @@ int RunSlurmConfigCommand(const std::vector<std::string>& args) {
   if (policy_files) {
     std::cout << policy_files->summary << "simulate the same quotas with: gpulaunch sim --teams "
               << (*policy)->teams.size() << " --quota " << PolicyQuotaText(**policy)
-              << " --grace 0 --reclaim-delay " << SlurmMeanReclaimDelay((*policy)->grace_s) << " ...\n";
+              << " --slurm-tiers --grace 0 --reclaim-delay " << SlurmMeanReclaimDelay((*policy)->grace_s)
+              << " --requeue-hold 120 --backfill-interval 30 ...\n"
+              << "(the last two: Slurm's defaults, AuthInfo cred_expire and bf_interval)\n";
   }
   return kExitOk;
 }

@@ -37,6 +37,8 @@ struct SimOptions {
   double reclaim_delay_s = 0;
   double start_latency_s = 0;
   double backfill_interval_s = 0;
+  double requeue_hold_s = 0;
+  bool slurm_tiers = false;
   double checkpoint_s = 0;
   double max_wait_h = 0;
   bool help = false;
@@ -50,6 +52,7 @@ const SubcommandParser& Parser() {
                "                     [--data-cache GB] [--data-bandwidth GB/S]\n"
                "                     [--teams N] [--quota TEAM:GUARANTEE/NOMINAL/BORROW[/LEND],...] [--grace S]\n"
                "                     [--reclaim-delay S] [--start-latency S] [--backfill-interval S]\n"
+               "                     [--requeue-hold S] [--slurm-tiers]\n"
                "                     [--checkpoint S] [--max-wait H] [--reserve NAME:TEAM:HOSTS@START-END]...\n"
                "                     [--fail HOST@START[-END]]...\n"
                "                     [--format table|json] [--out FILE]\n"
@@ -75,7 +78,12 @@ const SubcommandParser& Parser() {
         "--reclaim-delay S: a preempting job waits S seconds for its victims' GPUs (Slurm: GraceTime plus up to\n"
         "30 s until slurmctld kills the victim; slurm-config --policy prints the figure for its policy);\n"
         "--start-latency S: a started job runs S seconds after the decision (a real scheduler's latency);\n"
-        "--backfill-interval S: backfill only every S seconds (Slurm's bf_interval; default: at every pass).\n"
+        "--backfill-interval S: backfill only every S seconds (Slurm's bf_interval; default: at every pass);\n"
+        "--requeue-hold S: a job requeued by preemption may start again S seconds later (Slurm: AuthInfo's\n"
+        "cred_expire, default 120; default here 0).\n"
+        "--slurm-tiers (with --quota): queue and count quotas as Slurm runs slurm-config --policy's partitions: a\n"
+        "job is within nominal while the team's jobs that started within nominal leave room (its borrowed jobs\n"
+        "do not count), such jobs go first and reclaim, a job blocks only later jobs of its own tier and team.\n"
         "--max-wait H: a job not started H hours after its submission leaves the queue (a queue timeout).\n"
         "--reserve holds HOSTS whole hosts for TEAM (its name in --quota, or its number) from START to END hours\n"
         "after the first job's submission. --fail makes HOST (its name, e.g. s0n3, or number) stop sending\n"
@@ -98,6 +106,8 @@ const SubcommandParser& Parser() {
       ("reclaim-delay", po::value<std::string>()->value_name("S"), "seconds a preempting job waits for its victims' GPUs (default 0)")
       ("start-latency", po::value<std::string>()->value_name("S"), "seconds from a start decision to the job running (default 0)")
       ("backfill-interval", po::value<std::string>()->value_name("S"), "backfill only every S seconds (default: every pass)")
+      ("slurm-tiers", "quotas as Slurm's tiers (slurm-config --policy), reclaim on")
+      ("requeue-hold", po::value<std::string>()->value_name("S"), "seconds a requeued job waits before it may start again (default 0)")
       ("checkpoint", po::value<std::string>()->value_name("S"), "preempted jobs resume from a checkpoint every S s")
       ("max-wait", po::value<std::string>()->value_name("H"), "queue timeout in hours")
       ("reserve", po::value<std::vector<std::string>>()->composing()->value_name("RESERVATION"), "a reservation (repeatable)")
@@ -124,6 +134,8 @@ StatusOr<SimOptions> Parse(const std::vector<std::string>& args) {
   text("policy", o.policy);
   text("templates", o.templates);
   text("quota", o.quota);
+  o.slurm_tiers = vm.count("slurm-tiers") > 0;
+  if (o.slurm_tiers && o.quota.empty()) return p.Error("--slurm-tiers needs --quota QUOTAS");
   if (vm.count("reserve")) o.reserve = vm["reserve"].as<std::vector<std::string>>();
   if (vm.count("fail")) o.fail = vm["fail"].as<std::vector<std::string>>();
   if (vm.count("out")) o.out = vm["out"].as<std::string>();
@@ -157,6 +169,7 @@ StatusOr<SimOptions> Parse(const std::vector<std::string>& args) {
   for (auto [name, out] : {std::pair{"teams", static_cast<double*>(nullptr)}, std::pair{"grace", &o.grace_s},
                            std::pair{"reclaim-delay", &o.reclaim_delay_s}, std::pair{"start-latency", &o.start_latency_s},
                            std::pair{"backfill-interval", &o.backfill_interval_s},
+                           std::pair{"requeue-hold", &o.requeue_hold_s},
                            std::pair{"checkpoint", &o.checkpoint_s}, std::pair{"max-wait", &o.max_wait_h}}) {
     if (!vm.count(name)) continue;
     const std::string v = vm[name].as<std::string>();
@@ -363,6 +376,11 @@ int RunSimCommand(const std::vector<std::string>& args) {
     }
     config->grace_s = o.grace_s;
     config->backfill_interval_s = o.backfill_interval_s;
+    config->requeue_hold_s = o.requeue_hold_s;
+    if (o.slurm_tiers) {
+      config->slurm_tiers = true;
+      config->preempt = true;  // the team's tier reclaims the borrowed one
+    }
     SimSetup setup = in->setup;
     setup.estimates = mode;
     setup.locality.prefer = prefer;

@@ -45,19 +45,31 @@ class QuotaBook {
   int teams() const { return static_cast<int>(teams_.size()); }
   const TeamQuota& quota(int team) const { return teams_[static_cast<size_t>(team)]; }
   int used(int team) const { return enabled() ? used_[static_cast<size_t>(team)] : 0; }
+  // GPUs of the team's jobs that started within nominal (not borrowed).
+  int own(int team) const { return enabled() ? own_[static_cast<size_t>(team)] : 0; }
+
+  // Slurm's tiers (docs/slurm.md): a job is within nominal when the team's
+  // jobs that started within nominal leave room for it (its borrowed jobs do
+  // not count: they run in gl-borrowed, outside the partition QOS), and
+  // above that it borrows whatever GPUs are idle up to nominal + borrow limit
+  // (placement decides; lend limits, which Slurm cannot enforce, still
+  // apply when given). Off: all the team's GPUs count against nominal, and
+  // only its new borrowing must be covered by idle quota.
+  void SetSlurmTiers(bool on) { slurm_tiers_ = on; }
 
   // The pool's GPUs: those in no team's nominal quota are lent too.
   void SetPoolGpus(int gpus) { pool_gpus_ = gpus; }
 
   // Whether `team` may start `gpus` more now, and on what terms.
   QuotaVerdict Check(int team, int gpus) const;
-  void Add(int team, int gpus);
-  void Remove(int team, int gpus);
+  void Add(int team, int gpus, bool borrowed = false);
+  void Remove(int team, int gpus, bool borrowed = false);
 
  private:
   std::vector<TeamQuota> teams_;
-  std::vector<int> used_;
+  std::vector<int> used_, own_;
   int pool_gpus_ = 0;
+  bool slurm_tiers_ = false;
 };
 
 }  // namespace gpulaunch::pool

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace gpulaunch::pool {
 
@@ -12,6 +13,8 @@ double RunningJob::ExpectedEnd() const {
 
 Scheduler::Scheduler(GpuPool pool, SchedulerConfig config) : pool_(std::move(pool)), config_(std::move(config)) {
   config_.quotas.SetPoolGpus(pool_.total_gpus());
+  config_.quotas.SetSlurmTiers(config_.slurm_tiers);
+  last_backfill_ = config_.backfill_last_pass_s;
 }
 
 void Scheduler::Submit(const PoolJob& job) { queue_.push_back(job); }
@@ -34,7 +37,7 @@ Status Scheduler::Finish(int job) {
   auto it = running_.find(job);
   if (it == running_.end()) return NotFound("job " + std::to_string(job) + " is not running");
   GL_RETURN_IF_ERROR(pool_.Give(it->second.allocation));
-  config_.quotas.Remove(it->second.job.team, it->second.job.gpus);
+  config_.quotas.Remove(it->second.job.team, it->second.job.gpus, it->second.borrowed);
   running_.erase(it);
   RunningChanged();
   return Status::Ok();
@@ -119,7 +122,7 @@ std::vector<PoolJob> Scheduler::Ordered(double now) const {
 
 Status Scheduler::Commit(const PoolJob& job, const Allocation& a, bool borrowed, double now) {
   GL_RETURN_IF_ERROR(pool_.Take(a));
-  config_.quotas.Add(job.team, job.gpus);
+  config_.quotas.Add(job.team, job.gpus, borrowed);
   running_[job.id] = RunningJob{job, a, now, borrowed};
   RunningChanged();
   std::erase_if(queue_, [&](const PoolJob& q) { return q.id == job.id; });
@@ -221,17 +224,23 @@ double Scheduler::ShadowTime(const PoolJob& head, double now, int* extra) const 
 double Scheduler::NextBackfillPass(double now) const {
   const double every = config_.backfill_interval_s;
   if (!config_.backfill || every <= 0 || queue_.empty()) return std::numeric_limits<double>::infinity();
-  return (std::floor(now / every + 1e-9) + 1) * every;
+  return std::max(now, last_backfill_ + every);
 }
 
 StatusOr<std::vector<Decision>> Scheduler::Schedule(double now) {
   std::vector<Decision> out = ExpireOverdue(now);
   const double every = config_.backfill_interval_s;
-  const bool may_backfill =
-      config_.backfill && (every <= 0 || std::fabs(now - std::round(now / every) * every) < 1e-6);
+  const bool may_backfill = config_.backfill && (every <= 0 || now >= last_backfill_ + every - 1e-6);
+  if (may_backfill) last_backfill_ = now;
+  if (config_.slurm_tiers && config_.quotas.enabled()) {
+    GL_RETURN_IF_ERROR(ScheduleTiers(now, may_backfill, out));
+    if (config_.preempt) GL_RETURN_IF_ERROR(ReclaimNominalQuotas(now, out));
+    return out;
+  }
   bool blocked = false;
   BackfillWindow window;
   for (const PoolJob& job : Ordered(now)) {
+    if (job.begin > now) continue;  // held after a requeue: blocks no one
     if (blocked) {
       if (auto d = TryBackfill(job, now, window)) out.push_back(*d);
       continue;
@@ -249,6 +258,40 @@ StatusOr<std::vector<Decision>> Scheduler::Schedule(double now) {
   }
   if (config_.preempt && config_.quotas.enabled()) GL_RETURN_IF_ERROR(ReclaimNominalQuotas(now, out));
   return out;
+}
+
+Status Scheduler::ScheduleTiers(double now, bool may_backfill, std::vector<Decision>& out) {
+  // Lanes: a team's own partition (its number), or the borrowed tier.
+  constexpr int kBorrowedLane = -1;
+  std::map<int, BackfillWindow> blocked;  // lane -> the window its first blocked job left
+  for (const bool own_tier : {true, false}) {
+    for (const PoolJob& job : Ordered(now)) {
+      if (job.begin > now) continue;  // held after a requeue
+      const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
+      if (v == QuotaVerdict::kOverBorrowLimit) continue;  // the account's limit: waits, blocks no one
+      if (own_tier != (v == QuotaVerdict::kWithinNominal)) continue;
+      const int lane = own_tier ? job.team : kBorrowedLane;
+      if (const auto it = blocked.find(lane); it != blocked.end()) {
+        if (!may_backfill || std::isinf(it->second.shadow)) continue;
+        if (auto d = TryBackfill(job, now, it->second)) out.push_back(*d);
+        continue;
+      }
+      // Only a job within nominal may reclaim: a higher tier preempts a lower one.
+      std::vector<Decision> started;
+      if (own_tier) {
+        GL_ASSIGN_OR_RETURN(started, StartInOrder(job, now));
+      } else if (auto d = TryStart(job, now)) {
+        started.push_back(*d);
+      }
+      if (!started.empty()) {
+        out.insert(out.end(), started.begin(), started.end());
+        continue;
+      }
+      BackfillWindow& window = blocked[lane];
+      window.shadow = may_backfill ? ShadowTime(job, now, &window.extra) : 0;
+    }
+  }
+  return Status::Ok();
 }
 
 std::vector<Decision> Scheduler::ExpireOverdue(double now) {
@@ -300,6 +343,7 @@ std::optional<Decision> Scheduler::TryBackfill(const PoolJob& job, double now, B
 // borrowing team's job at the head of the queue.
 Status Scheduler::ReclaimNominalQuotas(double now, std::vector<Decision>& out) {
   for (const PoolJob& job : Ordered(now)) {
+    if (job.begin > now) continue;
     if (config_.quotas.Check(job.team, job.gpus) != QuotaVerdict::kWithinNominal) continue;
     if (PlaceGang(pool_, job.gpus, config_.style, ConstraintsFor(job, now))) continue;  // it fits: backfill's rules decide
     GL_ASSIGN_OR_RETURN(std::vector<Decision> p, TryPreempt(job, now));
@@ -322,7 +366,13 @@ std::vector<WaitReason> Scheduler::Waiting(double now) const {
     WaitReason w;
     w.job = job.id;
     const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
-    if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) {
+    if (job.begin > now) {
+      w.constraint = "hold";
+      w.detail = "requeued after a preemption: held until t=" + std::to_string(static_cast<long long>(job.begin)) +
+                 " s (Slurm's BeginTime, the credential lifetime)";
+      out.push_back(w);
+      continue;
+    } else if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) {
       const TeamQuota& q = config_.quotas.quota(job.team);
       w.constraint = "quota";
       w.detail = "team " + q.team + " holds " + std::to_string(config_.quotas.used(job.team)) + " GPUs of nominal " +

@@ -42,6 +42,7 @@
 // queue timeout passed leave the queue first (kExpire).
 #pragma once
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -81,6 +82,10 @@ struct PoolJob {
   // GPU-seconds of service it received in earlier runs (before preemptions):
   // what 2D-LAS orders by. Known to any real scheduler; no duration needed.
   double attained_gpu_s = 0;
+  // Not started before this time (s): a requeued job's hold
+  // (SchedulerConfig::requeue_hold_s). Until then it waits aside and blocks
+  // no one, as a Slurm job pending on BeginTime.
+  double begin = 0;
 };
 
 enum class QueueOrder {
@@ -119,14 +124,27 @@ struct SchedulerConfig {
   PlacementStyle style = PlacementStyle::kTopology;
   QueueOrder order = QueueOrder::kPriorityAging;
   bool backfill = true;
-  // Backfill only in passes at whole multiples of this many seconds (Slurm's
-  // bf_interval: its backfill runs on a timer, its main pass stops at the
-  // first job that does not fit); 0: in every pass.
+  // Backfill only in a pass at least this many seconds after the last
+  // backfilling pass (Slurm's bf_interval: its backfill sleeps that long after
+  // each cycle and then runs at the next change, while its main pass stops at
+  // the first job that does not fit); 0: in every pass.
   double backfill_interval_s = 0;
+  // When backfill last ran before the first submission (s, on the trace's
+  // clock; a real cluster's timer: sdiag's last backfill cycle). Default:
+  // long ago, so the first pass backfills.
+  double backfill_last_pass_s = -std::numeric_limits<double>::infinity();
   // Greedy order: a job that does not fit is passed over and later ones
   // start whenever they fit, with no reservation for it (Tiresias's
   // simulator); off: the first blocked job blocks, bar backfill.
   bool skip_blocked = false;
+  // With quotas, queue as Slurm runs the pool's partitions (docs/slurm.md):
+  // first every job that fits its team's nominal (its tier-1 partition
+  // gl-T, where it may reclaim), then every job above nominal (the shared
+  // gl-borrowed); a job blocked for GPUs blocks, bar backfill, only later
+  // jobs of its own partition (its team's, or the borrowed tier), and a job
+  // held by its team's limits (partition QOS, account) blocks no one. Off:
+  // one FIFO queue, whose first blocked job blocks everyone.
+  bool slurm_tiers = false;
   bool preempt = true;
   double aging_s = 3600;        // one priority level per this much waiting
   // Smaller jobs first: a job gains log2(size_reference / its size) levels
@@ -155,6 +173,10 @@ struct SchedulerConfig {
   bool align_ends = true;
   SlurmPriorityWeights slurm;
   double migration_cost_s = 120;  // a migrated job's checkpoint, move and restart
+  // A job requeued by preemption (not a checkpointed suspension) may start
+  // again only this long after: Slurm holds it for the job credential's
+  // lifetime (AuthInfo cred_expire, default 120 s). 0: at once.
+  double requeue_hold_s = 0;
   QuotaBook quotas;             // empty: no quotas
 };
 
@@ -173,7 +195,7 @@ struct Decision {
 // Why a job waits: the constraint, what is short, and what blocks it.
 struct WaitReason {
   int job = 0;
-  std::string constraint;       // "quota", "placement", "queue"
+  std::string constraint;       // "quota", "placement", "queue", "hold"
   std::string detail;           // e.g. "needs 16 GPUs on 2 whole hosts; 9 free, largest free host has 4"
 };
 
@@ -283,6 +305,8 @@ class Scheduler {
   };
   std::optional<Decision> TryBackfill(const PoolJob& job, double now, BackfillWindow& window);
   Status ReclaimNominalQuotas(double now, std::vector<Decision>& out);
+  // SchedulerConfig::slurm_tiers' pass: both tiers in turn.
+  Status ScheduleTiers(double now, bool may_backfill, std::vector<Decision>& out);
   // When each host's running jobs are expected to end (-infinity: none),
   // cached until running jobs change (busy_until_ cleared).
   const std::vector<double>& BusyUntil() const;
@@ -311,6 +335,7 @@ class Scheduler {
   };
   std::vector<Lease> leases_;  // GPUs of lost jobs still held on bad hosts
   std::vector<PoolReservation> reservations_;
+  double last_backfill_ = 0;  // the last backfilling pass (SchedulerConfig::backfill_interval_s)
   mutable std::vector<double> busy_until_;  // BusyUntil()'s cache; empty: stale
   mutable std::vector<std::pair<double, const RunningJob*>> ranked_running_;  // RankedRunning()'s cache
   mutable double ranked_running_at_ = 0;

@@ -101,6 +101,7 @@ StatusOr<std::vector<Decision>> Scheduler::PreemptFor(const PoolJob& job, const 
     PoolJob requeue = victim->job;
     requeue.max_wait_s = 0;  // it ran: it waits to run again however long it takes
     requeue.attained_gpu_s += requeue.gpus * (now - victim->start);
+    if (!checkpointed) requeue.begin = now + config_.requeue_hold_s;
     GL_RETURN_IF_ERROR(Finish(victim->job.id));
     queue_.push_back(requeue);  // it keeps its submit time, so its age
     out.push_back(d);

@@ -105,6 +105,14 @@ class Simulation {
           story_->Decided(d, now, scheduler_, cache_ ? &*cache_ : nullptr, run_delay_[d.job]);
         }
       }
+      // A pass when a requeued job's hold ends.
+      if (const double hold = config_.requeue_hold_s; hold > 0) {
+        for (const Decision& d : decisions) {
+          if (d.kind == Decision::Kind::kPreempt && !d.checkpointed && reviews_.insert(now + hold).second) {
+            events_.push(Event{now + hold, 2, -1, 0});
+          }
+        }
+      }
       if (story_) story_->Waits(scheduler_, now);
       // A pass at the next backfill tick (backfill on a timer, as Slurm's).
       // (Only while jobs run: with none running, nothing a tick could backfill

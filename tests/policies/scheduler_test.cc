@@ -94,6 +94,59 @@ TEST(Scheduler, ReclaimPreemptsTheCheapestBorrowedJobsAndNeverBelowAGuarantee) {
   for (const Decision& x : *again) EXPECT_NE(x.kind, Decision::Kind::kPreempt);
 }
 
+// Slurm's tiers (slurm-config --policy's partitions): a team's borrowed
+// jobs do not count against its nominal, a job blocked in the borrowed tier
+// holds back only later borrowed jobs, and one at its account limit no one.
+TEST(Scheduler, SlurmTiersCountOnlyJobsStartedWithinNominalAndBlockPerTier) {
+  SchedulerConfig c = Config(PlacementStyle::kFirstFit);
+  c.order = QueueOrder::kFifo;
+  c.backfill = false;
+  c.grace_s = 0;
+  c.slurm_tiers = true;
+  c.quotas = *QuotaBook::Parse("a:4/4/8,b:4/4/4");
+  Scheduler s(Pool("leaf:1 node:3 gpu:4"), c);
+  s.Submit(PoolJob{1, 0, 4, 0, 0, 1000});  // a within nominal
+  s.Submit(PoolJob{2, 0, 4, 0, 0, 1000});  // a borrows
+  ASSERT_EQ(s.Schedule(0)->size(), 2u);
+  EXPECT_TRUE(s.running().at(2).borrowed);
+  EXPECT_EQ(s.quotas().used(0), 8);
+  EXPECT_EQ(s.quotas().own(0), 4);
+  ASSERT_TRUE(s.Finish(1).ok());  // a's own job ends: a holds 4, all borrowed
+  // Without tiers a's next 4 would borrow (4 + 4 = nominal + 4); in tiers
+  // its own partition is empty, so it is within nominal, and it reclaims.
+  EXPECT_EQ(s.quotas().Check(0, 4), QuotaVerdict::kWithinNominal);
+  s.Submit(PoolJob{3, 1, 8, 0, 10, 100});  // b: 8 > nominal 4: the borrowed tier
+  s.Submit(PoolJob{4, 0, 4, 0, 11, 100});  // a: within nominal
+  s.Submit(PoolJob{5, 0, 4, 0, 12, 100});  // a at 12 of its 12 after job 4: over its limit
+  s.Submit(PoolJob{6, 1, 4, 0, 13, 100});  // b within nominal
+  auto d = s.Schedule(20);
+  ASSERT_TRUE(d.ok());
+  std::vector<int> started;
+  for (const Decision& x : *d)
+    if (x.kind == Decision::Kind::kStart) started.push_back(x.job);
+  // The own tiers go first: jobs 4 and 6 take the 8 free GPUs that job 3,
+  // submitted before them, would have fitted on; job 6 does not wait behind
+  // job 5 (its limit) either.
+  EXPECT_EQ(started, (std::vector<int>{4, 6}));
+  EXPECT_EQ(s.queue().size(), 2u);  // 3 and 5
+  EXPECT_TRUE(s.running().count(2));
+  ASSERT_TRUE(s.Finish(4).ok());
+  ASSERT_TRUE(s.Finish(2).ok());
+  // 8 free, and a holds nothing: job 5 is within nominal now and goes
+  // first; job 3 (borrowed tier) still waits, though submitted earlier.
+  auto later = s.Schedule(30);
+  ASSERT_TRUE(later.ok());
+  ASSERT_EQ(later->size(), 1u);
+  EXPECT_EQ((*later)[0].job, 5);
+  EXPECT_FALSE((*later)[0].borrowed);
+  c.slurm_tiers = false;  // one FIFO queue: job 3 blocks everyone behind it
+  Scheduler fifo(Pool("leaf:1 node:3 gpu:4"), c);
+  fifo.Submit(PoolJob{1, 0, 4, 0, 0, 1000});
+  fifo.Submit(PoolJob{3, 1, 12, 0, 10, 100});
+  fifo.Submit(PoolJob{6, 1, 4, 0, 13, 100});
+  ASSERT_EQ(fifo.Schedule(20)->size(), 1u);
+}
+
 TEST(Scheduler, DefragmentMovesTheFewestGpusToStartAJobBlockedByShapeAndNeverTheSameJobTwiceInTheGrace) {
   SchedulerConfig c = Config();
   c.defragment = true;

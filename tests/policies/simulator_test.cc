@@ -100,15 +100,17 @@ TEST(Simulator, PreemptedWorkIsAccountedAndCheckpointsBoundTheLoss) {
 // A reclaim as Slurm does it: the owner's job waits --reclaim-delay for the
 // borrowed job to die (GraceTime + slurmctld's pass), and the GPU time in
 // between is counted as lost.
+// A 4-GPU trace job of `team`.
+TraceJob FourGpuJob(int id, double submit, double duration, int team) {
+  TraceJob j;
+  j.id = id, j.submit = submit, j.duration = duration, j.gpus = 4, j.team = team;
+  return j;
+}
+
 TEST(Simulator, AReclaimWaitsTheReclaimDelayForItsVictimsGpus) {
-  auto job = [](int id, double submit, double duration, int team) {
-    TraceJob j;
-    j.id = id, j.submit = submit, j.duration = duration, j.gpus = 4, j.team = team;
-    return j;
-  };
-  const std::vector<TraceJob> jobs = {job(0, 0, 1000, 0),    // team a, within its nominal 4
-                                      job(1, 0, 1000, 0),    // team a, borrowed
-                                      job(2, 100, 100, 1)};  // team b, within its nominal: reclaims
+  const std::vector<TraceJob> jobs = {FourGpuJob(0, 0, 1000, 0),    // team a, within its nominal 4
+                                      FourGpuJob(1, 0, 1000, 0),    // team a, borrowed
+                                      FourGpuJob(2, 100, 100, 1)};  // team b, within its nominal: reclaims
   auto config = PolicyConfig("fifo-first-fit", *QuotaBook::Parse("a:4/4/4,b:4/4/0"));
   ASSERT_TRUE(config.ok());
   config->preempt = true;  // FIFO with quota reclaim, as the Slurm side
@@ -139,6 +141,33 @@ TEST(Simulator, AReclaimWaitsTheReclaimDelayForItsVictimsGpus) {
   EXPECT_DOUBLE_EQ(r->outcomes[2].gpu_seconds_lost, 2 * 4);
 }
 
+// Slurm holds a requeued job for the credential's lifetime (cred_expire):
+// it may not start again before, and blocks no later job meanwhile.
+TEST(Simulator, ARequeuedJobWaitsItsHoldAndBlocksNoOne) {
+  const std::vector<TraceJob> jobs = {FourGpuJob(0, 0, 1000, 0),   // team a, within its nominal 4
+                                      FourGpuJob(1, 0, 1000, 0),   // team a, borrowed: reclaimed at 100
+                                      FourGpuJob(2, 100, 20, 1),   // team b, within its nominal
+                                      FourGpuJob(3, 150, 10, 0)};  // team a again, after the reclaim
+  auto config = PolicyConfig("fifo-first-fit", *QuotaBook::Parse("a:4/4/4,b:4/4/0"));
+  ASSERT_TRUE(config.ok());
+  config->preempt = true;
+  config->grace_s = 0;
+  SimSetup setup;
+  setup.estimates = EstimateMode::kPerfect;
+  config->requeue_hold_s = 0;
+  auto at_once = Simulate(Pool("leaf:1 node:2 gpu:4"), jobs, *config, "fifo-first-fit", setup);
+  ASSERT_TRUE(at_once.ok()) << at_once.status().message();
+  EXPECT_EQ(at_once->preemptions, 1);
+  EXPECT_DOUBLE_EQ(at_once->outcomes[1].end, 120 + 1000);  // again when job 2 ends
+  EXPECT_DOUBLE_EQ(at_once->outcomes[3].start, 1000);      // behind it
+  config->requeue_hold_s = 120;
+  auto held = Simulate(Pool("leaf:1 node:2 gpu:4"), jobs, *config, "fifo-first-fit", setup);
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  EXPECT_EQ(held->preemptions, 1);
+  EXPECT_DOUBLE_EQ(held->outcomes[3].start, 150);          // the held job blocks no one
+  EXPECT_DOUBLE_EQ(held->outcomes[1].end, 220 + 1000);     // again at 100 + 120
+}
+
 // Backfill on a timer, as Slurm's (bf_interval): a job that may jump the
 // blocked head starts at the next tick, not at its arrival.
 TEST(Simulator, BackfillOnATimerWaitsForTheNextTick) {
@@ -161,6 +190,17 @@ TEST(Simulator, BackfillOnATimerWaitsForTheNextTick) {
     EXPECT_DOUBLE_EQ(r->outcomes[2].start, every == 0 ? 2 : 30) << "interval " << every;
     EXPECT_DOUBLE_EQ(r->outcomes[1].start, 100);
   }
+  // The timer runs from the last cycle before the trace (sdiag's): 25 s
+  // before the first submission, the next cycle falls at 5.
+  auto config = PolicyConfig("best-fit", QuotaBook());
+  ASSERT_TRUE(config.ok());
+  config->backfill_interval_s = 30;
+  config->backfill_last_pass_s = -25;
+  SimSetup setup;
+  setup.estimates = EstimateMode::kPerfect;
+  auto r = Simulate(Pool("leaf:1 node:2 gpu:4"), jobs, *config, "best-fit", setup);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->outcomes[2].start, 5);
 }
 
 TEST(SyntheticTrace, IsDeterministicAndHasUsersTeamsClassesAndTemplates) {
