@@ -7,7 +7,12 @@ at most 3 s and the average JCT within 5 % (moonshot: 1 s, sacct's
 resolution).
   - Always (also with --quick): the bundled export of a run on the CI cluster
     (tests/data/slurm/replay-rig-36.sacct: 36 sleep jobs, 1-8 GPUs) under
-    fifo-first-fit and best-fit, a 1 s start latency.
+    fifo-first-fit and best-fit, a 1 s start latency; and the export of a run
+    under the pool's policy (tests/data/slurm/replay-rig-quota-36.sacct:
+    rig-quota-36.csv, two teams of nominal 8 and borrow limit 8, GraceTime
+    0) with the timing that run read from the cluster (reclaim delay 2 s,
+    requeue hold 120 s, the backfill's last cycle 620 s before the first
+    submission), the simulator's backfill off and on.
   - With the 4-node cluster and accounting up (GL_SLURM_CLUSTER_CONF), not
     with --quick: tests/data/traces/replay/rig-36.csv submitted anew (about
     4 minutes) and compared the same way."""
@@ -18,6 +23,7 @@ import re
 from suite_common import ROOT
 
 CLUSTER = "leaf:2 node:2 gpu:4"
+QUOTA_RUN = ["--quota", "ra:8/8/8,rb:8/8/8", "--reclaim-delay", "2", "--requeue-hold", "120", "--backfill-last=-620"]
 
 
 def _parse(text):
@@ -49,6 +55,12 @@ def replay(s):
         proc, _ = s.run([gl, "sim", "--replay", "--sacct", export, "--cluster", CLUSTER, "--policy", policy,
                          "--start-latency", "1"])
         _report(s, "recorded run (replay-rig-36.sacct), %s" % policy, _parse(proc.stdout))
+    quota_export = os.path.join(ROOT, "tests", "data", "slurm", "replay-rig-quota-36.sacct")
+    for backfill in ("off", "on"):
+        proc, _ = s.run([gl, "sim", "--replay", "--sacct", quota_export, "--cluster", CLUSTER, "--start-latency", "1",
+                         "--backfill", backfill] + QUOTA_RUN)
+        _report(s, "recorded run under the pool's policy (replay-rig-quota-36.sacct), fifo-first-fit, backfill %s"
+                % backfill, _parse(proc.stdout))
     conf = os.environ.get("GL_SLURM_CLUSTER_CONF")
     if s.args.quick:
         s.note("replay", "the live replay is not run with --quick (run --only replay with the cluster up: about "

@@ -83,7 +83,8 @@ StatusOr<std::vector<SacctJob>> ParseSacctExport(const std::string& text, const 
     if (fresh) {
       const double limit = col.count("Timelimit") ? LimitSeconds(f[col["Timelimit"]]) : 0;
       jobs.push_back(SacctJob{id, submit, start, end, start >= 0 && end >= 0 ? end - start : 0,
-                              GpusOf(f[col["AllocTRES"]]), limit, 1, state, static_cast<int>(n + 1)});
+                              GpusOf(f[col["AllocTRES"]]), limit, 1, state,
+                              col.count("Account") ? f[col["Account"]] : "", static_cast<int>(n + 1)});
       continue;
     }
     SacctJob& job = jobs[it->second];  // another run of a requeued job

@@ -24,10 +24,11 @@ struct SacctJob {
   double limit_s = 0;              // Timelimit; 0: none given, UNLIMITED or Partition_Limit
   int runs = 1;
   std::string state;               // of its last run
+  std::string account;             // Account; empty when the export has no such column
   int line = 0;
 };
 
-inline constexpr char kSacctExportCommand[] = "sacct -P -X -D -o JobIDRaw,Submit,Start,End,State,AllocTRES,Timelimit";
+inline constexpr char kSacctExportCommand[] = "sacct -P -X -D -o JobIDRaw,Submit,Start,End,State,AllocTRES,Timelimit,Account";
 
 StatusOr<std::vector<SacctJob>> ParseSacctExport(const std::string& text, const std::string& origin);
 

@@ -1,22 +1,19 @@
 #include "launcher/sim/replay_command.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <set>
-#include <thread>
+#include <optional>
 
 #include "common/cluster_spec.h"
 #include "common/file_write.h"
 #include "common/strings.h"
 #include "launcher/base/exit_codes.h"
-#include "launcher/base/process.h"
 #include "launcher/core/subcommand_parser.h"
+#include "launcher/sim/replay_submit.h"
 #include "policies/pool/replay_compare.h"
 #include "policies/pool/simulator.h"
-#include "slurm/policy_slurm_side.h"
 #include "slurm/sacct_export.h"
 
 namespace po = boost::program_options;
@@ -28,7 +25,10 @@ using namespace gpulaunch::pool;
 
 struct ReplayOptions {
   std::string trace, sacct, cluster, policy = "fifo-first-fit", quota, save;
-  double time_scale = 1, reclaim_delay_s = -1, start_latency_s = 0, backfill_interval_s = -1;
+  double time_scale = 1, reclaim_delay_s = -1, start_latency_s = 0, backfill_interval_s = -1, requeue_hold_s = -1;
+  int show = 5;
+  std::optional<double> backfill_last_s;
+  std::optional<bool> backfill;  // the simulator's backfill; unset: the policy's
   bool help = false;
 };
 
@@ -38,7 +38,8 @@ const SubcommandParser& Parser() {
         "sim --replay",
         "(--trace FILE [--time-scale X] [--save FILE] | --sacct FILE) --cluster SPEC\n"
         "                     [--policy NAME] [--quota QUOTAS] [--reclaim-delay S] [--start-latency S]\n"
-        "                     [--backfill-interval S]",
+        "                     [--backfill-interval S] [--requeue-hold S] [--backfill on|off]\n"
+        "                     [--backfill-last S] [--show N]",
         "Checks the simulator against Slurm. With --trace, submits the trace's jobs to the running cluster at\n"
         "their arrival times as sleep jobs of their GPUs and run time (both divided by --time-scale; a job\n"
         "larger than a host takes whole hosts), waits for them, and reads what sacct recorded (--save keeps\n"
@@ -50,7 +51,11 @@ const SubcommandParser& Parser() {
             "a backfill pass every 30 s: docs/sim.md) and reports the mean and max |start difference|, the average JCT error and the\n"
             "jobs that differ most, with the reason where known. The simulator backfills only every\n"
             "--backfill-interval seconds (default: the cluster's bf_interval, else 30 s) and a preempting job waits\n"
-            "--reclaim-delay (default: from gl-borrowed's GraceTime when the cluster has it, else 0).");
+            "--reclaim-delay (default: from gl-borrowed's GraceTime when the cluster has it, else 0); a requeued job\n"
+            "may start again --requeue-hold seconds later (default: the cluster's AuthInfo cred_expire, else 120).\n"
+            "With --quota (the pool's policy, as slurm-config --policy applied it), each job is of the team its\n"
+            "trace's team column numbers (0 = the first team of --quota) and is submitted with --account=TEAM; an\n"
+            "export's jobs are of the team their Account names.");
     p->Add()
       ("replay", "check the simulator against Slurm (this command)")
       ("trace", po::value<std::string>()->value_name("FILE"), "a job trace to submit")
@@ -62,6 +67,10 @@ const SubcommandParser& Parser() {
       ("reclaim-delay", po::value<double>()->value_name("S"), "seconds a preempting job waits, as for sim")
       ("start-latency", po::value<double>()->value_name("S"), "seconds from a start decision to the job running, as for sim")
       ("backfill-interval", po::value<double>()->value_name("S"), "how often Slurm's backfill runs")
+      ("requeue-hold", po::value<double>()->value_name("S"), "seconds a requeued job waits before it may start again")
+      ("backfill", po::value<std::string>()->value_name("on|off"), "the simulator backfills (default: as the policy does)")
+      ("backfill-last", po::value<double>()->value_name("S"), "when Slurm's backfill last ran, in s from the first submission")
+      ("show", po::value<int>()->value_name("N"), "how many of the jobs that differ most to list (default 5)")
       ("save", po::value<std::string>()->value_name("FILE"), "keep the sacct export of the submitted jobs");
     return p;
   }();
@@ -89,6 +98,23 @@ StatusOr<ReplayOptions> Parse(const std::vector<std::string>& args) {
   if (vm.count("reclaim-delay")) o.reclaim_delay_s = vm["reclaim-delay"].as<double>();
   if (vm.count("backfill-interval")) o.backfill_interval_s = vm["backfill-interval"].as<double>();
   if (vm.count("start-latency")) o.start_latency_s = vm["start-latency"].as<double>();
+  if (vm.count("show")) o.show = vm["show"].as<int>();
+  if (vm.count("backfill")) {
+    const std::string b = vm["backfill"].as<std::string>();
+    if (b != "on" && b != "off") return p.Error("--backfill " + b + ": on or off");
+    o.backfill = b == "on";
+  }
+  if (vm.count("backfill-last")) {
+    o.backfill_last_s = vm["backfill-last"].as<double>();
+    if (!std::isfinite(*o.backfill_last_s) || std::fabs(*o.backfill_last_s) > 1e9) {
+      return p.Error("--backfill-last: seconds from the first submission (negative: before it)");
+    }
+  }
+  if (o.show < 0 || o.show > 1000000) return p.Error("--show: how many jobs to list, 0 or more");
+  if (vm.count("requeue-hold")) o.requeue_hold_s = vm["requeue-hold"].as<double>();
+  if (vm.count("requeue-hold") && !(o.requeue_hold_s >= 0 && o.requeue_hold_s <= 1e6)) {
+    return p.Error("--requeue-hold: seconds, 0 or more");
+  }
   if (o.start_latency_s < 0 || o.start_latency_s > 1e6) return p.Error("--start-latency: seconds, 0 or more");
   if (vm.count("reclaim-delay") && (o.reclaim_delay_s < 0 || o.reclaim_delay_s > 1e6)) {
     return p.Error("--reclaim-delay: seconds, 0 or more");
@@ -97,116 +123,21 @@ StatusOr<ReplayOptions> Parse(const std::vector<std::string>& args) {
   return o;
 }
 
-// Slurm's bf_interval (SchedulerParameters), else its default 30 s.
-double ClusterBackfillInterval() {
-  const CapturedRun config = RunCaptured({"scontrol", "show", "config"}, EnvironmentWith({}), 10000);
-  if (!config.Succeeded()) return 30;
-  for (const std::string& line : Split(config.out, '\n')) {
-    if (!StartsWith(line, "SchedulerParameters")) continue;
-    const size_t at = line.find("bf_interval=");
-    if (at == std::string::npos) break;
-    const auto n = ParseInt(line.substr(at + 12, line.find_first_of(", ", at + 12) - at - 12));
-    if (n && *n > 0) return static_cast<double>(*n);
-  }
-  return 30;
-}
-
-// The mean reclaim delay of the cluster's borrowed tier (gl-borrowed, as
-// slurm-config --policy writes it), or -1 when it has none.
-double ClusterReclaimDelay() {
-  const CapturedRun p = RunCaptured({"scontrol", "-o", "show", "partition", "gl-borrowed"}, EnvironmentWith({}), 10000);
-  const size_t at = p.out.find(" GraceTime=");
-  if (!p.Succeeded() || at == std::string::npos) return -1;
-  const auto grace = ParseInt(p.out.substr(at + 11, p.out.find(' ', at + 11) - at - 11));
-  return grace && *grace >= 0 ? SlurmMeanReclaimDelayForGraceTime(static_cast<int>(*grace)) : -1;
-}
-
-// The trace's jobs submitted at their (scaled) arrival times; returns
-// their sacct export once all have ended.
-StatusOr<std::string> SubmitAndRecord(const std::vector<TraceJob>& trace, const ReplayOptions& o, int gpus_per_host) {
-  std::vector<std::string> ids;
-  auto cancel = [&ids] {
-    if (!ids.empty()) {
-      std::vector<std::string> argv = {"scancel"};
-      argv.insert(argv.end(), ids.begin(), ids.end());
-      RunCaptured(argv, EnvironmentWith({}), 30000);
-    }
-  };
-  const auto t0 = std::chrono::steady_clock::now();
-  double last_end = 0;
-  for (const TraceJob& j : trace) {
-    const double at = j.submit / o.time_scale, run = std::max(1.0, j.duration / o.time_scale);
-    last_end = std::max(last_end, at) + run;
-    std::this_thread::sleep_until(t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                           std::chrono::duration<double>(at)));
-    const int hosts = j.gpus <= gpus_per_host ? 1 : (j.gpus + gpus_per_host - 1) / gpus_per_host;
-    if (hosts > 1 && j.gpus % gpus_per_host != 0) {
-      cancel();
-      return InvalidArgument("trace job " + std::to_string(j.id) + " (line " + std::to_string(j.line) + ") has " +
-                             std::to_string(j.gpus) + " GPUs: more than a host's " + std::to_string(gpus_per_host) +
-                             " and not whole hosts");
-    }
-    char sleep[64];
-    std::snprintf(sleep, sizeof sleep, "exec sleep %.1f", run);
-    const int limit_min = static_cast<int>(std::ceil((run + 30) / 60));  // a minute's grain, with slack
-    const CapturedRun r = RunCaptured(
-        {"sbatch", "--parsable", "-J", "gl-replay-" + std::to_string(j.id), "-o", "/dev/null", "-e", "/dev/null",
-         "--time", std::to_string(limit_min), "-N", std::to_string(hosts),
-         "--gres=gpu:" + std::to_string(hosts > 1 ? gpus_per_host : j.gpus), "--wrap", sleep},
-        EnvironmentWith({}), 30000);
-    const std::string id(Trim(Split(r.out, ';')[0]));
-    if (!r.Succeeded() || !ParseInt(id)) {
-      cancel();
-      return FailedPrecondition("sbatch refused trace job " + std::to_string(j.id) + ": " + Excerpt(Trim(r.err), 200));
-    }
-    ids.push_back(id);
-  }
-  const std::string list = Join(ids, ",");
-  const std::set<std::string> submitted(ids.begin(), ids.end());
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(600 + static_cast<int>(4 * last_end));
-  for (;;) {
-    // This user's queue, not `squeue -j ids`: slurmctld forgets ended jobs
-    // after MinJobAge, and asking for one it forgot is an error.
-    const CapturedRun q = RunCaptured({"squeue", "-h", "-o", "%i", "--me"}, EnvironmentWith({}), 30000);
-    bool waiting = !q.Succeeded();
-    for (const std::string& id : Split(q.out, '\n')) waiting |= submitted.count(std::string(Trim(id))) > 0;
-    if (!waiting) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      cancel();
-      return FailedPrecondition("the replayed jobs did not all end in time; cancelled them");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  // slurmdbd records the ends a moment after slurmctld: until every job has one.
-  std::string export_text;
-  for (int attempt = 0; attempt < 60; ++attempt) {
-    const CapturedRun a = RunCaptured({"sacct", "-P", "-X", "-D", "-o", "JobIDRaw,Submit,Start,End,State,AllocTRES,Timelimit",
-                                       "-j", list},
-                                      EnvironmentWith({}), 30000);
-    if (!a.Succeeded()) return FailedPrecondition("sacct failed: " + Excerpt(Trim(a.err), 200));
-    export_text = a.out;
-    auto jobs = ParseSacctExport(export_text, "sacct");
-    if (jobs.ok() && jobs->size() == ids.size() &&
-        std::all_of(jobs->begin(), jobs->end(), [](const SacctJob& s) { return s.end >= 0; })) {
-      return export_text;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  return FailedPrecondition("sacct did not record every replayed job's end within 30 s");
-}
-
 struct Recorded {
+  double t0 = 0;  // the first submission, s since the epoch (UTC)
   std::vector<TraceJob> trace;
   std::vector<ObservedRun> observed;
   int skipped = 0;  // never started, or no GPUs
 };
 
 // The export as a trace (recorded submissions, GPUs, last run's length and
-// time limit) and as what happened, on the clock of the first submission.
-Recorded FromExport(std::vector<SacctJob> jobs) {
+// time limit, and with quotas the team its account names) and as what
+// happened, on the clock of the first submission.
+StatusOr<Recorded> FromExport(std::vector<SacctJob> jobs, const QuotaBook& quotas, const std::string& origin) {
   Recorded out;
   std::stable_sort(jobs.begin(), jobs.end(), [](const SacctJob& a, const SacctJob& b) { return a.submit < b.submit; });
   const double t0 = jobs.empty() ? 0 : jobs.front().submit;
+  out.t0 = t0;
   for (const SacctJob& s : jobs) {
     if (s.gpus <= 0 || s.start < 0 || s.end < 0) {
       ++out.skipped;
@@ -219,10 +150,29 @@ Recorded FromExport(std::vector<SacctJob> jobs) {
     j.gpus = s.gpus;
     j.limit = s.limit_s;
     j.line = s.line;
+    if (quotas.enabled()) {
+      int team = -1;
+      for (int t = 0; t < quotas.teams(); ++t)
+        if (quotas.quota(t).team == s.account) team = t;
+      if (team < 0) {
+        return InvalidArgument(origin + ":" + std::to_string(s.line) + ": job " + Excerpt(s.id) + "'s account '" +
+                               Excerpt(s.account) + "' is no team of --quota" +
+                               (s.account.empty() ? " (the export needs an Account column: " +
+                                                        std::string(kSacctExportCommand) + ")"
+                                                  : ""));
+      }
+      j.team = team;
+    }
     out.trace.push_back(j);
     out.observed.push_back(ObservedRun{j.id, s.id, s.submit - t0, s.start - t0, s.end - t0, s.runs > 1});
   }
   return out;
+}
+
+std::string Seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", s);
+  return text;
 }
 
 int GpusPerHost(const GpuPool& pool) {
@@ -258,34 +208,50 @@ int RunSimReplay(const std::vector<std::string>& args) {
   auto config = PolicyConfig(o.policy, quotas);
   if (!config.ok()) return Fail(InvalidArgument("sim --replay: " + config.status().message()));
   config->grace_s = 0;  // Slurm preempts a job however long it ran
-  if (quotas.enabled()) config->preempt = true;
+  if (quotas.enabled()) {
+    config->preempt = true;
+    config->slurm_tiers = true;  // the pool's partitions, as slurm-config --policy makes them
+  }
 
   std::string export_text, origin;
-  double backfill = o.backfill_interval_s, reclaim = o.reclaim_delay_s;
+  double backfill = o.backfill_interval_s, reclaim = o.reclaim_delay_s, hold = o.requeue_hold_s;
+  double last_backfill_epoch = -1;
+  const SlurmSchedulerTiming defaults;
   if (!o.sacct.empty()) {
     auto text = ReadTextFile(o.sacct, "sacct export");
     if (!text.ok()) return Fail(text.status());
     export_text = *text;
     origin = o.sacct;
-    if (backfill < 0) backfill = 30;
   } else {
     auto trace = LoadTrace(o.trace);
     if (!trace.ok()) return Fail(trace.status());
-    if (backfill < 0) backfill = ClusterBackfillInterval();
-    if (reclaim < 0) reclaim = ClusterReclaimDelay();
+    const ClusterTiming cluster = ReadClusterTiming();
+    if (!cluster.answered) std::cerr << "gpulaunch: sim --replay: scontrol did not answer; Slurm's default timing assumed\n";
+    if (backfill < 0) backfill = cluster.timing.backfill_interval_s;
+    if (reclaim < 0) reclaim = cluster.timing.reclaim_delay_s;
+    if (hold < 0) hold = cluster.timing.requeue_hold_s;
+    last_backfill_epoch = cluster.last_backfill_epoch;
+    ReplaySubmission how;
+    how.time_scale = o.time_scale;
+    how.gpus_per_host = GpusPerHost(*pool);
+    for (int t = 0; t < quotas.teams(); ++t) how.accounts.push_back(quotas.quota(t).team);
     std::cerr << "gpulaunch: sim --replay: submitting " << trace->size() << " jobs over "
               << (trace->empty() ? 0 : trace->back().submit / o.time_scale) << " s\n";
-    auto recorded = SubmitAndRecord(*trace, o, GpusPerHost(*pool));
-    if (!recorded.ok()) return Fail(recorded.status());
-    export_text = *recorded;
+    auto submitted = SubmitAndRecord(*trace, how);
+    if (!submitted.ok()) return Fail(submitted.status());
+    export_text = *submitted;
     origin = "sacct";
     if (!o.save.empty()) {
       if (Status s = WriteFileAtomically(o.save, export_text, 0644); !s.ok()) return Fail(s);
     }
   }
+  if (backfill < 0) backfill = defaults.backfill_interval_s;
+  if (hold < 0) hold = defaults.requeue_hold_s;
   auto jobs = ParseSacctExport(export_text, origin);
   if (!jobs.ok()) return Fail(jobs.status());
-  const Recorded rec = FromExport(*jobs);
+  auto recorded = FromExport(*jobs, quotas, origin);
+  if (!recorded.ok()) return Fail(recorded.status());
+  const Recorded& rec = *recorded;
   if (rec.trace.empty()) return Fail(InvalidArgument("sim --replay: " + origin + " holds no job that ran on GPUs"));
   SimSetup setup;
   const bool limits = std::all_of(rec.trace.begin(), rec.trace.end(), [](const TraceJob& j) { return j.limit > 0; });
@@ -293,12 +259,22 @@ int RunSimReplay(const std::vector<std::string>& args) {
   setup.reclaim_delay_s = std::max(0.0, reclaim);
   setup.start_latency_s = o.start_latency_s;
   config->backfill_interval_s = backfill;  // Slurm backfills on a timer
+  config->requeue_hold_s = hold;
+  if (o.backfill) config->backfill = *o.backfill;
+  // Slurm's backfill timer runs from its last cycle: where that fell before
+  // the first submission (given, or read from sdiag before submitting).
+  std::optional<double> backfill_last = o.backfill_last_s;
+  if (!backfill_last && last_backfill_epoch > 0) backfill_last = last_backfill_epoch - rec.t0;
+  if (backfill_last) config->backfill_last_pass_s = *backfill_last;
   auto sim = Simulate(*pool, rec.trace, *config, o.policy, setup);
   if (!sim.ok()) return Fail(sim.status());
-  const ReplayComparison c = CompareReplay(rec.observed, sim->outcomes, backfill);
+  const ReplayComparison c = CompareReplay(rec.observed, sim->outcomes, backfill, o.show);
   std::cout << "replay: " << origin << " against sim --policy " << o.policy << " on " << o.cluster << " ("
             << (limits ? "the jobs' time limits" : "exact run times") << "; start latency " << o.start_latency_s
-            << " s, reclaim delay " << setup.reclaim_delay_s << " s, backfill interval " << backfill << " s)\n";
+            << " s, reclaim delay " << setup.reclaim_delay_s << " s, backfill interval " << backfill
+            << " s" << (backfill_last ? ", last backfill at " + Seconds(*backfill_last) : std::string())
+            << (config->backfill ? "" : ", no backfill") << ", requeue hold " << hold << " s"
+            << (quotas.enabled() ? ", quotas " + o.quota : "") << ")\n";
   if (rec.skipped > 0) std::cout << "skipped: " << rec.skipped << " jobs that never ran or had no GPUs\n";
   std::cout << ReplayComparisonText(c);
   return kExitOk;

@@ -6,7 +6,10 @@
 # structure and a loose bound (the goals are the benchmark's: docs/slurm.md),
 # that --save keeps an export --sacct reads to the same report, and that a
 # file that is not an export is refused naming the command that makes one.
-# Exits 77 (skipped, with the reason) without the cluster or accounting.
+# Then the same under the pool's policy (slurm-config --policy applied to
+# the cluster, two team accounts this test creates and removes, with root's
+# associations): quota-8.csv's jobs are submitted with their team's account,
+# one borrows, and the simulation queues as Slurm's tiers. Exits 77 (skipped, with the reason) without the cluster or accounting.
 # Usage: BIN_DIR
 set -uo pipefail
 BIN=$(cd "${1:?usage: slurm_replay_test.sh BIN_DIR}" && pwd)
@@ -15,7 +18,13 @@ DATA=$(cd "$(dirname "$0")/../data" && pwd)
 . "$(dirname "$0")/slurm_accounting_lib.sh"
 need_cluster_with_accounting "slurm replay"
 WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+chmod 755 "$WORK"
+TA=rqa$$ TB=rqb$$  # the teams (Slurm accounts)
+cleanup() {
+  remove_pool_policy "$WORK/policy" "$TA $TB" root
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
 passed=0; failed=0
 check() {
   if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); return 0; fi
@@ -39,8 +48,11 @@ check "... average JCT error within 30 % (got ${jct:-none} %)" "$(echo "${jct:-9
 check "... the jobs that differ most are listed" "$(grep -c '^  job [0-9]* ([0-9]*): observed ' "$WORK/live.out")" 5
 check "--save: the sacct export, a header and 12 jobs" \
   "$(head -1 "$WORK/export"):$(tail -n +2 "$WORK/export" | grep -c .)" \
-  "JobIDRaw|Submit|Start|End|State|AllocTRES|Timelimit:12"
-"$BIN/gpulaunch" "${replay[@]}" --sacct "$WORK/export" > "$WORK/offline.out" 2>&1
+  "JobIDRaw|Submit|Start|End|State|AllocTRES|Timelimit|Account:12"
+# The live run read when Slurm's backfill last ran (sdiag); offline, say it.
+last_bf() { sed -n 's/.*, last backfill at \(-\{0,1\}[0-9.e+]*\) s,.*/--backfill-last=\1/p' "$1"; }
+# shellcheck disable=SC2046 # one option, or none
+"$BIN/gpulaunch" "${replay[@]}" --sacct "$WORK/export" $(last_bf "$WORK/live.out") > "$WORK/offline.out" 2>&1
 check "--sacct on that export: exit 0, the same comparison" \
   "$?:$(diff <(tail -n +2 "$WORK/live.out") <(tail -n +2 "$WORK/offline.out") > /dev/null && echo same)" "0:same"
 echo "10|COMPLETED" > "$WORK/bad"
@@ -49,6 +61,42 @@ check "a file that is no export: exit 2, naming the sacct command" \
   "$?:$(grep -c "$WORK/bad:1: the export has no JobIDRaw column; make one with: sacct -P -X -D" "$WORK/bad.out")" "2:1" ||
   cat "$WORK/bad.out"
 check "no replayed job is left in the queue" "$(on1 squeue -h -n "$(seq -s, -f 'gl-replay-%g' 0 11)" | wc -l)" 0
+
+# Under the pool's policy: teams of nominal 8, borrow limit 8.
+cat > "$WORK/policy.json" <<JSON
+{"format": "gpulaunch-policy/v1", "grace_s": 10,
+ "teams": [{"name": "$TA", "guarantee": 8, "nominal": 8, "borrow_limit": 8, "users": []},
+           {"name": "$TB", "guarantee": 8, "nominal": 8, "borrow_limit": 8, "users": []}]}
+JSON
+if ! apply_pool_policy "$WORK/policy.json" "$WORK/policy" > "$WORK/apply.out" 2>&1; then
+  check "the policy applies" "$(cat "$WORK/apply.out")" ""
+else
+  on1 sacctmgr -i add user root account="$TA,$TB" > /dev/null
+  quota="$TA:8/8/8,$TB:8/8/8"
+  on1 timeout 400 "$BIN/gpulaunch" "${replay[@]}" --quota "$quota" --backfill on \
+    --trace "$DATA/traces/replay/quota-8.csv" --save "$WORK/qexport" > "$WORK/qlive.out" 2> "$WORK/qlive.err"
+  check "sim --replay --quota --trace: exit 0" "$?" 0 || cat "$WORK/qlive.err"
+  sed 's/^/    | /' "$WORK/qlive.out"
+  check "... all 8 jobs ran, under the quotas, the cluster's requeue hold (cred_expire, default 120 s) read" \
+    "$(grep -c '^jobs: 8 observed, 8 started in both runs$' "$WORK/qlive.out"):$(grep -c "requeue hold 120 s, quotas $quota)" "$WORK/qlive.out")" "1:1"
+  check "... each job under its team's account (sacct)" \
+    "$(tail -n +2 "$WORK/qexport" | awk -F'|' '{print $NF}' | sort | uniq -c | awk '{print $1 $2}' | tr '\n' ' ')" \
+    "4$TA 4$TB "
+  ids=$(tail -n +2 "$WORK/qexport" | cut -d'|' -f1 | sort -u | paste -sd,)
+  check "... team $TA's second job borrowed (ran in gl-borrowed)" \
+    "$(on1 sacct -n -X -P -j "$ids" -o JobName,Partition | grep -c '^gl-replay-1|gl-borrowed$')" 1
+  mean=$(sed -n 's/^start difference: mean |d| \([0-9.]*\) s.*/\1/p' "$WORK/qlive.out")
+  check "... mean |start difference| under 10 s (got ${mean:-none} s)" "$(echo "${mean:-99} < 10" | bc)" 1
+  # shellcheck disable=SC2046 # one option, or none
+  "$BIN/gpulaunch" "${replay[@]}" --quota "$quota" --backfill on --sacct "$WORK/qexport" $(last_bf "$WORK/qlive.out") \
+    > "$WORK/qoffline.out" 2>&1
+  check "--sacct --quota on that export: the same comparison" \
+    "$?:$(diff <(tail -n +2 "$WORK/qlive.out") <(tail -n +2 "$WORK/qoffline.out") > /dev/null && echo same)" "0:same"
+  "$BIN/gpulaunch" "${replay[@]}" --quota "other:8/8/8,$TB:8/8/8" --sacct "$WORK/qexport" > "$WORK/qbad.out" 2>&1
+  check "an export whose account is no team of --quota: exit 2, naming the line" \
+    "$?:$(grep -c "$WORK/qexport:[0-9]*: job [0-9]*'s account '$TA' is no team of --quota" "$WORK/qbad.out")" "2:1" ||
+    cat "$WORK/qbad.out"
+fi
 
 echo "slurm replay: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -64,6 +64,11 @@ def cases(src):
     out.append(("sim_replay-sacct", ["sim", "--replay", "--sacct",
                                      os.path.join(src, "tests/data/slurm/replay-small-12.sacct"),
                                      "--cluster", "leaf:2 node:2 gpu:4", "--start-latency", "1"], "text"))
+    out.append(("sim_replay-quota", ["sim", "--replay", "--sacct",
+                                     os.path.join(src, "tests/data/slurm/replay-rig-quota-36.sacct"),
+                                     "--cluster", "leaf:2 node:2 gpu:4", "--start-latency", "1",
+                                     "--quota", "ra:8/8/8,rb:8/8/8", "--reclaim-delay", "2",
+                                     "--backfill-last=-620", "--show", "36"], "text"))
     out.append(("slurm-config_policy", ["slurm-config", "--synthetic", "switch:2 node:2", "--network",
                                         os.path.join(src, "tests/data/network/two-leaf.topology.conf"),
                                         "--policy", os.path.join(src, "slurm/policy.example.json"),

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "slurm/policy_slurm_side.h"
+#include "slurm/scheduler_timing.h"
+
 namespace gpulaunch {
 namespace {
 
@@ -31,12 +34,19 @@ TEST(SacctExport, ReadsJobsMergesRequeuedRunsAndSkipsSteps) {
   EXPECT_EQ(b.state, "COMPLETED");
   EXPECT_DOUBLE_EQ((*jobs)[2].start, -1);  // never started
   EXPECT_DOUBLE_EQ((*jobs)[2].limit_s, 0);
+  EXPECT_EQ(a.account, "");  // no Account column
+  auto with_accounts = ParseSacctExport(
+      "JobIDRaw|Submit|Start|End|AllocTRES|Account\n"
+      "20|2026-12-05T11:00:00|2026-12-05T11:00:01|2026-12-05T11:00:13|gres/gpu=4|ml\n",
+      "y.sacct");
+  ASSERT_TRUE(with_accounts.ok()) << with_accounts.status().message();
+  EXPECT_EQ((*with_accounts)[0].account, "ml");
 }
 
 TEST(SacctExport, BadExportsSayWhereAndHowToMakeOne) {
   EXPECT_EQ(ParseSacctExport("10 COMPLETED\n", "a.txt").status().message(),
             "a.txt:1: not a sacct -P export with a header line; make one with: sacct -P -X -D -o "
-            "JobIDRaw,Submit,Start,End,State,AllocTRES,Timelimit");
+            "JobIDRaw,Submit,Start,End,State,AllocTRES,Timelimit,Account");
   EXPECT_NE(ParseSacctExport("JobIDRaw|Submit|Start|End\n", "b.txt").status().message().find(
                 "b.txt:1: the export has no AllocTRES column"),
             std::string::npos);
@@ -48,6 +58,31 @@ TEST(SacctExport, BadExportsSayWhereAndHowToMakeOne) {
                 .status()
                 .message(),
             "d.txt:2: time 'yesterday' is not YYYY-MM-DDTHH:MM:SS");
+}
+
+// What sim --replay reads of a running cluster: bf_interval, cred_expire
+// and gl-borrowed's GraceTime, with Slurm's defaults where unset.
+TEST(SchedulerTiming, ReadFromTheRunningConfigWithSlurmsDefaults) {
+  auto site = ParseRunningSlurmConfig(
+      "Configuration data as of 2026-12-05T13:00:00\n"
+      "AuthInfo                = socket=/run/munge.sock,cred_expire=45\n"
+      "SchedulerParameters     = bf_continue,bf_interval=10,default_queue_depth=50\n",
+      "PartitionName=gl-ml AllowAccounts=ml PriorityTier=1 PreemptMode=OFF\n"
+      "PartitionName=gl-borrowed AllowAccounts=ml,cv PriorityTier=0 PreemptMode=REQUEUE GraceTime=20\n");
+  ASSERT_TRUE(site.ok()) << site.status().message();
+  const SlurmSchedulerTiming t = SchedulerTimingOf(*site);
+  EXPECT_DOUBLE_EQ(t.backfill_interval_s, 10);
+  EXPECT_DOUBLE_EQ(t.requeue_hold_s, 45);
+  EXPECT_DOUBLE_EQ(t.reclaim_delay_s, SlurmMeanReclaimDelayForGraceTime(20));
+  auto plain = ParseRunningSlurmConfig("AuthInfo = socket=/run/munge.sock\nSchedulerParameters = (null)\n",
+                                       "PartitionName=debug Default=YES\n");
+  ASSERT_TRUE(plain.ok());
+  const SlurmSchedulerTiming d = SchedulerTimingOf(*plain);
+  EXPECT_DOUBLE_EQ(d.backfill_interval_s, 30);
+  EXPECT_DOUBLE_EQ(d.requeue_hold_s, 120);
+  EXPECT_DOUBLE_EQ(d.reclaim_delay_s, -1);  // no borrowed tier
+  EXPECT_EQ(OptionValue("a=1,bf_interval=x", "bf_interval"), -1);
+  EXPECT_EQ(OptionValue("BF_INTERVAL=7", "bf_interval"), 7);
 }
 
 }  // namespace
