@@ -200,6 +200,17 @@ wait_for 20 "$jw" 'ReqNodeNotAvail|Reserved'
 check "team A's job asking for that node waits (reserved)" \
   "$(state_of "$jw" | cut -d' ' -f1):$(state_of "$jw" | grep -cE 'ReqNodeNotAvail|Reserved')" "PENDING:1" ||
   state_of "$jw"
+# MAGNETIC: team B's jobs use the reservation without naming it. Its node
+# has 3 GPUs left (jb holds one); the other nodes are filled first with jobs
+# of the teams' own tiers (no borrowed job a reclaim could free instead).
+fa=$(submit "$UA" -N2 --gres=gpu:4 -x "$node" -p "gl-$TA")
+fb=$(submit "$UB" -N1 --gres=gpu:4 -x "$node" -p "gl-$TB")
+wait_for 20 "$fa" '^RUNNING' && wait_for 20 "$fb" '^RUNNING'
+jm=$(submit "$UB" -N1 --gres=gpu:2)
+wait_for 20 "$jm" '^RUNNING'
+check "team B's job naming no reservation runs in it (MAGNETIC), on $node" \
+  "$(state_of "$jm" | cut -d' ' -f1):$(on1 squeue -h -j "$jm" -o '%v %N')" "RUNNING:gl-now$$ $node" ||
+  on1 scontrol -o show reservation "gl-now$$"
 
 echo "slurm policy: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -12,6 +12,7 @@
 
 #include "common/network_tree.h"
 #include "slurm/sacct_export.h"
+#include "slurm/scheduler_timing.h"
 #include "slurm/site_conf.h"
 #include "slurm/slurm_allocation.h"
 #include "launcher/check/node_table.h"
@@ -40,7 +41,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& [key, value] : site->keys)
       if (!site->Find(key)) __builtin_trap();  // every key read is found again
   }
-  (void)gpulaunch::ParseRunningSlurmConfig(std::string(text), std::string(text));
+  if (auto running = gpulaunch::ParseRunningSlurmConfig(std::string(text), std::string(text)); running.ok()) {
+    const gpulaunch::SlurmSchedulerTiming t = gpulaunch::SchedulerTimingOf(*running);
+    if (!(t.backfill_interval_s > 0) || t.requeue_hold_s < 0) __builtin_trap();  // Slurm's defaults at worst
+  }
   if (auto jobs = gpulaunch::ParseSacctExport(std::string(text), "fuzz"); jobs.ok()) {
     std::vector<std::string> ids;
     for (const gpulaunch::SacctJob& j : *jobs) {
