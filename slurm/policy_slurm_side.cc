@@ -157,6 +157,24 @@ ensure_reservation() {  # NAME START MINUTES NODES ACCOUNT
     say "created reservation $1"
   fi
 }
+remove_stale_teams() {  # TEAM...: the team partitions (and their QOS) of teams the policy no longer names
+  for name in $(scontrol -o show partition | sed -n 's/^PartitionName=\(gl-[^ ]*\) .*/\1/p'); do
+    [ "$name" != gl-borrowed ] || continue
+    case " $* " in *" ${name#gl-} "*) continue ;; esac
+    # Only a partition as this script makes them: its own account and QOS.
+    line=$(scontrol -o show partition "$name")
+    case "$line" in *" AllowAccounts=${name#gl-} "*" QoS=$name "*) ;; *) continue ;; esac
+    if [ -n "$(squeue -h -p "$name" -o %i)" ]; then
+      say "kept partition $name of a team the policy no longer names: it has jobs; run again once they ended"
+      continue
+    fi
+    scontrol delete PartitionName="$name"; say "deleted partition $name (the policy no longer names team ${name#gl-})"
+    if [ -n "$(sacctmgr -n -P show qos where name="$name" format=Name)" ]; then
+      sacctmgr -i delete qos "$name" > /dev/null; say "deleted QOS $name"
+    fi
+    say "account ${name#gl-} is kept (its users and job history): sacctmgr delete account ${name#gl-} removes it"
+  done
+}
 )SH";
 
 }  // namespace
@@ -281,7 +299,9 @@ std::string SlurmPolicyApplyScript(const PolicyFile& p) {
     s += "ensure_reservation gl-" + r.name + " " + r.start + " " + std::to_string(r.minutes) + " " +
          std::to_string(r.nodes) + " " + r.team + "\n";
   }
-  return s;
+  s += "remove_stale_teams";
+  for (const PolicyTeam& t : p.teams) s += " " + t.name;
+  return s + "\n";
 }
 
 }  // namespace gpulaunch

@@ -14,7 +14,7 @@ BIN=$(cd "${1:?usage: slurm_policy_test.sh BIN_DIR}" && pwd)
 need_cluster_with_accounting "slurm policy"
 WORK=$(mktemp -d)
 chmod 755 "$WORK"
-TA=pta$$ TB=ptb$$            # the teams (Slurm accounts)
+TA=pta$$ TB=ptb$$ TC=ptc$$  # the teams (Slurm accounts; TC only for a while)
 UA=gla$$ UB=glb$$            # one user each
 passed=0; failed=0
 check() {  # returns 1 on a failure, so a caller can show what it has
@@ -43,13 +43,13 @@ cleanup() {
   for r in $(on1 scontrol -o show reservation 2> /dev/null | grep -o "ReservationName=gl-[a-z0-9]*$$" | cut -d= -f2); do
     on1 scontrol delete ReservationName="$r"
   done
-  for p in "gl-$TA" "gl-$TB" gl-borrowed; do on1 scontrol delete PartitionName="$p" 2> /dev/null; done
+  for p in "gl-$TA" "gl-$TB" "gl-$TC" gl-borrowed; do on1 scontrol delete PartitionName="$p" 2> /dev/null; done
   cp "$WORK/slurm.conf.orig" "$GL_SLURM_CLUSTER_CONF"
   rm -f "$S/job_submit.lua"
   on1 scontrol reconfigure > /dev/null 2>&1
   on1 sacctmgr -i delete user "$UA" "$UB" > /dev/null 2>&1
-  on1 sacctmgr -i delete account "$TA" "$TB" > /dev/null 2>&1
-  on1 sacctmgr -i delete qos "gl-$TA" "gl-$TB" > /dev/null 2>&1
+  on1 sacctmgr -i delete account "$TA" "$TB" "$TC" > /dev/null 2>&1
+  on1 sacctmgr -i delete qos "gl-$TA" "gl-$TB" "gl-$TC" > /dev/null 2>&1
   userdel "$UA" 2> /dev/null; userdel "$UB" 2> /dev/null
   rm -rf "$WORK"
 }
@@ -211,6 +211,23 @@ wait_for 20 "$jm" '^RUNNING'
 check "team B's job naming no reservation runs in it (MAGNETIC), on $node" \
   "$(state_of "$jm" | cut -d' ' -f1):$(on1 squeue -h -j "$jm" -o '%v %N')" "RUNNING:gl-now$$ $node" ||
   on1 scontrol -o show reservation "gl-now$$"
+
+
+# 6. A team the policy no longer names: its partition and QOS go, its
+#    account stays (users, history); the other teams' objects are unchanged.
+on1 scancel -u "$UA"; on1 scancel -u "$UB"
+sleep 1
+sed "s/\"teams\": \[/\"teams\": [{\"name\": \"$TC\", \"guarantee\": 0, \"nominal\": 4, \"borrow_limit\": 0, \"users\": []},/" \
+  "$WORK/policy.json" > "$WORK/policy3.json"
+"$BIN/gpulaunch" slurm-config --synthetic "leaf:2 node:2" --out "$WORK/out3" --policy "$WORK/policy3.json" \
+  --slurm-conf "$GL_SLURM_CLUSTER_CONF" > /dev/null 2>&1
+on1 sh "$WORK/out3/apply.sh" > "$WORK/apply4.out" 2>&1
+check "a third team: apply.sh creates its QOS, account and partition" \
+  "$?:$(grep -cE "created (QOS gl-$TC|account $TC|partition gl-$TC)" "$WORK/apply4.out")" "0:3" || cat "$WORK/apply4.out"
+on1 sh "$WORK/out/apply.sh" > "$WORK/apply5.out" 2>&1
+check "the policy without it again: its partition and QOS deleted, its account kept, nothing else changed" \
+  "$?:$(grep -cE "deleted (partition|QOS) gl-$TC" "$WORK/apply5.out"):$(on1 scontrol -o show partition "gl-$TC" 2> /dev/null | grep -c "^PartitionName="):$(on1 sacctmgr -n -P show account where name="$TC" format=Account):$(grep -vE "unchanged|deleted|account $TC is kept|updated partition gl-borrowed" "$WORK/apply5.out" | wc -l)" \
+  "0:2:0:$TC:0" || cat "$WORK/apply5.out"
 
 echo "slurm policy: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
