@@ -7,35 +7,42 @@
 namespace gpulaunch {
 namespace {
 
+// How the site's value of a key is judged.
+enum class Judge {
+  kHoldsAll,  // a comma list holding every one of `items` (the site's other items kept)
+  kOneOf,     // exactly one of `items`
+  kNotOff,    // anything but OFF (asks for REQUEUE)
+};
+
 // A key the policy needs and how to judge the site's value of it.
 struct Need {
   const char* key;
   const char* unset_means;  // the value slurmctld takes when the key is absent
-  std::vector<std::string> must_hold;  // items the comma list must hold...
-  std::vector<std::string> one_of;     // ...or one value it must be (neither: anything but OFF)
+  Judge judge;
+  std::vector<std::string> items;
   const char* why;
 };
 
 const std::vector<Need>& Needs() {
   static const std::vector<Need> needs = {
-      {"AccountingStorageType", "accounting_storage/none", {}, {"accounting_storage/slurmdbd"},
+      {"AccountingStorageType", "accounting_storage/none", Judge::kOneOf, {"accounting_storage/slurmdbd"},
        "the teams' GPU limits (account and partition QOS) live in slurmdbd; also set AccountingStorageHost to "
        "slurmdbd's host"},
-      {"AccountingStorageEnforce", "", {"associations", "limits", "qos"}, {},
+      {"AccountingStorageEnforce", "", Judge::kHoldsAll, {"associations", "limits", "qos"},
        "without limits Slurm records GrpTRES but does not hold jobs to it, and without qos a job may name a QOS "
        "its account was not given"},
-      {"AccountingStorageTRES", "", {"gres/gpu"}, {},
+      {"AccountingStorageTRES", "", Judge::kHoldsAll, {"gres/gpu"},
        "GPU limits (GrpTRES=gres/gpu=N) need GPUs tracked; sacctmgr refuses them otherwise (\"no TRES known by "
        "type gres/gpu\"); needs a slurmctld restart"},
-      {"GresTypes", "", {"gpu"}, {}, "the nodes' GPUs are gres/gpu"},
-      {"PreemptType", "preempt/none", {}, {"preempt/partition_prio"},
+      {"GresTypes", "", Judge::kHoldsAll, {"gpu"}, "the nodes' GPUs are gres/gpu"},
+      {"PreemptType", "preempt/none", Judge::kOneOf, {"preempt/partition_prio"},
        "a job in a team's partition (PriorityTier 1) preempts borrowed jobs (gl-borrowed, PriorityTier 0); needs a "
        "slurmctld restart"},
-      {"PreemptMode", "OFF", {}, {},
+      {"PreemptMode", "OFF", Judge::kNotOff, {},
        "preemption is off while the global mode is OFF (the policy's partitions set their own mode); a site "
        "partition without PreemptMode of its own then becomes preemptible by a partition of higher PriorityTier "
        "on the same nodes"},
-      {"JobSubmitPlugins", "", {"lua"}, {},
+      {"JobSubmitPlugins", "", Judge::kHoldsAll, {"lua"},
        "job_submit.lua (installed beside slurm.conf) sends each team's jobs to its partitions and refuses others"},
   };
   return needs;
@@ -43,24 +50,27 @@ const std::vector<Need>& Needs() {
 
 
 bool Satisfies(const Need& need, const std::string& value) {
-  if (need.one_of.empty() && need.must_hold.empty()) return !value.empty() && AsciiLower(value) != "off";
-  if (!need.one_of.empty()) {
-    return std::any_of(need.one_of.begin(), need.one_of.end(),
-                       [&](const std::string& v) { return AsciiLower(v) == AsciiLower(value); });
+  switch (need.judge) {
+    case Judge::kNotOff: return !value.empty() && AsciiLower(value) != "off";
+    case Judge::kOneOf:
+      return std::any_of(need.items.begin(), need.items.end(),
+                         [&](const std::string& v) { return AsciiLower(v) == AsciiLower(value); });
+    case Judge::kHoldsAll:
+      return std::all_of(need.items.begin(), need.items.end(), [&](const std::string& item) {
+        // Plugins are named with or without their type ("lua", "job_submit/lua").
+        return ListHolds(value, item) || ListHolds(value, "job_submit/" + item);
+      });
   }
-  return std::all_of(need.must_hold.begin(), need.must_hold.end(), [&](const std::string& item) {
-    // Plugins are named with or without their type ("lua", "job_submit/lua").
-    return ListHolds(value, item) || ListHolds(value, "job_submit/" + item);
-  });
+  return false;
 }
 
 // The value to ask for: the site's list with what is missing appended (its
 // own items kept), or the one value wanted.
 std::string Wanted(const Need& need, const std::string& value) {
-  if (need.one_of.empty() && need.must_hold.empty()) return "REQUEUE";
-  if (!need.one_of.empty()) return need.one_of.front();
+  if (need.judge == Judge::kNotOff) return "REQUEUE";
+  if (need.judge == Judge::kOneOf) return need.items.front();
   std::string out = value;
-  for (const std::string& item : need.must_hold) {
+  for (const std::string& item : need.items) {
     if (ListHolds(value, item) || ListHolds(value, "job_submit/" + item)) continue;
     out += (out.empty() ? "" : ",") + item;
   }
