@@ -216,6 +216,7 @@ int RunSimReplay(const std::vector<std::string>& args) {
   std::string export_text, origin;
   double backfill = o.backfill_interval_s, reclaim = o.reclaim_delay_s, hold = o.requeue_hold_s;
   double last_backfill_epoch = -1;
+  bool quiet = false;
   const SlurmSchedulerTiming defaults;
   if (!o.sacct.empty()) {
     auto text = ReadTextFile(o.sacct, "sacct export");
@@ -225,12 +226,21 @@ int RunSimReplay(const std::vector<std::string>& args) {
   } else {
     auto trace = LoadTrace(o.trace);
     if (!trace.ok()) return Fail(trace.status());
-    const ClusterTiming cluster = ReadClusterTiming();
+    ClusterTiming cluster = ReadClusterTiming();
+    const double every = backfill < 0 ? cluster.timing.backfill_interval_s : backfill;
+    std::cerr << "gpulaunch: sim --replay: waiting for the cluster's queue to stay empty for " << every + 2
+              << " s (Slurm's backfill timer then starts at the first submission)\n";
+    quiet = WaitForQuietCluster(every + 2, 120 + 2 * every);
+    if (!quiet) {
+      std::cerr << "gpulaunch: sim --replay: the cluster is not idle; its backfill timer is taken to run on from its "
+                   "last cycle (sdiag)\n";
+      cluster = ReadClusterTiming();
+    }
     if (!cluster.answered) std::cerr << "gpulaunch: sim --replay: scontrol did not answer; Slurm's default timing assumed\n";
     if (backfill < 0) backfill = cluster.timing.backfill_interval_s;
     if (reclaim < 0) reclaim = cluster.timing.reclaim_delay_s;
     if (hold < 0) hold = cluster.timing.requeue_hold_s;
-    last_backfill_epoch = cluster.last_backfill_epoch;
+    if (!quiet) last_backfill_epoch = cluster.last_backfill_epoch;
     ReplaySubmission how;
     how.time_scale = o.time_scale;
     how.gpus_per_host = GpusPerHost(*pool);
@@ -261,10 +271,15 @@ int RunSimReplay(const std::vector<std::string>& args) {
   config->backfill_interval_s = backfill;  // Slurm backfills on a timer
   config->requeue_hold_s = hold;
   if (o.backfill) config->backfill = *o.backfill;
-  // Slurm's backfill timer runs from its last cycle: where that fell before
-  // the first submission (given, or read from sdiag before submitting).
+  // Slurm's backfill timer runs from its last cycle (given; or, on a busy
+  // cluster, sdiag's last cycle, the timer taken to have run on since: the
+  // last tick before the first submission). On a quiet cluster it starts at
+  // the first submission, as the simulator's does by default.
   std::optional<double> backfill_last = o.backfill_last_s;
-  if (!backfill_last && last_backfill_epoch > 0) backfill_last = last_backfill_epoch - rec.t0;
+  if (!backfill_last && last_backfill_epoch > 0 && backfill > 0) {
+    const double since = last_backfill_epoch - rec.t0;
+    backfill_last = since + backfill * std::floor(-since / backfill);
+  }
   if (backfill_last) config->backfill_last_pass_s = *backfill_last;
   auto sim = Simulate(*pool, rec.trace, *config, o.policy, setup);
   if (!sim.ok()) return Fail(sim.status());

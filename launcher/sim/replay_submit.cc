@@ -36,6 +36,22 @@ ClusterTiming ReadClusterTiming() {
   return out;
 }
 
+bool WaitForQuietCluster(double quiet_s, double give_up_s) {
+  using Clock = std::chrono::steady_clock;
+  const auto give_up = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(give_up_s));
+  auto empty_since = Clock::now();
+  bool empty_before = false;
+  while (Clock::now() < give_up) {
+    const CapturedRun q = RunCaptured({"squeue", "-h", "-o", "%i"}, EnvironmentWith({}), 30000);
+    const bool empty = q.Succeeded() && Trim(q.out).empty();
+    if (empty && !empty_before) empty_since = Clock::now();
+    empty_before = empty;
+    if (empty && std::chrono::duration<double>(Clock::now() - empty_since).count() >= quiet_s) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  return false;
+}
+
 namespace {
 
 std::vector<std::string> SbatchArgv(const TraceJob& j, const ReplaySubmission& how, double run) {
