@@ -181,6 +181,44 @@ int GpusPerHost(const GpuPool& pool) {
   return g;
 }
 
+// The replay's timing: given, or (-1) to be read from the cluster, else
+// Slurm's defaults.
+struct ReplayTiming {
+  double backfill_s, reclaim_s, hold_s;
+  double last_backfill_epoch;  // sdiag's last backfill cycle on a busy cluster; -1: none
+};
+
+// Submits the trace to the running cluster (after waiting for it to go
+// quiet) and returns sacct's export; fills in the timing the cluster says.
+StatusOr<std::string> RecordLive(const ReplayOptions& o, const GpuPool& pool, const QuotaBook& quotas,
+                                 ReplayTiming& timing) {
+  GL_ASSIGN_OR_RETURN(std::vector<TraceJob> trace, LoadTrace(o.trace));
+  ClusterTiming cluster = ReadClusterTiming();
+  const double every = timing.backfill_s < 0 ? cluster.timing.backfill_interval_s : timing.backfill_s;
+  std::cerr << "gpulaunch: sim --replay: waiting for the cluster's queue to stay empty for " << every + 2
+            << " s (Slurm's backfill timer then starts at the first submission)\n";
+  const bool quiet = WaitForQuietCluster(every + 2, 120 + 2 * every);
+  if (!quiet) {
+    std::cerr << "gpulaunch: sim --replay: the cluster is not idle; its backfill timer is taken to run on from its "
+                 "last cycle (sdiag)\n";
+    cluster = ReadClusterTiming();
+    timing.last_backfill_epoch = cluster.last_backfill_epoch;
+  }
+  if (!cluster.answered) std::cerr << "gpulaunch: sim --replay: scontrol did not answer; Slurm's default timing assumed\n";
+  if (timing.backfill_s < 0) timing.backfill_s = cluster.timing.backfill_interval_s;
+  if (timing.reclaim_s < 0) timing.reclaim_s = cluster.timing.reclaim_delay_s;
+  if (timing.hold_s < 0) timing.hold_s = cluster.timing.requeue_hold_s;
+  ReplaySubmission how;
+  how.time_scale = o.time_scale;
+  how.gpus_per_host = GpusPerHost(pool);
+  for (int t = 0; t < quotas.teams(); ++t) how.accounts.push_back(quotas.quota(t).team);
+  std::cerr << "gpulaunch: sim --replay: submitting " << trace.size() << " jobs over "
+            << (trace.empty() ? 0 : trace.back().submit / o.time_scale) << " s\n";
+  GL_ASSIGN_OR_RETURN(std::string export_text, SubmitAndRecord(trace, how));
+  if (!o.save.empty()) GL_RETURN_IF_ERROR(WriteFileAtomically(o.save, export_text, 0644));
+  return export_text;
+}
+
 }  // namespace
 
 bool WantsReplay(const std::vector<std::string>& args) {
@@ -214,49 +252,21 @@ int RunSimReplay(const std::vector<std::string>& args) {
   }
 
   std::string export_text, origin;
-  double backfill = o.backfill_interval_s, reclaim = o.reclaim_delay_s, hold = o.requeue_hold_s;
-  double last_backfill_epoch = -1;
-  bool quiet = false;
-  const SlurmSchedulerTiming defaults;
+  ReplayTiming timing{o.backfill_interval_s, o.reclaim_delay_s, o.requeue_hold_s, -1};
   if (!o.sacct.empty()) {
     auto text = ReadTextFile(o.sacct, "sacct export");
     if (!text.ok()) return Fail(text.status());
     export_text = *text;
     origin = o.sacct;
   } else {
-    auto trace = LoadTrace(o.trace);
-    if (!trace.ok()) return Fail(trace.status());
-    ClusterTiming cluster = ReadClusterTiming();
-    const double every = backfill < 0 ? cluster.timing.backfill_interval_s : backfill;
-    std::cerr << "gpulaunch: sim --replay: waiting for the cluster's queue to stay empty for " << every + 2
-              << " s (Slurm's backfill timer then starts at the first submission)\n";
-    quiet = WaitForQuietCluster(every + 2, 120 + 2 * every);
-    if (!quiet) {
-      std::cerr << "gpulaunch: sim --replay: the cluster is not idle; its backfill timer is taken to run on from its "
-                   "last cycle (sdiag)\n";
-      cluster = ReadClusterTiming();
-    }
-    if (!cluster.answered) std::cerr << "gpulaunch: sim --replay: scontrol did not answer; Slurm's default timing assumed\n";
-    if (backfill < 0) backfill = cluster.timing.backfill_interval_s;
-    if (reclaim < 0) reclaim = cluster.timing.reclaim_delay_s;
-    if (hold < 0) hold = cluster.timing.requeue_hold_s;
-    if (!quiet) last_backfill_epoch = cluster.last_backfill_epoch;
-    ReplaySubmission how;
-    how.time_scale = o.time_scale;
-    how.gpus_per_host = GpusPerHost(*pool);
-    for (int t = 0; t < quotas.teams(); ++t) how.accounts.push_back(quotas.quota(t).team);
-    std::cerr << "gpulaunch: sim --replay: submitting " << trace->size() << " jobs over "
-              << (trace->empty() ? 0 : trace->back().submit / o.time_scale) << " s\n";
-    auto submitted = SubmitAndRecord(*trace, how);
-    if (!submitted.ok()) return Fail(submitted.status());
-    export_text = *submitted;
+    auto live = RecordLive(o, *pool, quotas, timing);
+    if (!live.ok()) return Fail(live.status());
+    export_text = *live;
     origin = "sacct";
-    if (!o.save.empty()) {
-      if (Status s = WriteFileAtomically(o.save, export_text, 0644); !s.ok()) return Fail(s);
-    }
   }
-  if (backfill < 0) backfill = defaults.backfill_interval_s;
-  if (hold < 0) hold = defaults.requeue_hold_s;
+  const SlurmSchedulerTiming defaults;
+  const double backfill = timing.backfill_s < 0 ? defaults.backfill_interval_s : timing.backfill_s;
+  const double hold = timing.hold_s < 0 ? defaults.requeue_hold_s : timing.hold_s;
   auto jobs = ParseSacctExport(export_text, origin);
   if (!jobs.ok()) return Fail(jobs.status());
   auto recorded = FromExport(*jobs, quotas, origin);
@@ -266,7 +276,7 @@ int RunSimReplay(const std::vector<std::string>& args) {
   SimSetup setup;
   const bool limits = std::all_of(rec.trace.begin(), rec.trace.end(), [](const TraceJob& j) { return j.limit > 0; });
   setup.estimates = limits ? EstimateMode::kUser : EstimateMode::kPerfect;
-  setup.reclaim_delay_s = std::max(0.0, reclaim);
+  setup.reclaim_delay_s = std::max(0.0, timing.reclaim_s);
   setup.start_latency_s = o.start_latency_s;
   config->backfill_interval_s = backfill;  // Slurm backfills on a timer
   config->requeue_hold_s = hold;
@@ -276,8 +286,8 @@ int RunSimReplay(const std::vector<std::string>& args) {
   // last tick before the first submission). On a quiet cluster it starts at
   // the first submission, as the simulator's does by default.
   std::optional<double> backfill_last = o.backfill_last_s;
-  if (!backfill_last && last_backfill_epoch > 0 && backfill > 0) {
-    const double since = last_backfill_epoch - rec.t0;
+  if (!backfill_last && timing.last_backfill_epoch > 0 && backfill > 0) {
+    const double since = timing.last_backfill_epoch - rec.t0;
     backfill_last = since + backfill * std::floor(-since / backfill);
   }
   if (backfill_last) config->backfill_last_pass_s = *backfill_last;

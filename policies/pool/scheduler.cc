@@ -372,7 +372,8 @@ std::vector<WaitReason> Scheduler::Waiting(double now) const {
                  " s (Slurm's BeginTime, the credential lifetime)";
       out.push_back(w);
       continue;
-    } else if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) {
+    }
+    if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) {
       const TeamQuota& q = config_.quotas.quota(job.team);
       w.constraint = "quota";
       w.detail = "team " + q.team + " holds " + std::to_string(config_.quotas.used(job.team)) + " GPUs of nominal " +
