@@ -73,7 +73,7 @@ if ! apply_pool_policy "$WORK/policy.json" "$WORK/policy" > "$WORK/apply.out" 2>
 else
   on1 sacctmgr -i add user root account="$TA,$TB" > /dev/null
   quota="$TA:8/8/8,$TB:8/8/8"
-  on1 timeout 400 "$BIN/gpulaunch" "${replay[@]}" --quota "$quota" --backfill on \
+  on1 timeout 400 "$BIN/gpulaunch" "${replay[@]}" --quota "$quota" \
     --trace "$DATA/traces/replay/quota-8.csv" --save "$WORK/qexport" > "$WORK/qlive.out" 2> "$WORK/qlive.err"
   check "sim --replay --quota --trace: exit 0" "$?" 0 || cat "$WORK/qlive.err"
   sed 's/^/    | /' "$WORK/qlive.out"
@@ -88,7 +88,7 @@ else
   mean=$(sed -n 's/^start difference: mean |d| \([0-9.]*\) s.*/\1/p' "$WORK/qlive.out")
   check "... mean |start difference| under 10 s (got ${mean:-none} s)" "$(echo "${mean:-99} < 10" | bc)" 1
   # shellcheck disable=SC2046 # one option, or none
-  "$BIN/gpulaunch" "${replay[@]}" --quota "$quota" --backfill on --sacct "$WORK/qexport" $(last_bf "$WORK/qlive.out") \
+  "$BIN/gpulaunch" "${replay[@]}" --quota "$quota" --sacct "$WORK/qexport" $(last_bf "$WORK/qlive.out") \
     > "$WORK/qoffline.out" 2>&1
   check "--sacct --quota on that export: the same comparison" \
     "$?:$(diff <(tail -n +2 "$WORK/qlive.out") <(tail -n +2 "$WORK/qoffline.out") > /dev/null && echo same)" "0:same"
