@@ -195,9 +195,13 @@ StatusOr<std::string> RecordLive(const ReplayOptions& o, const GpuPool& pool, co
   GL_ASSIGN_OR_RETURN(std::vector<TraceJob> trace, LoadTrace(o.trace));
   ClusterTiming cluster = ReadClusterTiming();
   const double every = timing.backfill_s < 0 ? cluster.timing.backfill_interval_s : timing.backfill_s;
-  std::cerr << "gpulaunch: sim --replay: waiting for the cluster's queue to stay empty for " << every + 2
+  // After a cycle Slurm's backfill sleeps a whole interval before it looks
+  // again; only then, with nothing changed, does it poll every second. Two
+  // intervals after the last change it is polling, and the first submission
+  // starts its next cycle.
+  std::cerr << "gpulaunch: sim --replay: waiting for the cluster's queue to stay empty for " << 2 * every + 2
             << " s (Slurm's backfill timer then starts at the first submission)\n";
-  const bool quiet = WaitForQuietCluster(every + 2, 120 + 2 * every);
+  const bool quiet = WaitForQuietCluster(2 * every + 2, 120 + 3 * every);
   if (!quiet) {
     std::cerr << "gpulaunch: sim --replay: the cluster is not idle; its backfill timer is taken to run on from its "
                  "last cycle (sdiag)\n";

@@ -26,8 +26,9 @@ ClusterTiming ReadClusterTiming();
 
 // Waits until no job has been in the cluster's queue (any user's) for
 // `quiet_s` seconds, giving up after `give_up_s`: whether it got there.
-// Slurm's backfill then waits for a change, so its next cycle comes at the
-// first submission and its timer runs from there, as the simulator's does.
+// Slurm's backfill, quiet for two intervals, polls for a change, so its next
+// cycle comes at the first submission and its timer runs from there, as the
+// simulator's does.
 bool WaitForQuietCluster(double quiet_s, double give_up_s);
 
 struct ReplaySubmission {
