@@ -74,6 +74,7 @@ StatusOr<std::vector<SacctJob>> ParseSacctExport(const std::string& text, const 
     }
     const std::string& id = f[col["JobIDRaw"]];
     if (id.find('.') != std::string::npos) continue;  // a step (export without -X)
+    if (Trim(id).empty()) return InvalidArgument(where + ": a job without a JobIDRaw");
     GL_ASSIGN_OR_RETURN(double submit, Seconds(f[col["Submit"]], where));
     GL_ASSIGN_OR_RETURN(double start, Seconds(f[col["Start"]], where));
     GL_ASSIGN_OR_RETURN(double end, Seconds(f[col["End"]], where));

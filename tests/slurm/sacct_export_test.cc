@@ -58,6 +58,10 @@ TEST(SacctExport, BadExportsSayWhereAndHowToMakeOne) {
                 .status()
                 .message(),
             "d.txt:2: time 'yesterday' is not YYYY-MM-DDTHH:MM:SS");
+  EXPECT_EQ(ParseSacctExport("JobIDRaw|Submit|Start|End|AllocTRES\n|2026-12-05T11:00:00|None|None|\n", "e.txt")
+                .status()
+                .message(),
+            "e.txt:2: a job without a JobIDRaw");
 }
 
 // What sim --replay reads of a running cluster: bf_interval, cred_expire
