@@ -81,9 +81,10 @@ const SubcommandParser& Parser() {
         "--backfill-interval S: backfill only every S seconds (Slurm's bf_interval; default: at every pass);\n"
         "--requeue-hold S: a job requeued by preemption may start again S seconds later (Slurm: AuthInfo's\n"
         "cred_expire, default 120; default here 0).\n"
-        "--slurm-tiers (with --quota): queue and count quotas as Slurm runs slurm-config --policy's partitions: a\n"
-        "job is within nominal while the team's jobs that started within nominal leave room (its borrowed jobs\n"
-        "do not count), such jobs go first and reclaim, a job blocks only later jobs of its own tier and team.\n"
+        "Quotas count as Slurm counts them under slurm-config --policy: a job is within nominal while the team's\n"
+        "jobs that started within nominal leave room (its borrowed jobs do not count). --slurm-tiers (with\n"
+        "--quota) also queues as Slurm runs those partitions: such jobs go first and reclaim any borrowed job\n"
+        "(their own team's too), a job blocks only later jobs of its own tier and team.\n"
         "--max-wait H: a job not started H hours after its submission leaves the queue (a queue timeout).\n"
         "--reserve holds HOSTS whole hosts for TEAM (its name in --quota, or its number) from START to END hours\n"
         "after the first job's submission. --fail makes HOST (its name, e.g. s0n3, or number) stop sending\n"
@@ -106,7 +107,7 @@ const SubcommandParser& Parser() {
       ("reclaim-delay", po::value<std::string>()->value_name("S"), "seconds a preempting job waits for its victims' GPUs (default 0)")
       ("start-latency", po::value<std::string>()->value_name("S"), "seconds from a start decision to the job running (default 0)")
       ("backfill-interval", po::value<std::string>()->value_name("S"), "backfill only every S seconds (default: every pass)")
-      ("slurm-tiers", "quotas as Slurm's tiers (slurm-config --policy), reclaim on")
+      ("slurm-tiers", "queue as Slurm's tiers (slurm-config --policy), reclaim on")
       ("requeue-hold", po::value<std::string>()->value_name("S"), "seconds a requeued job waits before it may start again (default 0)")
       ("checkpoint", po::value<std::string>()->value_name("S"), "preempted jobs resume from a checkpoint every S s")
       ("max-wait", po::value<std::string>()->value_name("H"), "queue timeout in hours")

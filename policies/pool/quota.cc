@@ -50,30 +50,24 @@ QuotaVerdict QuotaBook::Check(int team, int gpus) const {
   if (!enabled()) return QuotaVerdict::kWithinNominal;
   const size_t me = static_cast<size_t>(team);
   const TeamQuota& q = teams_[me];
-  const int after = used_[me] + gpus;
-  if (slurm_tiers_ ? after <= q.nominal + q.borrow_limit && own_[me] + gpus <= q.nominal : after <= q.nominal) {
-    return QuotaVerdict::kWithinNominal;
-  }
-  if (after > q.nominal + q.borrow_limit) return QuotaVerdict::kOverBorrowLimit;
-  // The new borrowing must be covered by other teams' idle, lendable quota
-  // and the GPUs in no team's quota, less what others' borrowing uses. In
-  // tiers, what is borrowed is what runs outside nominal (used - own), and
-  // without lend limits only the GPUs themselves bound it.
+  if (used_[me] + gpus > q.nominal + q.borrow_limit) return QuotaVerdict::kOverBorrowLimit;
+  if (own_[me] + gpus <= q.nominal) return QuotaVerdict::kWithinNominal;
+  // Borrowing. Without lend limits only the idle GPUs themselves bound it
+  // (placement decides), as in Slurm. With them, the job must be covered by
+  // idle nominal (the team's own, and what other teams lend of theirs) and
+  // the GPUs in no team's quota, less what all borrowing already takes.
   bool lend_limits = false;
   for (const TeamQuota& t : teams_) lend_limits = lend_limits || t.lend_limit != INT_MAX;
-  if (slurm_tiers_ && !lend_limits) return QuotaVerdict::kBorrowed;
-  auto nominal_use = [&](size_t t) { return slurm_tiers_ ? own_[t] : std::min(used_[t], teams_[t].nominal); };
-  const int more = slurm_tiers_ ? gpus : after - std::max(q.nominal, used_[me]);
+  if (!lend_limits) return QuotaVerdict::kBorrowed;
   int nominal_total = 0;
   for (const TeamQuota& t : teams_) nominal_total += t.nominal;
-  int idle_elsewhere = std::max(0, pool_gpus_ - nominal_total), borrowed_elsewhere = 0;
+  int idle = std::max(0, pool_gpus_ - nominal_total), borrowed = 0;
   for (size_t t = 0; t < teams_.size(); ++t) {
-    if (t == me) continue;
-    idle_elsewhere += std::min(teams_[t].lend_limit, std::max(0, teams_[t].nominal - nominal_use(t)));
-    borrowed_elsewhere += std::max(0, used_[t] - nominal_use(t));
+    const int idle_nominal = std::max(0, teams_[t].nominal - own_[t]);
+    idle += t == me ? idle_nominal : std::min(teams_[t].lend_limit, idle_nominal);
+    borrowed += used_[t] - own_[t];
   }
-  if (slurm_tiers_) borrowed_elsewhere += used_[me] - own_[me];  // its own borrowing takes idle quota too
-  return more <= idle_elsewhere - borrowed_elsewhere ? QuotaVerdict::kBorrowed : QuotaVerdict::kNothingToBorrow;
+  return gpus <= idle - borrowed ? QuotaVerdict::kBorrowed : QuotaVerdict::kNothingToBorrow;
 }
 
 void QuotaBook::Add(int team, int gpus, bool borrowed) {

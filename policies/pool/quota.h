@@ -7,12 +7,15 @@
 //   lend_limit    how much of its own idle nominal others may borrow
 //                 (simulator only: Slurm lends every idle GPU, so
 //                 slurm-config refuses a policy that sets it)
-// A job that takes its team above nominal is "borrowed": admitted only while
-// idle GPUs cover all borrowing (other teams' idle, lendable quota plus the
-// pool's GPUs in no team's nominal), and reclaimable by a team that needs
-// its nominal back (after the grace period). Without lend limits that is
-// what Slurm enforces with the generated side (docs/slurm.md): a team may
-// hold up to nominal + borrow_limit of whatever GPUs are idle.
+// One meaning of borrowing, Slurm's with the side slurm-config --policy
+// writes (docs/slurm.md): a job is within nominal when the team's jobs that
+// started within nominal leave room for it (its borrowed jobs do not count:
+// on Slurm they run in gl-borrowed, outside the team's partition QOS). Above
+// that it is borrowed: it may take whatever GPUs are idle up to nominal +
+// borrow_limit, and a team that needs its nominal back reclaims it (after
+// the grace period). Lend limits, which Slurm cannot enforce, additionally
+// make borrowing wait for other teams' idle, lendable nominal (plus the
+// pool's GPUs in no team's nominal) to cover it.
 #pragma once
 
 #include <climits>
@@ -48,28 +51,19 @@ class QuotaBook {
   // GPUs of the team's jobs that started within nominal (not borrowed).
   int own(int team) const { return enabled() ? own_[static_cast<size_t>(team)] : 0; }
 
-  // Slurm's tiers (docs/slurm.md): a job is within nominal when the team's
-  // jobs that started within nominal leave room for it (its borrowed jobs do
-  // not count: they run in gl-borrowed, outside the partition QOS), and
-  // above that it borrows whatever GPUs are idle up to nominal + borrow limit
-  // (placement decides; lend limits, which Slurm cannot enforce, still
-  // apply when given). Off: all the team's GPUs count against nominal, and
-  // only its new borrowing must be covered by idle quota.
-  void SetSlurmTiers(bool on) { slurm_tiers_ = on; }
-
   // The pool's GPUs: those in no team's nominal quota are lent too.
   void SetPoolGpus(int gpus) { pool_gpus_ = gpus; }
 
   // Whether `team` may start `gpus` more now, and on what terms.
   QuotaVerdict Check(int team, int gpus) const;
-  void Add(int team, int gpus, bool borrowed = false);
-  void Remove(int team, int gpus, bool borrowed = false);
+  // `borrowed`: the job started above nominal (Check said kBorrowed).
+  void Add(int team, int gpus, bool borrowed);
+  void Remove(int team, int gpus, bool borrowed);
 
  private:
   std::vector<TeamQuota> teams_;
   std::vector<int> used_, own_;
   int pool_gpus_ = 0;
-  bool slurm_tiers_ = false;
 };
 
 }  // namespace gpulaunch::pool

@@ -141,9 +141,12 @@ struct SchedulerConfig {
   // first every job that fits its team's nominal (its tier-1 partition
   // gl-T, where it may reclaim), then every job above nominal (the shared
   // gl-borrowed); a job blocked for GPUs blocks, bar backfill, only later
-  // jobs of its own partition (its team's, or the borrowed tier), and a job
-  // held by its team's limits (partition QOS, account) blocks no one. Off:
-  // one FIFO queue, whose first blocked job blocks everyone.
+  // jobs of its own partition (its team's, or the borrowed tier), a job
+  // held by its team's limits (partition QOS, account) blocks no one, and
+  // reclaim may take its own team's borrowed jobs too. Off: one queue in the
+  // policy's order, whose first blocked job blocks everyone, and reclaim
+  // takes only other teams' borrowed jobs. (Quotas count as Slurm's tiers
+  // either way: QuotaBook.)
   bool slurm_tiers = false;
   bool preempt = true;
   double aging_s = 3600;        // one priority level per this much waiting
@@ -305,7 +308,7 @@ class Scheduler {
   };
   std::optional<Decision> TryBackfill(const PoolJob& job, double now, BackfillWindow& window);
   Status ReclaimNominalQuotas(double now, std::vector<Decision>& out);
-  // SchedulerConfig::slurm_tiers' pass: both tiers in turn.
+  // SchedulerConfig::slurm_tiers' pass: both tiers in turn (scheduler_tiers.cc).
   Status ScheduleTiers(double now, bool may_backfill, std::vector<Decision>& out);
   // When each host's running jobs are expected to end (-infinity: none),
   // cached until running jobs change (busy_until_ cleared).

@@ -113,8 +113,10 @@ StatusOr<std::vector<Decision>> Scheduler::PreemptFor(const PoolJob& job, const 
 }
 
 Scheduler::RunningJobs Scheduler::PreemptionCandidates(const PoolJob& job, bool reclaims, double now) const {
-  // Victims of a lower class only: borrowed jobs of other teams (reclaim),
-  // or jobs of a lower priority class. A borrowed job goes whole, even when
+  // Victims of a lower class only: borrowed jobs of other teams (reclaim;
+  // under Slurm's tiers its own too: a partition of a higher tier preempts
+  // the borrowed tier's jobs whoever's they are), or jobs of a lower
+  // priority class (with quotas, of its own team or borrowed). A borrowed job goes whole, even when
   // its team then holds less than its guarantee (part of it was within the
   // team's nominal): a gang cannot give back only its borrowed part, and a
   // guarantee that a borrower could block would be no guarantee. That team
@@ -122,8 +124,12 @@ Scheduler::RunningJobs Scheduler::PreemptionCandidates(const PoolJob& job, bool 
   std::vector<const RunningJob*> candidates;
   for (const auto& [id, r] : running_) {
     if (now - r.start < config_.grace_s || now - r.moved_at < config_.grace_s) continue;
-    const bool reclaim = reclaims && r.borrowed && r.job.team != job.team;
-    const bool lower = r.job.priority < job.priority;
+    const bool reclaim = reclaims && r.borrowed && (r.job.team != job.team || config_.slurm_tiers);
+    // With quotas, a lower class yields only within its team, or where it
+    // borrows: another team's job within its nominal is owed its GPUs, and
+    // its reclaim would undo the preemption (jobs would thrash).
+    const bool lower = r.job.priority < job.priority &&
+                       (!config_.quotas.enabled() || r.job.team == job.team || r.borrowed);
     if (reclaim || lower) candidates.push_back(&r);
   }
   // Cheapest first: jobs whose team keeps its guarantee without them, then

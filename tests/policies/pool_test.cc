@@ -90,13 +90,17 @@ TEST(Quota, VerdictsAndParsing) {
   ASSERT_TRUE(book.ok()) << book.status().message();
   QuotaBook q = *book;
   EXPECT_EQ(q.Check(0, 8), QuotaVerdict::kWithinNominal);
-  EXPECT_EQ(q.Check(0, 10), QuotaVerdict::kBorrowed);          // b lends at most 2
+  // A job above nominal borrows whole; with lend limits it needs idle
+  // nominal to cover it: a's own 8 and the 2 b lends.
+  EXPECT_EQ(q.Check(0, 10), QuotaVerdict::kBorrowed);
   EXPECT_EQ(q.Check(0, 11), QuotaVerdict::kNothingToBorrow);
   EXPECT_EQ(q.Check(0, 13), QuotaVerdict::kOverBorrowLimit);
   EXPECT_EQ(q.Check(1, 9), QuotaVerdict::kOverBorrowLimit);    // b may not borrow
-  q.Add(1, 7);                                                 // b idle: 1
+  q.Add(1, 7, false);                                          // b idle: 1
   EXPECT_EQ(q.Check(0, 10), QuotaVerdict::kNothingToBorrow);
   EXPECT_EQ(q.Check(0, 9), QuotaVerdict::kBorrowed);
+  q.Add(0, 9, true);                                           // that borrowing takes all the idle nominal
+  EXPECT_EQ(q.Check(0, 1), QuotaVerdict::kWithinNominal);      // a's borrowed job is not in its nominal
   for (const char* bad : {"a:4/8", "a:9/8/0", "a:x/8/0", ":1/2/3", "a:1/2/3/4/5"}) {
     EXPECT_FALSE(QuotaBook::Parse(bad).ok()) << bad;
   }
@@ -104,23 +108,27 @@ TEST(Quota, VerdictsAndParsing) {
 }
 
 // The one meaning of borrowing, as Slurm enforces it with the generated
-// side: without lend limits a team above nominal may take any idle GPU, up
-// to nominal + borrow_limit, whether the GPU is in another team's idle
-// quota or in no team's (a pool larger than the quotas).
-TEST(Quota, WithoutLendLimitsBorrowingTakesAnyIdleGpu) {
+// side: a job is within nominal while the team's jobs that started within
+// nominal leave room for it (its borrowed jobs run in gl-borrowed, outside
+// the partition QOS); above that it borrows, and without lend limits may
+// take any idle GPU (placement decides) up to nominal + borrow_limit.
+TEST(Quota, OnlyJobsStartedWithinNominalCountAgainstIt) {
   QuotaBook q = *QuotaBook::Parse("a:8/8/8,b:4/4/0");
-  q.SetPoolGpus(16);                                      // 4 GPUs in no team's quota
-  q.Add(1, 4);                                            // b at its nominal: idle are a's 8 and the 4 spare
-  EXPECT_EQ(q.Check(0, 12), QuotaVerdict::kBorrowed);     // 8 within nominal + 4 of the spare
-  EXPECT_EQ(q.Check(0, 13), QuotaVerdict::kNothingToBorrow);  // within its limit of 16; only 16 GPUs
-  q.Add(0, 12);
+  q.SetPoolGpus(16);
+  q.Add(1, 4, false);                                       // b at its nominal
+  EXPECT_EQ(q.Check(0, 8), QuotaVerdict::kWithinNominal);
+  EXPECT_EQ(q.Check(0, 12), QuotaVerdict::kBorrowed);       // whole: it does not fit the nominal
+  EXPECT_EQ(q.Check(0, 17), QuotaVerdict::kOverBorrowLimit);
   EXPECT_EQ(q.Check(1, 1), QuotaVerdict::kOverBorrowLimit);  // b may not borrow
-  QuotaBook exact = *QuotaBook::Parse("a:8/8/8,b:4/4/0");
-  exact.SetPoolGpus(12);                                  // no spare: b's idle quota is all there is
-  EXPECT_EQ(exact.Check(0, 12), QuotaVerdict::kBorrowed);
-  exact.Add(1, 1);
-  EXPECT_EQ(exact.Check(0, 12), QuotaVerdict::kNothingToBorrow);
-  EXPECT_EQ(exact.Check(0, 11), QuotaVerdict::kBorrowed);
+  q.Add(0, 8, false);
+  EXPECT_EQ(q.Check(0, 4), QuotaVerdict::kBorrowed);
+  EXPECT_EQ(q.Check(0, 9), QuotaVerdict::kOverBorrowLimit);  // 8 + 9 > 16
+  q.Add(0, 4, true);
+  q.Remove(0, 8, false);                                    // its own jobs end, the borrowed one runs on
+  EXPECT_EQ(q.used(0), 4);
+  EXPECT_EQ(q.own(0), 0);
+  EXPECT_EQ(q.Check(0, 8), QuotaVerdict::kWithinNominal);   // the borrowed 4 do not count against nominal
+  EXPECT_EQ(q.Check(0, 13), QuotaVerdict::kOverBorrowLimit);  // they count against the limit
 }
 
 TEST(NodeHealth, SuspectThenBadAndLostJobsGpusReturnWhenTheLeaseExpires) {
@@ -218,7 +226,7 @@ TEST(RuleAudit, CountsEachKindOfBrokenRuleOncePerJob) {
   const std::vector<PoolReservation> reservations = {PoolReservation{"r", 1, {2}, 50, 100}};
   // Team 0 holds all 9 of the jobs' GPUs; its nominal 4 plus borrow limit 2 is 6.
   QuotaBook quotas = *QuotaBook::Parse("a:2/4/2,b:0/4/0");
-  quotas.Add(0, 9);
+  quotas.Add(0, 9, false);
   RuleAudit audit;
   audit.Check(pool, running, reservations, quotas, 70);
   audit.Check(pool, running, reservations, quotas, 80);  // the same breaks again: not counted twice

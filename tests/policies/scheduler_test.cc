@@ -94,16 +94,23 @@ TEST(Scheduler, ReclaimPreemptsTheCheapestBorrowedJobsAndNeverBelowAGuarantee) {
   for (const Decision& x : *again) EXPECT_NE(x.kind, Decision::Kind::kPreempt);
 }
 
-// Slurm's tiers (slurm-config --policy's partitions): a team's borrowed
-// jobs do not count against its nominal, a job blocked in the borrowed tier
-// holds back only later borrowed jobs, and one at its account limit no one.
-TEST(Scheduler, SlurmTiersCountOnlyJobsStartedWithinNominalAndBlockPerTier) {
+// FIFO, first fit, no backfill and no grace: what starts follows from the
+// quotas and the tiers alone.
+SchedulerConfig QuotaConfig(const std::string& quotas, bool slurm_tiers) {
   SchedulerConfig c = Config(PlacementStyle::kFirstFit);
   c.order = QueueOrder::kFifo;
   c.backfill = false;
   c.grace_s = 0;
-  c.slurm_tiers = true;
-  c.quotas = *QuotaBook::Parse("a:4/4/8,b:4/4/4");
+  c.slurm_tiers = slurm_tiers;
+  c.quotas = *QuotaBook::Parse(quotas);
+  return c;
+}
+
+// Slurm's tiers (slurm-config --policy's partitions): a team's borrowed
+// jobs do not count against its nominal, a job blocked in the borrowed tier
+// holds back only later borrowed jobs, and one at its account limit no one.
+TEST(Scheduler, SlurmTiersCountOnlyJobsStartedWithinNominalAndBlockPerTier) {
+  SchedulerConfig c = QuotaConfig("a:4/4/8,b:4/4/4", true);
   Scheduler s(Pool("leaf:1 node:3 gpu:4"), c);
   s.Submit(PoolJob{1, 0, 4, 0, 0, 1000});  // a within nominal
   s.Submit(PoolJob{2, 0, 4, 0, 0, 1000});  // a borrows
@@ -112,8 +119,8 @@ TEST(Scheduler, SlurmTiersCountOnlyJobsStartedWithinNominalAndBlockPerTier) {
   EXPECT_EQ(s.quotas().used(0), 8);
   EXPECT_EQ(s.quotas().own(0), 4);
   ASSERT_TRUE(s.Finish(1).ok());  // a's own job ends: a holds 4, all borrowed
-  // Without tiers a's next 4 would borrow (4 + 4 = nominal + 4); in tiers
-  // its own partition is empty, so it is within nominal, and it reclaims.
+  // Only jobs started within nominal count against it: a's own partition
+  // is empty, so its next 4 are within nominal (and would reclaim).
   EXPECT_EQ(s.quotas().Check(0, 4), QuotaVerdict::kWithinNominal);
   s.Submit(PoolJob{3, 1, 8, 0, 10, 100});  // b: 8 > nominal 4: the borrowed tier
   s.Submit(PoolJob{4, 0, 4, 0, 11, 100});  // a: within nominal
@@ -145,6 +152,55 @@ TEST(Scheduler, SlurmTiersCountOnlyJobsStartedWithinNominalAndBlockPerTier) {
   fifo.Submit(PoolJob{3, 1, 12, 0, 10, 100});
   fifo.Submit(PoolJob{6, 1, 4, 0, 13, 100});
   ASSERT_EQ(fifo.Schedule(20)->size(), 1u);
+}
+
+// Slurm preempts the borrowed tier for a job within nominal whoever's job
+// runs there, the team's own included; the policy's one queue reclaims only
+// other teams' borrowed jobs.
+TEST(Scheduler, InSlurmTiersAJobWithinNominalReclaimsItsOwnTeamsBorrowedJob) {
+  for (const bool tiers : {true, false}) {
+    Scheduler s(Pool("leaf:1 node:2 gpu:4"), QuotaConfig("a:4/4/4,b:4/4/0", tiers));
+    s.Submit(PoolJob{1, 0, 4, 0, 0, 1000});  // a within nominal
+    s.Submit(PoolJob{2, 0, 4, 0, 0, 1000});  // a borrows
+    ASSERT_EQ(s.Schedule(0)->size(), 2u);
+    ASSERT_TRUE(s.Finish(1).ok());
+    s.Submit(PoolJob{3, 1, 4, 0, 1, 1000});  // b within nominal takes the free host
+    ASSERT_EQ(s.Schedule(1)->size(), 1u);
+    s.Submit(PoolJob{4, 0, 4, 0, 2, 1000});  // a within nominal again: nothing is free
+    auto d = s.Schedule(2);
+    ASSERT_TRUE(d.ok());
+    std::vector<std::pair<Decision::Kind, int>> got;
+    for (const Decision& x : *d) got.emplace_back(x.kind, x.job);
+    if (tiers) {
+      EXPECT_EQ(got, (std::vector<std::pair<Decision::Kind, int>>{{Decision::Kind::kPreempt, 2},
+                                                                  {Decision::Kind::kStart, 4}}));
+      EXPECT_FALSE(s.running().at(4).borrowed);
+    } else {
+      EXPECT_TRUE(got.empty());
+      EXPECT_TRUE(s.running().count(2));
+    }
+  }
+}
+
+// A job of a higher class that would borrow may preempt its own team's
+// lower class, never another team's job within its nominal: that team's
+// reclaim would take the GPUs back at once, and the two would thrash (found
+// by RandomStreamsNeverAssignAGpuTwice: two jobs preempting each other
+// every 11 s for ever).
+TEST(Scheduler, ABorrowingJobOfAHigherClassPreemptsOnlyItsOwnTeamsLowerClass) {
+  Scheduler s(Pool("leaf:1 node:2 gpu:4"), QuotaConfig("a:4/4/4,b:4/4/4", false));
+  s.Submit(PoolJob{1, 1, 4, 0, 0, 1000});  // b within nominal, class 0
+  s.Submit(PoolJob{2, 0, 4, 0, 0, 1000});  // a within nominal, class 0
+  ASSERT_EQ(s.Schedule(0)->size(), 2u);
+  s.Submit(PoolJob{3, 0, 4, 1, 1, 1000});  // a, class 1: above a's nominal, it would borrow
+  auto d = s.Schedule(1);
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->size(), 2u);
+  EXPECT_EQ((*d)[0].kind, Decision::Kind::kPreempt);
+  EXPECT_EQ((*d)[0].job, 2);  // not job 1, though equal in cost and first by id
+  EXPECT_EQ((*d)[1].job, 3);
+  EXPECT_TRUE(s.running().count(1));
+  EXPECT_TRUE(s.Schedule(2)->empty());  // and b has nothing to reclaim
 }
 
 TEST(Scheduler, DefragmentMovesTheFewestGpusToStartAJobBlockedByShapeAndNeverTheSameJobTwiceInTheGrace) {
@@ -329,7 +385,14 @@ TEST(Scheduler, RandomStreamsNeverAssignAGpuTwice) {
         ASSERT_EQ(r.allocation.gpus(), r.job.gpus);
       }
       ASSERT_EQ(total, s.pool().total_gpus() - s.pool().free_gpus());
-      ASSERT_LT(t, 100000) << "seed " << seed << ": jobs never finish";
+      if (t >= 100000) {  // jobs never finish: say what waits and what runs
+        std::string state;
+        for (const WaitReason& w : s.Waiting(t)) state += " job " + std::to_string(w.job) + " waits: " + w.detail + ";";
+        for (const auto& [id, r] : s.running()) {
+          state += " job " + std::to_string(id) + (r.borrowed ? " runs borrowed;" : " runs;");
+        }
+        FAIL() << "seed " << seed << ": jobs never finish;" << state;
+      }
     }
   }
   EXPECT_GT(migrations, 0);  // the streams do exercise defragmentation
