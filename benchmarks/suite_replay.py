@@ -15,7 +15,10 @@ resolution).
     submission), the simulator's backfill off and on.
   - With the 4-node cluster and accounting up (GL_SLURM_CLUSTER_CONF), not
     with --quick: tests/data/traces/replay/rig-36.csv submitted anew (about
-    4 minutes) and compared the same way."""
+    4 minutes) and compared the same way; then rig-quota-36.csv under the
+    pool's policy, applied for the run and removed after it by
+    live-quota-replay (two team accounts of nominal 8, borrow limit 8,
+    GraceTime 0; about 8 minutes)."""
 
 import os
 import re
@@ -63,8 +66,8 @@ def replay(s):
                 % backfill, _parse(proc.stdout))
     conf = os.environ.get("GL_SLURM_CLUSTER_CONF")
     if s.args.quick:
-        s.note("replay", "the live replay is not run with --quick (run --only replay with the cluster up: about "
-               "4 minutes)")
+        s.note("replay", "the live replays are not run with --quick (run --only replay with the cluster up: about "
+               "12 minutes)")
         return
     accounting = os.path.join(os.path.dirname(conf), "accounting") if conf else ""
     if not conf or not os.path.exists(accounting) or open(accounting).read().strip() != "on":
@@ -76,3 +79,7 @@ def replay(s):
     proc, took = s.run(["ip", "netns", "exec", nsp + "n1", "env", "SLURM_CONF=" + conf, gl, "sim", "--replay",
                         "--trace", trace, "--cluster", CLUSTER, "--start-latency", "1"], timeout=1200)
     _report(s, "live (rig-36.csv submitted now, %.0f s), fifo-first-fit" % took, _parse(proc.stdout))
+    quota_trace = os.path.join(ROOT, "tests", "data", "traces", "replay", "rig-quota-36.csv")
+    proc, took = s.run([os.path.join(ROOT, "benchmarks", "live-quota-replay"), s.bin, quota_trace], timeout=1800)
+    _report(s, "live under the pool's policy (rig-quota-36.csv submitted now, %.0f s), fifo-first-fit" % took,
+            _parse(proc.stdout))

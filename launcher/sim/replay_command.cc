@@ -11,6 +11,7 @@
 #include "common/strings.h"
 #include "launcher/base/exit_codes.h"
 #include "launcher/core/subcommand_parser.h"
+#include "launcher/sim/replay_export.h"
 #include "launcher/sim/replay_submit.h"
 #include "policies/pool/replay_compare.h"
 #include "policies/pool/simulator.h"
@@ -28,6 +29,7 @@ struct ReplayOptions {
   double time_scale = 1, reclaim_delay_s = -1, start_latency_s = 0, backfill_interval_s = -1, requeue_hold_s = -1;
   int show = 5;
   std::optional<double> backfill_last_s;
+  std::optional<double> wait_idle_s;  // unset: two backfill intervals + 2 s
   std::optional<bool> backfill;  // the simulator's backfill; unset: the policy's
   bool help = false;
 };
@@ -39,7 +41,7 @@ const SubcommandParser& Parser() {
         "(--trace FILE [--time-scale X] [--save FILE] | --sacct FILE) --cluster SPEC\n"
         "                     [--policy NAME] [--quota QUOTAS] [--reclaim-delay S] [--start-latency S]\n"
         "                     [--backfill-interval S] [--requeue-hold S] [--backfill on|off]\n"
-        "                     [--backfill-last S] [--show N]",
+        "                     [--backfill-last S] [--wait-idle S] [--show N]",
         "Checks the simulator against Slurm. With --trace, submits the trace's jobs to the running cluster at\n"
         "their arrival times as sleep jobs of their GPUs and run time (both divided by --time-scale; a job\n"
         "larger than a host takes whole hosts), waits for them, and reads what sacct recorded (--save keeps\n"
@@ -55,7 +57,10 @@ const SubcommandParser& Parser() {
             "may start again --requeue-hold seconds later (default: the cluster's AuthInfo cred_expire, else 120).\n"
             "With --quota (the pool's policy, as slurm-config --policy applied it), each job is of the team its\n"
             "trace's team column numbers (0 = the first team of --quota) and is submitted with --account=TEAM; an\n"
-            "export's jobs are of the team their Account names.");
+            "export's jobs are of the team their Account names. Before the first submission, --trace waits until\n"
+            "the cluster's queue has been empty --wait-idle seconds (default: two backfill intervals + 2 s, after\n"
+            "which Slurm's backfill timer starts at the first submission, as the simulator's does); 0 submits at\n"
+            "once and takes the timer's phase from sdiag's last backfill cycle.");
     p->Add()
       ("replay", "check the simulator against Slurm (this command)")
       ("trace", po::value<std::string>()->value_name("FILE"), "a job trace to submit")
@@ -70,6 +75,7 @@ const SubcommandParser& Parser() {
       ("requeue-hold", po::value<double>()->value_name("S"), "seconds a requeued job waits before it may start again")
       ("backfill", po::value<std::string>()->value_name("on|off"), "the simulator backfills (default: as the policy does)")
       ("backfill-last", po::value<double>()->value_name("S"), "when Slurm's backfill last ran, in s from the first submission")
+      ("wait-idle", po::value<double>()->value_name("S"), "seconds of an empty queue to wait for before submitting")
       ("show", po::value<int>()->value_name("N"), "how many of the jobs that differ most to list (default 5)")
       ("save", po::value<std::string>()->value_name("FILE"), "keep the sacct export of the submitted jobs");
     return p;
@@ -110,6 +116,11 @@ StatusOr<ReplayOptions> Parse(const std::vector<std::string>& args) {
       return p.Error("--backfill-last: seconds from the first submission (negative: before it)");
     }
   }
+  if (vm.count("wait-idle")) {
+    o.wait_idle_s = vm["wait-idle"].as<double>();
+    if (!(*o.wait_idle_s >= 0 && *o.wait_idle_s <= 86400)) return p.Error("--wait-idle: seconds, 0 to 86400");
+    if (o.trace.empty()) return p.Error("--wait-idle waits before submitting: it needs --trace");
+  }
   if (o.show < 0 || o.show > 1000000) return p.Error("--show: how many jobs to list, 0 or more");
   if (vm.count("requeue-hold")) o.requeue_hold_s = vm["requeue-hold"].as<double>();
   if (vm.count("requeue-hold") && !(o.requeue_hold_s >= 0 && o.requeue_hold_s <= 1e6)) {
@@ -121,52 +132,6 @@ StatusOr<ReplayOptions> Parse(const std::vector<std::string>& args) {
   }
   if (!o.save.empty() && o.trace.empty()) return p.Error("--save keeps the export of submitted jobs: it needs --trace");
   return o;
-}
-
-struct Recorded {
-  double t0 = 0;  // the first submission, s since the epoch (UTC)
-  std::vector<TraceJob> trace;
-  std::vector<ObservedRun> observed;
-  int skipped = 0;  // never started, or no GPUs
-};
-
-// The export as a trace (recorded submissions, GPUs, last run's length and
-// time limit, and with quotas the team its account names) and as what
-// happened, on the clock of the first submission.
-StatusOr<Recorded> FromExport(std::vector<SacctJob> jobs, const QuotaBook& quotas, const std::string& origin) {
-  Recorded out;
-  std::stable_sort(jobs.begin(), jobs.end(), [](const SacctJob& a, const SacctJob& b) { return a.submit < b.submit; });
-  const double t0 = jobs.empty() ? 0 : jobs.front().submit;
-  out.t0 = t0;
-  for (const SacctJob& s : jobs) {
-    if (s.gpus <= 0 || s.start < 0 || s.end < 0) {
-      ++out.skipped;
-      continue;
-    }
-    TraceJob j;
-    j.id = static_cast<int>(out.trace.size());
-    j.submit = s.submit - t0;
-    j.duration = std::max(1.0, s.last_run_s);
-    j.gpus = s.gpus;
-    j.limit = s.limit_s;
-    j.line = s.line;
-    if (quotas.enabled()) {
-      int team = -1;
-      for (int t = 0; t < quotas.teams(); ++t)
-        if (quotas.quota(t).team == s.account) team = t;
-      if (team < 0) {
-        return InvalidArgument(origin + ":" + std::to_string(s.line) + ": job " + Excerpt(s.id) + "'s account '" +
-                               Excerpt(s.account) + "' is no team of --quota" +
-                               (s.account.empty() ? " (the export needs an Account column: " +
-                                                        std::string(kSacctExportCommand) + ")"
-                                                  : ""));
-      }
-      j.team = team;
-    }
-    out.trace.push_back(j);
-    out.observed.push_back(ObservedRun{j.id, s.id, s.submit - t0, s.start - t0, s.end - t0, s.runs > 1});
-  }
-  return out;
 }
 
 std::string Seconds(double s) {
@@ -185,7 +150,7 @@ int GpusPerHost(const GpuPool& pool) {
 // Slurm's defaults.
 struct ReplayTiming {
   double backfill_s, reclaim_s, hold_s;
-  double last_backfill_epoch;  // sdiag's last backfill cycle on a busy cluster; -1: none
+  double last_backfill_epoch;  // sdiag's last backfill cycle, unless the timer was left to poll; -1: none
 };
 
 // Submits the trace to the running cluster (after waiting for it to go
@@ -193,20 +158,24 @@ struct ReplayTiming {
 StatusOr<std::string> RecordLive(const ReplayOptions& o, const GpuPool& pool, const QuotaBook& quotas,
                                  ReplayTiming& timing) {
   GL_ASSIGN_OR_RETURN(std::vector<TraceJob> trace, LoadTrace(o.trace));
-  ClusterTiming cluster = ReadClusterTiming();
+  const ClusterTiming cluster = ReadClusterTiming();
   const double every = timing.backfill_s < 0 ? cluster.timing.backfill_interval_s : timing.backfill_s;
   // After a cycle Slurm's backfill sleeps a whole interval before it looks
   // again; only then, with nothing changed, does it poll every second. Two
   // intervals after the last change it is polling, and the first submission
-  // starts its next cycle.
-  std::cerr << "gpulaunch: sim --replay: waiting for the cluster's queue to stay empty for " << 2 * every + 2
-            << " s (Slurm's backfill timer then starts at the first submission)\n";
-  const bool quiet = WaitForQuietCluster(2 * every + 2, 120 + 3 * every);
-  if (!quiet) {
-    std::cerr << "gpulaunch: sim --replay: the cluster is not idle; its backfill timer is taken to run on from its "
-                 "last cycle (sdiag)\n";
-    cluster = ReadClusterTiming();
-    timing.last_backfill_epoch = cluster.last_backfill_epoch;
+  // starts its next cycle, as the simulator's does by default. Else the
+  // timer's phase comes from the last cycle sdiag recorded.
+  const double wait = o.wait_idle_s.value_or(2 * every + 2);
+  bool polling = false;
+  if (wait > 0) {
+    std::cerr << "gpulaunch: sim --replay: waiting for the cluster's queue to stay empty for " << wait << " s\n";
+    const bool quiet = WaitForQuietCluster(wait, wait + 120);
+    if (!quiet) std::cerr << "gpulaunch: sim --replay: the cluster did not go idle\n";
+    polling = quiet && wait >= 2 * every;
+  }
+  if (!polling) {
+    timing.last_backfill_epoch = ReadLastBackfillEpoch();
+    std::cerr << "gpulaunch: sim --replay: Slurm's backfill timer is taken to run on from its last cycle (sdiag)\n";
   }
   if (!cluster.answered) std::cerr << "gpulaunch: sim --replay: scontrol did not answer; Slurm's default timing assumed\n";
   if (timing.backfill_s < 0) timing.backfill_s = cluster.timing.backfill_interval_s;
@@ -273,9 +242,9 @@ int RunSimReplay(const std::vector<std::string>& args) {
   const double hold = timing.hold_s < 0 ? defaults.requeue_hold_s : timing.hold_s;
   auto jobs = ParseSacctExport(export_text, origin);
   if (!jobs.ok()) return Fail(jobs.status());
-  auto recorded = FromExport(*jobs, quotas, origin);
+  auto recorded = RecordedFromExport(*jobs, quotas, origin);
   if (!recorded.ok()) return Fail(recorded.status());
-  const Recorded& rec = *recorded;
+  const RecordedJobs& rec = *recorded;
   if (rec.trace.empty()) return Fail(InvalidArgument("sim --replay: " + origin + " holds no job that ran on GPUs"));
   SimSetup setup;
   const bool limits = std::all_of(rec.trace.begin(), rec.trace.end(), [](const TraceJob& j) { return j.limit > 0; });
@@ -285,10 +254,11 @@ int RunSimReplay(const std::vector<std::string>& args) {
   config->backfill_interval_s = backfill;  // Slurm backfills on a timer
   config->requeue_hold_s = hold;
   if (o.backfill) config->backfill = *o.backfill;
-  // Slurm's backfill timer runs from its last cycle (given; or, on a busy
-  // cluster, sdiag's last cycle, the timer taken to have run on since: the
-  // last tick before the first submission). On a quiet cluster it starts at
-  // the first submission, as the simulator's does by default.
+  // Slurm's backfill timer runs from its last cycle: given; or, when the
+  // replay did not wait for the timer to poll, the last tick before the
+  // first submission on the grid of sdiag's last cycle (cycles that find no
+  // pending job go unrecorded, so the timer is taken to have run on). After
+  // the wait it starts at the first submission, as the simulator's does.
   std::optional<double> backfill_last = o.backfill_last_s;
   if (!backfill_last && timing.last_backfill_epoch > 0 && backfill > 0) {
     const double since = timing.last_backfill_epoch - rec.t0;

@@ -24,16 +24,18 @@ ClusterTiming ReadClusterTiming() {
   if (!site.ok()) return out;
   out.timing = SchedulerTimingOf(*site);
   out.answered = true;
+  return out;
+}
+
+double ReadLastBackfillEpoch() {
   // sdiag: "Backfilling stats" ... "Last cycle when: Sat Dec 05 13:41:19 2026 (1796478079)".
   const CapturedRun diag = RunCaptured({"sdiag"}, EnvironmentWith({}), 10000);
   const size_t section = diag.out.find("Backfilling stats");
   const size_t when = section == std::string::npos ? section : diag.out.find("Last cycle when:", section);
   const size_t open = when == std::string::npos ? when : diag.out.find('(', when);
-  if (diag.Succeeded() && open != std::string::npos) {
-    const auto epoch = ParseInt(diag.out.substr(open + 1, diag.out.find(')', open) - open - 1));
-    if (epoch && *epoch > 0) out.last_backfill_epoch = static_cast<double>(*epoch);
-  }
-  return out;
+  if (!diag.Succeeded() || open == std::string::npos) return -1;
+  const auto epoch = ParseInt(diag.out.substr(open + 1, diag.out.find(')', open) - open - 1));
+  return epoch && *epoch > 0 ? static_cast<double>(*epoch) : -1;
 }
 
 bool WaitForQuietCluster(double quiet_s, double give_up_s) {

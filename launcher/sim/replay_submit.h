@@ -18,11 +18,14 @@ namespace gpulaunch {
 struct ClusterTiming {
   SlurmSchedulerTiming timing;
   bool answered = false;
-  // When the backfill last ran (seconds since the epoch, sdiag's "Last cycle
-  // when"); -1: unknown.
-  double last_backfill_epoch = -1;
 };
 ClusterTiming ReadClusterTiming();
+
+// When Slurm's backfill last ran a cycle that had pending jobs to look at
+// (seconds since the epoch, sdiag's "Last cycle when"); -1: unknown. A cycle
+// that finds no pending job ends before sdiag records it, although it still
+// restarts the backfill timer.
+double ReadLastBackfillEpoch();
 
 // Waits until no job has been in the cluster's queue (any user's) for
 // `quiet_s` seconds, giving up after `give_up_s`: whether it got there.

@@ -9,7 +9,10 @@
 # Then the same under the pool's policy (slurm-config --policy applied to
 # the cluster, two team accounts this test creates and removes, with root's
 # associations): quota-8.csv's jobs are submitted with their team's account,
-# one borrows, and the simulation queues as Slurm's tiers. Exits 77 (skipped, with the reason) without the cluster or accounting.
+# one borrows, and the simulation queues as Slurm's tiers. The first replay
+# waits for the cluster to go idle (two backfill intervals), the second does
+# not (--wait-idle 0: the backfill timer's phase from sdiag). Exits 77
+# (skipped, with the reason) without the cluster or accounting.
 # Usage: BIN_DIR
 set -uo pipefail
 BIN=$(cd "${1:?usage: slurm_replay_test.sh BIN_DIR}" && pwd)
@@ -73,9 +76,11 @@ if ! apply_pool_policy "$WORK/policy.json" "$WORK/policy" > "$WORK/apply.out" 2>
 else
   on1 sacctmgr -i add user root account="$TA,$TB" > /dev/null
   quota="$TA:8/8/8,$TB:8/8/8"
-  on1 timeout 400 "$BIN/gpulaunch" "${replay[@]}" --quota "$quota" \
+  on1 timeout 400 "$BIN/gpulaunch" "${replay[@]}" --quota "$quota" --wait-idle 0 \
     --trace "$DATA/traces/replay/quota-8.csv" --save "$WORK/qexport" > "$WORK/qlive.out" 2> "$WORK/qlive.err"
-  check "sim --replay --quota --trace: exit 0" "$?" 0 || cat "$WORK/qlive.err"
+  check "sim --replay --quota --wait-idle 0 --trace: exit 0" "$?" 0 || cat "$WORK/qlive.err"
+  check "... submitted at once, the backfill timer's phase from the last cycle sdiag recorded (the first replay's)" \
+    "$(grep -c 'waiting for the cluster' "$WORK/qlive.err"):$(grep -c ', last backfill at -\{0,1\}[0-9.e+]* s,' "$WORK/qlive.out")" "0:1"
   sed 's/^/    | /' "$WORK/qlive.out"
   check "... all 8 jobs ran, under the quotas, the cluster's requeue hold (cred_expire, default 120 s) read" \
     "$(grep -c '^jobs: 8 observed, 8 started in both runs$' "$WORK/qlive.out"):$(grep -c "requeue hold 120 s, quotas $quota)" "$WORK/qlive.out")" "1:1"

@@ -1,0 +1,57 @@
+#include "launcher/sim/replay_export.h"
+
+#include <algorithm>
+
+#include "common/strings.h"
+
+namespace gpulaunch {
+
+using pool::ObservedRun;
+using pool::TraceJob;
+
+namespace {
+
+// The team of `account` in `quotas`; -1: none.
+int TeamOf(const pool::QuotaBook& quotas, const std::string& account) {
+  for (int t = 0; t < quotas.teams(); ++t)
+    if (quotas.quota(t).team == account) return t;
+  return -1;
+}
+
+}  // namespace
+
+StatusOr<RecordedJobs> RecordedFromExport(std::vector<SacctJob> jobs, const pool::QuotaBook& quotas,
+                                          const std::string& origin) {
+  RecordedJobs out;
+  std::stable_sort(jobs.begin(), jobs.end(), [](const SacctJob& a, const SacctJob& b) { return a.submit < b.submit; });
+  const double t0 = jobs.empty() ? 0 : jobs.front().submit;
+  out.t0 = t0;
+  for (const SacctJob& s : jobs) {
+    if (s.gpus <= 0 || s.start < 0 || s.end < 0) {
+      ++out.skipped;
+      continue;
+    }
+    TraceJob j;
+    j.id = static_cast<int>(out.trace.size());
+    j.submit = s.submit - t0;
+    j.duration = std::max(1.0, s.last_run_s);
+    j.gpus = s.gpus;
+    j.limit = s.limit_s;
+    j.line = s.line;
+    if (quotas.enabled()) {
+      j.team = TeamOf(quotas, s.account);
+      if (j.team < 0) {
+        return InvalidArgument(origin + ":" + std::to_string(s.line) + ": job " + Excerpt(s.id) + "'s account '" +
+                               Excerpt(s.account) + "' is no team of --quota" +
+                               (s.account.empty() ? " (the export needs an Account column: " +
+                                                        std::string(kSacctExportCommand) + ")"
+                                                  : ""));
+      }
+    }
+    out.trace.push_back(j);
+    out.observed.push_back(ObservedRun{j.id, s.id, s.submit - t0, s.start - t0, s.end - t0, s.runs > 1});
+  }
+  return out;
+}
+
+}  // namespace gpulaunch

@@ -1,0 +1,72 @@
+#include "launcher/sim/replay_export.h"
+
+#include <gtest/gtest.h>
+
+namespace gpulaunch {
+namespace {
+
+SacctJob Job(const std::string& id, double submit, double start, double end, int gpus, const std::string& account,
+             int line) {
+  SacctJob j;
+  j.id = id;
+  j.submit = submit;
+  j.start = start;
+  j.end = end;
+  j.last_run_s = end - start;
+  j.gpus = gpus;
+  j.limit_s = 120;
+  j.account = account;
+  j.line = line;
+  return j;
+}
+
+TEST(RecordedFromExport, JobsInSubmitOrderOnTheClockOfTheFirstSubmissionWithTheirAccountsTeams) {
+  auto quotas = pool::QuotaBook::Parse("ra:8/8/8,rb:8/8/8");
+  ASSERT_TRUE(quotas.ok()) << quotas.status().ToString();
+  SacctJob requeued = Job("12", 1005, 1140, 1150, 2, "ra", 3);
+  requeued.runs = 2;
+  const std::vector<SacctJob> jobs = {requeued, Job("10", 1000, 1001, 1011, 8, "rb", 2),
+                                      Job("13", 1007, -1, -1, 4, "ra", 4),  // cancelled while pending
+                                      Job("14", 1008, 1009, 1010, 0, "ra", 5)};  // no GPUs
+  auto r = RecordedFromExport(jobs, *quotas, "run.sacct");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->t0, 1000);
+  EXPECT_EQ(r->skipped, 2);
+  ASSERT_EQ(r->trace.size(), 2u);
+  EXPECT_EQ(r->trace[0].team, 1);  // rb, the second team of --quota
+  EXPECT_EQ(r->trace[0].submit, 0);
+  EXPECT_EQ(r->trace[0].gpus, 8);
+  EXPECT_EQ(r->trace[1].team, 0);
+  EXPECT_EQ(r->trace[1].submit, 5);
+  EXPECT_EQ(r->trace[1].duration, 10);  // its last run
+  EXPECT_EQ(r->trace[1].limit, 120);
+  ASSERT_EQ(r->observed.size(), 2u);
+  EXPECT_EQ(r->observed[1].name, "12");
+  EXPECT_EQ(r->observed[1].start, 140);
+  EXPECT_EQ(r->observed[1].end, 150);
+  EXPECT_TRUE(r->observed[1].requeued);
+  EXPECT_FALSE(r->observed[0].requeued);
+}
+
+TEST(RecordedFromExport, AnAccountThatIsNoTeamNamesItsLine) {
+  auto quotas = pool::QuotaBook::Parse("ra:8/8/8,rb:8/8/8");
+  ASSERT_TRUE(quotas.ok());
+  auto r = RecordedFromExport({Job("10", 0, 1, 2, 1, "ra", 2), Job("11", 0, 1, 2, 1, "other", 3)}, *quotas, "x.sacct");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "x.sacct:3: job 11's account 'other' is no team of --quota");
+  auto none = RecordedFromExport({Job("10", 0, 1, 2, 1, "", 2)}, *quotas, "y.sacct");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("y.sacct:2: job 10's account '' is no team of --quota (the export needs an "
+                                         "Account column: sacct -P"),
+            std::string::npos)
+      << none.status().message();
+}
+
+TEST(RecordedFromExport, WithoutQuotasAccountsAreNotRead) {
+  auto r = RecordedFromExport({Job("10", 0, 1, 2, 1, "anyone", 2)}, pool::QuotaBook(), "z.sacct");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->trace.at(0).team, 0);
+}
+
+}  // namespace
+}  // namespace gpulaunch
