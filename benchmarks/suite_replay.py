@@ -12,7 +12,9 @@ resolution).
     rig-quota-36.csv, two teams of nominal 8 and borrow limit 8, GraceTime
     0) with the timing that run read from the cluster (reclaim delay 2 s,
     requeue hold 120 s, the backfill's last cycle 620 s before the first
-    submission), the simulator's backfill off and on.
+    submission), the simulator's backfill off and on; and a run of the same
+    trace that missed the goals (replay-rig-quota-36-missed.sacct, with
+    sacct's Flags), with where it and the simulation part.
   - With the 4-node cluster and accounting up (GL_SLURM_CLUSTER_CONF), not
     with --quick: tests/data/traces/replay/rig-36.csv submitted anew (about
     4 minutes) and compared the same way; then rig-quota-36.csv under the
@@ -64,6 +66,15 @@ def replay(s):
                          "--backfill", backfill] + QUOTA_RUN)
         _report(s, "recorded run under the pool's policy (replay-rig-quota-36.sacct), fifo-first-fit, backfill %s"
                 % backfill, _parse(proc.stdout))
+    # A run of the same trace that missed: where the runs part, and why.
+    missed = os.path.join(ROOT, "tests", "data", "slurm", "replay-rig-quota-36-missed.sacct")
+    proc, _ = s.run([gl, "sim", "--replay", "--sacct", missed, "--cluster", CLUSTER, "--start-latency", "1",
+                     "--quota", "ra:8/8/8,rb:8/8/8", "--reclaim-delay", "2", "--requeue-hold", "120"])
+    _report(s, "recorded run under the pool's policy that missed (replay-rig-quota-36-missed.sacct), fifo-first-fit",
+            _parse(proc.stdout))
+    part = re.search(r"^the runs part at (.*)$", proc.stdout, re.M)
+    if part:
+        s.note("replay", "that run and the simulation part at " + part.group(1))
     conf = os.environ.get("GL_SLURM_CLUSTER_CONF")
     if s.args.quick:
         s.note("replay", "the live replays are not run with --quick (run --only replay with the cluster up: about "

@@ -80,18 +80,22 @@ StatusOr<std::vector<SacctJob>> ParseSacctExport(const std::string& text, const 
     GL_ASSIGN_OR_RETURN(double end, Seconds(f[col["End"]], where));
     if (submit < 0) return InvalidArgument(where + ": job " + Excerpt(id) + " has no submit time");
     const std::string state = col.count("State") ? f[col["State"]] : "";
+    const bool by_backfill = col.count("Flags") && f[col["Flags"]].find("SchedBackfill") != std::string::npos;
     const auto [it, fresh] = index.emplace(id, jobs.size());
     if (fresh) {
       const double limit = col.count("Timelimit") ? LimitSeconds(f[col["Timelimit"]]) : 0;
       jobs.push_back(SacctJob{id, submit, start, end, start >= 0 && end >= 0 ? end - start : 0,
                               GpusOf(f[col["AllocTRES"]]), limit, 1, state,
-                              col.count("Account") ? f[col["Account"]] : "", static_cast<int>(n + 1)});
+                              col.count("Account") ? f[col["Account"]] : "", by_backfill, static_cast<int>(n + 1)});
       continue;
     }
     SacctJob& job = jobs[it->second];  // another run of a requeued job
     ++job.runs;
     job.submit = std::min(job.submit, submit);
-    if (start >= 0 && (job.start < 0 || start < job.start)) job.start = start;
+    if (start >= 0 && (job.start < 0 || start < job.start)) {
+      job.start = start;
+      job.backfilled = by_backfill;
+    }
     if (end >= job.end) {
       job.end = end;
       job.last_run_s = start >= 0 && end >= 0 ? end - start : job.last_run_s;

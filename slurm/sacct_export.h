@@ -1,7 +1,7 @@
 // Jobs as `sacct -P` exports them (`gpulaunch sim --replay`): what the real
 // scheduler did with each job, for the simulator to be checked against.
 //
-//   sacct -P -X -D -o JobIDRaw,Submit,Start,End,State,AllocTRES,Timelimit [-S ... -E ...]
+//   sacct -P -X -D -o JobIDRaw,Submit,Start,End,State,AllocTRES,Timelimit,Account,Flags [-S ... -E ...]
 //
 // The header line names the columns (any order; others are ignored). With -D
 // a requeued job has a row per run: it is one job here, started at its first
@@ -25,10 +25,13 @@ struct SacctJob {
   int runs = 1;
   std::string state;               // of its last run
   std::string account;             // Account; empty when the export has no such column
+  // Its first run was started by Slurm's backfill (Flags SchedBackfill; the
+  // main scheduler's starts say SchedMain, those at submission SchedSubmit).
+  bool backfilled = false;
   int line = 0;
 };
 
-inline constexpr char kSacctExportCommand[] = "sacct -P -X -D -o JobIDRaw,Submit,Start,End,State,AllocTRES,Timelimit,Account";
+inline constexpr char kSacctExportCommand[] = "sacct -P -X -D -o JobIDRaw,Submit,Start,End,State,AllocTRES,Timelimit,Account,Flags";
 
 StatusOr<std::vector<SacctJob>> ParseSacctExport(const std::string& text, const std::string& origin);
 

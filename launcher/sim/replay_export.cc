@@ -49,7 +49,8 @@ StatusOr<RecordedJobs> RecordedFromExport(std::vector<SacctJob> jobs, const pool
       }
     }
     out.trace.push_back(j);
-    out.observed.push_back(ObservedRun{j.id, s.id, s.submit - t0, s.start - t0, s.end - t0, s.runs > 1});
+    out.observed.push_back(ObservedRun{j.id, s.id, s.submit - t0, s.start - t0, s.end - t0, s.runs > 1,
+                                           s.backfilled});
   }
   return out;
 }

@@ -8,24 +8,35 @@
 namespace gpulaunch::pool {
 namespace {
 
-// Why a job started where it did, where the runs tell: a requeue (the
-// reclaim delay), or a start out of submission order that came later than
-// the simulator's (the real scheduler's backfill runs only every interval).
+// Why a job started where it did, where the runs tell: a preemption (the
+// reclaim delay, and the requeued job's hold), the real scheduler's backfill
+// (recorded, or seen as a start out of submission order), which runs only
+// every interval.
 std::string Reason(const ObservedRun& job, const JobOutcome& sim, const std::vector<ObservedRun>& all,
                    double backfill_interval_s) {
-  if (job.requeued || sim.preemptions > 0) return "preempted: the reclaim delay, and a requeued job starts again later";
   const double diff = sim.start - job.start;
-  bool out_of_order = false;
-  for (const ObservedRun& other : all) {
-    if (other.submit < job.submit && (other.start < 0 || other.start > job.start)) out_of_order = true;
+  char interval[64];
+  std::snprintf(interval, sizeof interval, "the real backfill pass runs every %.0f s", backfill_interval_s);
+  std::string started;  // how its (first) start came about
+  if (job.backfilled) {
+    started = std::string("started by the real scheduler's backfill") + (diff < -1 ? std::string(": ") + interval : "");
+  } else {
+    bool out_of_order = false;
+    for (const ObservedRun& other : all) {
+      if (other.submit < job.submit && (other.start < 0 || other.start > job.start)) out_of_order = true;
+    }
+    if (out_of_order) started = std::string("backfilled") + (diff < -1 ? std::string(": ") + interval : "");
   }
-  if (out_of_order && diff < -1) {
-    char text[96];
-    std::snprintf(text, sizeof text, "backfilled: the real backfill pass runs every %.0f s", backfill_interval_s);
-    return text;
+  std::string preempted;
+  if (job.requeued && sim.preemptions > 0) {
+    preempted = "preempted in both: the reclaim delay, and a requeued job starts again later";
+  } else if (job.requeued) {
+    preempted = "preempted by the real scheduler only: a requeued job starts again later";
+  } else if (sim.preemptions > 0) {
+    preempted = "preempted in the simulation only (a start before a reclaim that the real run did not make)";
   }
-  if (out_of_order) return "backfilled";
-  return "";
+  if (started.empty() || preempted.empty()) return started + preempted;
+  return started + "; " + preempted;
 }
 
 }  // namespace
@@ -59,6 +70,10 @@ ReplayComparison CompareReplay(const std::vector<ObservedRun>& observed, const s
   c.avg_jct_observed = jct_obs / c.compared;
   c.avg_jct_simulated = jct_sim / c.compared;
   c.jct_error = c.avg_jct_observed > 0 ? c.avg_jct_simulated / c.avg_jct_observed - 1 : 0;
+  for (const ReplayJobDiff& d : diffs) {
+    const auto first = [](const ReplayJobDiff& x) { return std::min(x.observed_start, x.simulated_start); };
+    if (std::fabs(d.start_diff) > 3 && (!c.first_apart || first(d) < first(*c.first_apart))) c.first_apart = d;
+  }
   std::stable_sort(diffs.begin(), diffs.end(), [](const ReplayJobDiff& a, const ReplayJobDiff& b) {
     return std::fabs(a.start_diff) > std::fabs(b.start_diff);
   });
@@ -80,13 +95,14 @@ std::string ReplayComparisonText(const ReplayComparison& c) {
   std::snprintf(line, sizeof line, "average JCT: observed %.1f s, simulated %.1f s (%+.1f %%)\n", c.avg_jct_observed,
                 c.avg_jct_simulated, c.jct_error * 100);
   s += line;
+  auto job = [&](const ReplayJobDiff& d) {
+    std::snprintf(line, sizeof line, "job %d (%s): observed %.1f s, simulated %.1f s, %+.1f s", d.id, d.name.c_str(),
+                  d.observed_start, d.simulated_start, d.start_diff);
+    return line + (d.reason.empty() ? std::string("\n") : "; " + d.reason + "\n");
+  };
   if (!c.worst.empty()) s += "jobs that differ most (simulated - observed start):\n";
-  for (const ReplayJobDiff& d : c.worst) {
-    std::snprintf(line, sizeof line, "  job %d (%s): observed %.1f s, simulated %.1f s, %+.1f s", d.id,
-                  d.name.c_str(), d.observed_start, d.simulated_start, d.start_diff);
-    s += line;
-    s += d.reason.empty() ? "\n" : "; " + d.reason + "\n";
-  }
+  for (const ReplayJobDiff& d : c.worst) s += "  " + job(d);
+  if (c.first_apart) s += "the runs part at " + job(*c.first_apart);
   return s;
 }
 

@@ -3,6 +3,7 @@
 // the simulator gave it and the one it had, and the jobs' completion times.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,8 @@ struct ObservedRun {
   int id = 0;                 // the trace job's id
   std::string name;           // how the scheduler named it (Slurm's job id)
   double submit = 0, start = -1, end = -1;
-  bool requeued = false;      // preempted and started again (its start is its last one)
+  bool requeued = false;      // preempted and started again (its start is still its first one)
+  bool backfilled = false;    // the real scheduler's backfill started it (its first run)
 };
 
 struct ReplayJobDiff {
@@ -35,6 +37,10 @@ struct ReplayComparison {
   double avg_jct_observed = 0, avg_jct_simulated = 0;  // over the compared jobs
   double jct_error = 0;       // simulated / observed - 1
   std::vector<ReplayJobDiff> worst;  // the largest |start_diff| first, at most `show` of them
+  // Where the runs part: of the jobs more than 3 s apart, the one that
+  // started first in either run (a preemption or a requeue hold then
+  // carries the difference on to the jobs after it); none when all agree.
+  std::optional<ReplayJobDiff> first_apart;
 };
 
 // `backfill_interval_s`: how often the real scheduler's backfill runs (Slurm's

@@ -51,7 +51,7 @@ check "... average JCT error within 30 % (got ${jct:-none} %)" "$(echo "${jct:-9
 check "... the jobs that differ most are listed" "$(grep -c '^  job [0-9]* ([0-9]*): observed ' "$WORK/live.out")" 5
 check "--save: the sacct export, a header and 12 jobs" \
   "$(head -1 "$WORK/export"):$(tail -n +2 "$WORK/export" | grep -c .)" \
-  "JobIDRaw|Submit|Start|End|State|AllocTRES|Timelimit|Account:12"
+  "JobIDRaw|Submit|Start|End|State|AllocTRES|Timelimit|Account|Flags:12"
 # The live run read when Slurm's backfill last ran (sdiag); offline, say it.
 last_bf() { sed -n 's/.*, last backfill at \(-\{0,1\}[0-9.e+]*\) s,.*/--backfill-last=\1/p' "$1"; }
 # shellcheck disable=SC2046 # one option, or none
@@ -85,7 +85,7 @@ else
   check "... all 8 jobs ran, under the quotas, the cluster's requeue hold (cred_expire, default 120 s) read" \
     "$(grep -c '^jobs: 8 observed, 8 started in both runs$' "$WORK/qlive.out"):$(grep -c "requeue hold 120 s, quotas $quota)" "$WORK/qlive.out")" "1:1"
   check "... each job under its team's account (sacct)" \
-    "$(tail -n +2 "$WORK/qexport" | awk -F'|' '{print $NF}' | sort | uniq -c | awk '{print $1 $2}' | tr '\n' ' ')" \
+    "$(tail -n +2 "$WORK/qexport" | awk -F'|' '{print $8}' | sort | uniq -c | awk '{print $1 $2}' | tr '\n' ' ')" \
     "4$TA 4$TB "
   ids=$(tail -n +2 "$WORK/qexport" | cut -d'|' -f1 | sort -u | paste -sd,)
   check "... team $TA's second job borrowed (ran in gl-borrowed)" \

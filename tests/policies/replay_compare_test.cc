@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace gpulaunch::pool {
 namespace {
 
@@ -37,12 +39,21 @@ TEST(ReplayCompare, StartDifferencesJctErrorAndTheWorstJobsWithReasons) {
   EXPECT_EQ(c.worst[1].reason, "backfilled");  // Slurm started it earlier than the sim did
   EXPECT_EQ(c.worst[2].id, 0);
   const ReplayComparison all = CompareReplay(observed, simulated, 30, 10);
-  EXPECT_EQ(all.worst.back().reason, "preempted: the reclaim delay, and a requeued job starts again later");
+  EXPECT_EQ(all.worst.back().reason,  // started before job 1, submitted earlier
+            "backfilled; preempted in both: the reclaim delay, and a requeued job starts again later");
   const std::string text = ReplayComparisonText(c);
   EXPECT_NE(text.find("start difference: mean |d| 6.8 s, max 19.0 s; within 1 s: 2, within 3 s: 2 of 4\n"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("  job 1 (101): observed 30.0 s, simulated 11.0 s, -19.0 s\n"), std::string::npos) << text;
+  // Jobs 1 and 2 are more than 3 s apart; job 2 started first (at 5 s on the
+  // real run): that is where the runs part.
+  ASSERT_TRUE(c.first_apart.has_value());
+  EXPECT_EQ(c.first_apart->id, 2);
+  EXPECT_NE(text.find("the runs part at job 2 (102): observed 5.0 s, simulated 12.0 s, +7.0 s; backfilled\n"),
+            std::string::npos)
+      << text;
+  EXPECT_FALSE(CompareReplay({{0, "a", 0, 1, 2, false}}, {Sim(0, 0, 3, 4)}, 30).first_apart);  // 2 s: together
 }
 
 TEST(ReplayCompare, ALaterBackfillIsNamedWithTheInterval) {
@@ -53,6 +64,24 @@ TEST(ReplayCompare, ALaterBackfillIsNamedWithTheInterval) {
   const ReplayComparison c = CompareReplay(observed, simulated, 30);
   ASSERT_FALSE(c.worst.empty());
   EXPECT_EQ(c.worst[0].reason, "backfilled: the real backfill pass runs every 30 s");
+}
+
+// The reasons say which run preempted a job, and a start the real
+// scheduler's backfill made (sacct's Flags) is named as such even in order.
+TEST(ReplayCompare, ReasonsNameWhoPreemptedAndTheRecordedBackfill) {
+  const std::vector<ObservedRun> observed = {{0, "a", 0, 0, 10, true},
+                                             {1, "b", 1, 5, 20, false},
+                                             {2, "c", 2, 40, 50, false, true},
+                                             {3, "d", 3, 41, 50, false, true}};
+  const std::vector<JobOutcome> simulated = {Sim(0, 0, 0, 10), Sim(1, 1, 2, 20, 1), Sim(2, 2, 10, 20),
+                                             Sim(3, 3, 41, 50)};
+  const ReplayComparison c = CompareReplay(observed, simulated, 30, 4);
+  std::map<int, std::string> reason;
+  for (const ReplayJobDiff& d : c.worst) reason[d.id] = d.reason;
+  EXPECT_EQ(reason[0], "preempted by the real scheduler only: a requeued job starts again later");
+  EXPECT_EQ(reason[1], "preempted in the simulation only (a start before a reclaim that the real run did not make)");
+  EXPECT_EQ(reason[2], "started by the real scheduler's backfill: the real backfill pass runs every 30 s");
+  EXPECT_EQ(reason[3], "started by the real scheduler's backfill");
 }
 
 }  // namespace

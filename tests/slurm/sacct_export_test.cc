@@ -41,12 +41,31 @@ TEST(SacctExport, ReadsJobsMergesRequeuedRunsAndSkipsSteps) {
       "y.sacct");
   ASSERT_TRUE(with_accounts.ok()) << with_accounts.status().message();
   EXPECT_EQ((*with_accounts)[0].account, "ml");
+  EXPECT_FALSE((*with_accounts)[0].backfilled);  // no Flags column
+}
+
+// Flags says which scheduler started a run; a requeued job is backfilled
+// when its first run was.
+TEST(SacctExport, FlagsSayWhetherSlurmsBackfillStartedTheFirstRun) {
+  auto jobs = ParseSacctExport(
+      "JobIDRaw|Submit|Start|End|AllocTRES|Flags\n"
+      "30|2026-12-05T11:00:00|2026-12-05T11:00:01|2026-12-05T11:00:13|gres/gpu=4|SchedMain,StartRecieved\n"
+      "31|2026-12-05T11:00:00|2026-12-05T11:00:30|2026-12-05T11:00:40|gres/gpu=2|SchedBackfill,StartRecieved\n"
+      "31|2026-12-05T11:00:40|2026-12-05T11:02:45|2026-12-05T11:03:00|gres/gpu=2|SchedMain,StartRecieved\n"
+      "32|2026-12-05T11:00:00|2026-12-05T11:00:31|2026-12-05T11:00:40|gres/gpu=2|SchedMain\n"
+      "32|2026-12-05T11:00:40|2026-12-05T11:03:01|2026-12-05T11:03:10|gres/gpu=2|SchedBackfill\n",
+      "f.sacct");
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  ASSERT_EQ(jobs->size(), 3u);
+  EXPECT_FALSE((*jobs)[0].backfilled);
+  EXPECT_TRUE((*jobs)[1].backfilled);
+  EXPECT_FALSE((*jobs)[2].backfilled);
 }
 
 TEST(SacctExport, BadExportsSayWhereAndHowToMakeOne) {
   EXPECT_EQ(ParseSacctExport("10 COMPLETED\n", "a.txt").status().message(),
             "a.txt:1: not a sacct -P export with a header line; make one with: sacct -P -X -D -o "
-            "JobIDRaw,Submit,Start,End,State,AllocTRES,Timelimit,Account");
+            "JobIDRaw,Submit,Start,End,State,AllocTRES,Timelimit,Account,Flags");
   EXPECT_NE(ParseSacctExport("JobIDRaw|Submit|Start|End\n", "b.txt").status().message().find(
                 "b.txt:1: the export has no AllocTRES column"),
             std::string::npos);
