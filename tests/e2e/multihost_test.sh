@@ -183,8 +183,11 @@ for _ in $(seq 1 40); do
 done
 check "no rank left behind on any host" "$left" 0
 
-# 5b. kill -9 of one rank from outside, 16 ranks on 4 hosts: the job is gone
-#     on every host within the kill grace + 2 s, and gpulaunch exits 137.
+# 5b. kill -9 of one rank from outside, 16 ranks on 4 hosts: gpulaunch exits
+#     137 naming it, and the job is gone on every host (the ranks wait for
+#     ever: only the teardown ends them) soon after the kill grace (3 s; the
+#     bound is loose, 15 s: under CI's load the teardown has taken 6 s, and
+#     the kill grace itself is timed by RunJob.TheKillGraceCountsFromTheStopRequest).
 #     Another job on the same hosts (B) is untouched, and SIGUSR1 sent to
 #     its gpulaunch then reaches all 16 of its ranks across the hosts.
 mkdir -p "$WORK/k" "$WORK/b"
@@ -204,14 +207,14 @@ killed_at=$(date +%s.%N)
 kill -9 "$(cat "$WORK/k/ready.6")"  # rank 6 runs on node2
 wait "$launcher"
 check "rank 6 killed with SIGKILL -> gpulaunch exits 137" "$?" 137
-for _ in $(seq 1 100); do
+for _ in $(seq 1 600); do
   left=$(grep -l "[g]l-kill9-$$" /proc/[0-9]*/cmdline 2>/dev/null | wc -l)
   [ "$left" -eq 0 ] && break
   sleep 0.05
 done
 gone_after=$(echo "$(date +%s.%N) - $killed_at" | bc)
-check "every rank on every host gone within grace 3 s + 2 s (took ${gone_after} s)" \
-  "$([ "$left" -eq 0 ] && [ "$(echo "$gone_after <= 5" | bc)" = 1 ] && echo yes)" yes
+check "every rank on every host gone, within the kill grace 3 s + slack (took ${gone_after} s; bound 15 s)" \
+  "$([ "$left" -eq 0 ] && [ "$(echo "$gone_after <= 15" | bc)" = 1 ] && echo yes)" yes
 check "the root cause names rank 6 on node2 and SIGKILL" \
   "$(grep -c 'gpulaunch: rank 6 on node2 (pid [0-9]*) was killed by SIGKILL' "$WORK/k.err")" 1
 check "the summary has all 16 ranks with their hosts" \
@@ -229,8 +232,10 @@ check "... seen by all 16 ranks on the 4 hosts" "$(ls "$WORK/b" | grep -c '^SIGU
 #     names node4 and exits; node4's ranks stop themselves once they lose
 #     gpulaunch. Bound: 6 s to notice + node4's other ranks silent through
 #     the stop sequence (grace 3 s + 1 s; their own loss would show only 6 s
-#     after the stop signal written to them) + 2 s for the engine + 3 s.
-#     Measured 8.3 s (all of node4 seen lost at once) or 12.0 s.
+#     after the stop signal written to them) + 2 s for the engine: 12 s, and
+#     13 s of slack for a loaded machine (25 s). Measured 8.3 s (all of node4
+#     seen lost at once) or 12.0 s, and 14 s in CI beside other tests; a job
+#     that does not notice the loss runs until the test's end.
 mkdir -p "$WORK/v"
 on_node1 "$BIN/gpulaunch" --allow-run-as-root --hostfile "$WORK/hosts" --kill-grace 3 --summary "$WORK/v.json" \
   "$BIN/env_dump" --wait-dir "$WORK/v" --marker "gl-vanish-$$" > /dev/null 2> "$WORK/v.err" &
@@ -248,12 +253,12 @@ for _ in $(seq 1 100); do
 done
 gone_after=$(($(date +%s) - cut_at))
 ip netns exec "${NSP}br" ip link set "${NSP}v4" up
-check "node4 vanished: gpulaunch ends with a failure within 15 s (took ${ended_after} s)" \
-  "$([ "$code" -ne 0 ] && [ "$ended_after" -le 15 ] && echo yes)" yes
+check "node4 vanished: gpulaunch ends with a failure within 25 s (took ${ended_after} s)" \
+  "$([ "$code" -ne 0 ] && [ "$ended_after" -le 25 ] && echo yes)" yes
 check "... the root cause: a rank on node4 vanished" \
   "$(grep -c 'gpulaunch: rank 1[2-5] on node4 (pid [0-9]*) vanished without a report' "$WORK/v.err")" 1
-check "... every rank on every host gone within 15 s, node4's included (took ${gone_after} s)" \
-  "$([ "$left" -eq 0 ] && [ "$gone_after" -le 15 ] && echo yes)" yes
+check "... every rank on every host gone within 25 s, node4's included (took ${gone_after} s)" \
+  "$([ "$left" -eq 0 ] && [ "$gone_after" -le 25 ] && echo yes)" yes
 
 # 5e. Ranks that never check in: node4 may reach node1 only for ssh and Open
 #     MPI's daemon port (made static here), so its shims cannot reach
