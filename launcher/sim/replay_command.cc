@@ -162,7 +162,8 @@ StatusOr<std::string> RecordLive(const ReplayOptions& o, const GpuPool& pool, co
   const double every = timing.backfill_s < 0 ? cluster.timing.backfill_interval_s : timing.backfill_s;
   // After a cycle Slurm's backfill sleeps a whole interval before it looks
   // again; only then, with nothing changed, does it poll every second. Two
-  // intervals after the last change it is polling, and the first submission
+  // intervals after the last job it is most likely polling (background
+  // changes can keep its grid alive: docs/sim.md), and the first submission
   // starts its next cycle, as the simulator's does by default. Else the
   // timer's phase comes from the last cycle sdiag recorded.
   const double wait = o.wait_idle_s.value_or(2 * every + 2);

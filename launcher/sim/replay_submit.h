@@ -29,9 +29,11 @@ double ReadLastBackfillEpoch();
 
 // Waits until no job has been in the cluster's queue (any user's) for
 // `quiet_s` seconds, giving up after `give_up_s`: whether it got there.
-// Slurm's backfill, quiet for two intervals, polls for a change, so its next
-// cycle comes at the first submission and its timer runs from there, as the
-// simulator's does.
+// Slurm's backfill, with no change for an interval after its last cycle,
+// polls for one, so its next cycle comes at the first submission, as the
+// simulator's does; background changes (job records purged after
+// MinJobAge, node state) can keep its grid alive through the wait
+// (docs/sim.md), so the quiet wait makes that likely, not certain.
 bool WaitForQuietCluster(double quiet_s, double give_up_s);
 
 struct ReplaySubmission {
