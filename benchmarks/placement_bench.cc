@@ -2,9 +2,14 @@
 // 8-GPU host's GPUs requested (4 ranks per host) under a 3-level switch tree,
 // 8 -> 4,096 hosts, with Google Benchmark's complexity fit. Target: 4,096
 // ranks on 1,024 hosts in at most 50 ms, and growth no faster than n log n.
+// BM_PlaceMeasured: the same with a linkcheck file covering every host (its
+// leaves, and every pair within a leaf), whose figures the model looks up on
+// every ring edge of every candidate; its anchor is BM_Place at the same size.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <map>
+#include <string>
 
 #include "common/synthetic_cluster.h"
 #include "policies/placement_engine.h"
@@ -20,9 +25,9 @@ gpulaunch::ClusterTopology ClusterOf(int hosts) {
   return *gpulaunch::MakeSyntheticCluster(spec);
 }
 
-void BM_Place(benchmark::State& state) {
-  const int hosts = static_cast<int>(state.range(0));
-  const auto cluster = ClusterOf(hosts);
+// Places 4 ranks per host (TP groups of 4) on `cluster`, once per iteration.
+void PlaceFourPerHost(benchmark::State& state, const gpulaunch::ClusterTopology& cluster) {
+  const int hosts = static_cast<int>(cluster.hosts.size());
   gpulaunch::JobRequest r;
   r.ranks = hosts * 4;
   r.layout = *gpulaunch::ParseLayout("tp=4", r.ranks);
@@ -34,7 +39,37 @@ void BM_Place(benchmark::State& state) {
   state.SetComplexityN(hosts);
   state.counters["ranks"] = r.ranks;
 }
+
+void BM_Place(benchmark::State& state) { PlaceFourPerHost(state, ClusterOf(static_cast<int>(state.range(0)))); }
 BENCHMARK(BM_Place)->RangeMultiplier(2)->Range(8, 4096)->Unit(benchmark::kMillisecond)->Complexity();
+
+// What linkcheck's concurrent mode saves for the synthetic cluster: each
+// leaf switch's hosts as a measured leaf, every pair under one leaf measured.
+gpulaunch::LinkTable MeasuredLinksOf(const gpulaunch::ClusterTopology& c) {
+  gpulaunch::LinkTable t;
+  std::map<std::string, gpulaunch::MeasuredLeaf> leaves;
+  for (const gpulaunch::ClusterHost& h : c.hosts) {
+    const gpulaunch::NetworkSwitch* leaf = c.network.LeafOf(h.name);
+    gpulaunch::MeasuredLeaf& l = leaves[leaf ? leaf->name : "all"];
+    l.name = leaf ? leaf->name : "all";
+    l.uplink_gbyte_per_s = 12.5;
+    l.hosts.push_back(h.name);
+  }
+  for (auto& [name, leaf] : leaves) {
+    for (size_t i = 0; i < leaf.hosts.size(); ++i)
+      for (size_t j = i + 1; j < leaf.hosts.size(); ++j) t.AddPair(leaf.hosts[i], leaf.hosts[j], {23.0, 3.5});
+    t.leaves.push_back(std::move(leaf));
+  }
+  return t;
+}
+
+void BM_PlaceMeasured(benchmark::State& state) {
+  auto cluster = ClusterOf(static_cast<int>(state.range(0)));
+  cluster.links = MeasuredLinksOf(cluster);
+  PlaceFourPerHost(state, cluster);
+  state.counters["pairs"] = static_cast<double>(cluster.links.pairs.size());
+}
+BENCHMARK(BM_PlaceMeasured)->RangeMultiplier(4)->Range(8, 1024)->Unit(benchmark::kMillisecond)->Complexity();
 
 }  // namespace
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 #include <sys/stat.h>
 
 #include "common/env.h"
@@ -54,11 +56,19 @@ const MeasuredLeaf* LinkTable::LeafOf(const std::string& host) const {
   return nullptr;
 }
 
-std::vector<std::pair<std::string, std::string>> LinkTable::Missing(const std::vector<std::string>& hosts) const {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (size_t i = 0; i < hosts.size(); ++i)
-    for (size_t j = i + 1; j < hosts.size(); ++j)
-      if (hosts[i] != hosts[j] && !Pair(hosts[i], hosts[j])) out.emplace_back(hosts[i], hosts[j]);
+LinkTable::MissingPairs LinkTable::Missing(const std::vector<std::string>& hosts, size_t list_at_most) const {
+  MissingPairs out;
+  const size_t n = hosts.size();
+  if (n < 2) return out;
+  const std::unordered_set<std::string_view> among(hosts.begin(), hosts.end());
+  size_t measured = 0;
+  for (const auto& [key, link] : pairs) measured += among.count(key.first) && among.count(key.second) ? 1 : 0;
+  out.count = n * (n - 1) / 2 - measured;
+  // Each pair looked at is either listed or measured: at most
+  // list_at_most + measured lookups.
+  for (size_t i = 0; i < n && out.first.size() < std::min(list_at_most, out.count); ++i)
+    for (size_t j = i + 1; j < n && out.first.size() < std::min(list_at_most, out.count); ++j)
+      if (measured == 0 || !Pair(hosts[i], hosts[j])) out.first.emplace_back(hosts[i], hosts[j]);
   return out;
 }
 

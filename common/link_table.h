@@ -50,8 +50,15 @@ struct LinkTable {
   // Records a measurement of a -> b; a pair measured both ways keeps the slower.
   void AddPair(const std::string& a, const std::string& b, const MeasuredLink& link);
   const MeasuredLeaf* LeafOf(const std::string& host) const;
-  // Of the pairs among `hosts` (distinct hosts), the ones with no measurement.
-  std::vector<std::pair<std::string, std::string>> Missing(const std::vector<std::string>& hosts) const;
+  // Of the pairs among `hosts` (distinct hosts), how many have no
+  // measurement, and the first `list_at_most` of them in host order. Time
+  // grows with the hosts and the table's pairs, not with the hosts' pairs:
+  // a plan over 8,192 hosts has 33 million.
+  struct MissingPairs {
+    size_t count = 0;
+    std::vector<std::pair<std::string, std::string>> first;
+  };
+  MissingPairs Missing(const std::vector<std::string>& hosts, size_t list_at_most) const;
   // `newer`'s pairs and shared-memory figures replace these; its leaves
   // replace all of these when it has any (a concurrent run saw the whole set).
   void MergeFrom(const LinkTable& newer);

@@ -18,11 +18,8 @@ namespace {
 // the model's figure is the same).
 std::vector<SlotRef> CandidateGpus(const ClusterTopology& c, const std::vector<int>& hosts,
                                    const std::vector<SlotChoice>& heuristic) {
-  auto slot = [&](int h, int g) {
-    const HostTopology& t = c.hosts[h].topology;
-    const auto nic = NearestNicOf(t, t.gpus[g]);
-    return SlotRef{h, g, nic ? static_cast<int>(nic->nic) : -1};
-  };
+  NicAssignerCache nics;
+  auto slot = [&](int h, int g) { return SlotRef{h, g, nics.Nearest(c.hosts[h].topology, g)}; };
   std::vector<SlotRef> free;
   std::set<std::pair<int, int>> seen;
   for (const SlotChoice& sc : heuristic) {
@@ -42,8 +39,9 @@ class ExactSearch {
   ExactSearch(const ClusterTopology& c, std::vector<SlotRef> free, const JobRequest& r)
       : free_(std::move(free)), n_(static_cast<int>(free_.size())), k_(r.ranks), volume_(r.volume),
         cost_(static_cast<size_t>(n_) * n_), assign_(k_), taken_(n_, false) {
+    LinkLookup links(c);
     for (int a = 0; a < n_; ++a)
-      for (int b = 0; b < n_; ++b) cost_[static_cast<size_t>(a) * n_ + b] = CostBetween(c, free_[a], free_[b]);
+      for (int b = 0; b < n_; ++b) cost_[static_cast<size_t>(a) * n_ + b] = CostBetween(links, free_[a], free_[b]);
     const ParallelLayout& L = r.layout;
     auto slot_of = [&](int rank) {
       const auto co = L.CoordsOf(rank);

@@ -82,14 +82,13 @@ void FillGpuRankCores(const HostTopology& t, const std::vector<RankSlot*>& ranks
 }  // namespace
 
 // Fills cpus, memory node and NIC of the ranks on one host (GPUs chosen).
-void FillHostResources(const HostTopology& t, std::vector<RankSlot*>& ranks, const JobRequest& r) {
+void FillHostResources(const HostTopology& t, std::vector<RankSlot*>& ranks, const JobRequest& r,
+                       NicAssignerCache& nic_cache) {
   if (r.gpus_per_rank > 0) {
     FillGpuRankCores(t, ranks);
-    NicAssigner nics(t);
-    for (RankSlot* s : ranks) {
-      if (t.nics.empty()) break;
-      s->nic = t.nics[nics.Choose(t.gpus[s->gpus.front()])].name;
-    }
+    if (t.nics.empty()) return;
+    NicAssigner nics = nic_cache.Fresh(t);
+    for (RankSlot* s : ranks) s->nic = t.nics[nics.Choose(t.gpus[s->gpus.front()])].name;
     return;
   }
   // CPU ranks: contiguous blocks of cores_per_rank cores in core order, or

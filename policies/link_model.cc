@@ -35,12 +35,39 @@ LinkCost PathCost(PathType path) {
   return {0.0, 2.0, "NVLink"};
 }
 
+const MeasuredLeaf* LinkLookup::LeafOf(int host) {
+  if (c_.links.leaves.empty()) return nullptr;
+  const auto [it, fresh] = leaf_.try_emplace(host, nullptr);
+  if (fresh) it->second = c_.links.LeafOf(c_.hosts[host].name);
+  return it->second;
+}
+
+const LinkLookup::PairFacts& LinkLookup::Pair(int a, int b) {
+  const uint64_t key = (static_cast<uint64_t>(std::min(a, b)) << 32) | static_cast<uint32_t>(std::max(a, b));
+  const auto [it, fresh] = pairs_.try_emplace(key);
+  if (fresh) {
+    const std::string& ha = c_.hosts[a].name;
+    const std::string& hb = c_.hosts[b].name;
+    it->second.measured = c_.links.Pair(ha, hb);
+    it->second.switches = c_.network.empty() ? 1 : c_.network.SwitchesBetween(ha, hb);
+  }
+  return it->second;
+}
+
+const MeasuredLink* LinkLookup::MeasuredPair(int a, int b) { return Pair(a, b).measured; }
+
+int LinkLookup::SwitchesBetween(int a, int b) { return Pair(a, b).switches; }
+
 LinkCost CostBetween(const ClusterTopology& c, const SlotRef& a, const SlotRef& b) {
+  LinkLookup links(c);
+  return CostBetween(links, a, b);
+}
+
+LinkCost CostBetween(LinkLookup& links, const SlotRef& a, const SlotRef& b) {
+  const ClusterTopology& c = links.cluster();
   if (a.host != b.host) {
-    const std::string& ha = c.hosts[a.host].name;
-    const std::string& hb = c.hosts[b.host].name;
-    if (const MeasuredLink* m = c.links.Pair(ha, hb)) return {m->gbyte_per_s, m->latency_us, "measured"};
-    int switches = c.network.empty() ? 1 : c.network.SwitchesBetween(ha, hb);
+    if (const MeasuredLink* m = links.MeasuredPair(a.host, b.host)) return {m->gbyte_per_s, m->latency_us, "measured"};
+    int switches = links.SwitchesBetween(a.host, b.host);
     if (switches < 0) switches = 7;  // unknown or disconnected: assume far away
     const int levels_up = (switches - 1) / 2;
     // The slower side (each: its NIC, or the host's fastest, capped by its GPU's path to it).
@@ -65,35 +92,36 @@ namespace {
 
 // The measured leaves a flow from `a` to `b` crosses (nullptr, nullptr when
 // it stays under one, or either host is under none).
-std::pair<const MeasuredLeaf*, const MeasuredLeaf*> CrossedLeaves(const ClusterTopology& c, const SlotRef& a,
+std::pair<const MeasuredLeaf*, const MeasuredLeaf*> CrossedLeaves(LinkLookup& links, const SlotRef& a,
                                                                   const SlotRef& b) {
-  if (a.host == b.host || c.links.leaves.empty()) return {nullptr, nullptr};
-  const MeasuredLeaf* from = c.links.LeafOf(c.hosts[a.host].name);
-  const MeasuredLeaf* to = c.links.LeafOf(c.hosts[b.host].name);
+  if (a.host == b.host) return {nullptr, nullptr};
+  const MeasuredLeaf* from = links.LeafOf(a.host);
+  const MeasuredLeaf* to = from ? links.LeafOf(b.host) : nullptr;
   if (!from || !to || from == to) return {nullptr, nullptr};
   return {from, to};
 }
 
 }  // namespace
 
-void AddFlow(const ClusterTopology& c, const SlotRef& from, const SlotRef& to, UplinkLoad& load) {
-  const auto [up, down] = CrossedLeaves(c, from, to);
+void AddFlow(LinkLookup& links, const SlotRef& from, const SlotRef& to, UplinkLoad& load) {
+  const auto [up, down] = CrossedLeaves(links, from, to);
   if (!up) return;
-  ++load.up[up->name];
-  ++load.down[down->name];
+  ++load.up[up];
+  ++load.down[down];
 }
 
-void AddRingFlows(const ClusterTopology& c, const std::vector<SlotRef>& ring, UplinkLoad& load) {
+void AddRingFlows(LinkLookup& links, const std::vector<SlotRef>& ring, UplinkLoad& load) {
   if (ring.size() < 2) return;
-  for (size_t i = 0; i < ring.size(); ++i) AddFlow(c, ring[i], ring[(i + 1) % ring.size()], load);
+  for (size_t i = 0; i < ring.size(); ++i) AddFlow(links, ring[i], ring[(i + 1) % ring.size()], load);
 }
 
-LinkCost LoadedCost(const ClusterTopology& c, const SlotRef& a, const SlotRef& b, const UplinkLoad* load) {
-  LinkCost l = CostBetween(c, a, b);
-  const auto [up, down] = CrossedLeaves(c, a, b);
-  if (!load || !up) return l;
-  auto share = [](const MeasuredLeaf* leaf, const std::map<std::string, int>& flows) {
-    const auto it = flows.find(leaf->name);
+LinkCost LoadedCost(LinkLookup& links, const SlotRef& a, const SlotRef& b, const UplinkLoad* load) {
+  LinkCost l = CostBetween(links, a, b);
+  if (!load) return l;
+  const auto [up, down] = CrossedLeaves(links, a, b);
+  if (!up) return l;
+  auto share = [](const MeasuredLeaf* leaf, const std::map<const MeasuredLeaf*, int>& flows) {
+    const auto it = flows.find(leaf);
     const int n = it == flows.end() ? 1 : std::max(1, it->second);
     return leaf->uplink_gbyte_per_s > 0 ? leaf->uplink_gbyte_per_s / n : std::numeric_limits<double>::infinity();
   };
@@ -105,13 +133,13 @@ LinkCost LoadedCost(const ClusterTopology& c, const SlotRef& a, const SlotRef& b
   return l;
 }
 
-double RingAllreduceSeconds(const ClusterTopology& c, const std::vector<SlotRef>& ring, double bytes,
+double RingAllreduceSeconds(LinkLookup& links, const std::vector<SlotRef>& ring, double bytes,
                             const UplinkLoad* load) {
   const size_t n = ring.size();
   if (n < 2) return 0;
   double min_gbps = std::numeric_limits<double>::infinity(), max_lat = 0;
   for (size_t i = 0; i < n; ++i) {
-    const LinkCost l = LoadedCost(c, ring[i], ring[(i + 1) % n], load);
+    const LinkCost l = LoadedCost(links, ring[i], ring[(i + 1) % n], load);
     min_gbps = std::min(min_gbps, l.gbps);
     max_lat = std::max(max_lat, l.latency_us);
   }
@@ -119,9 +147,9 @@ double RingAllreduceSeconds(const ClusterTopology& c, const std::vector<SlotRef>
   return steps / static_cast<double>(n) * bytes / (min_gbps * 1e9) + steps * max_lat * 1e-6;
 }
 
-double PointToPointSeconds(const ClusterTopology& c, const SlotRef& a, const SlotRef& b, double bytes,
+double PointToPointSeconds(LinkLookup& links, const SlotRef& a, const SlotRef& b, double bytes,
                            const UplinkLoad* load) {
-  const LinkCost l = LoadedCost(c, a, b, load);
+  const LinkCost l = LoadedCost(links, a, b, load);
   if (l.latency_us == 0) return 0;
   return bytes / (l.gbps * 1e9) + l.latency_us * 1e-6;
 }

@@ -21,8 +21,10 @@
 // (UplinkLoad below); nominal figures know no sharing.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/cluster_topology.h"
@@ -48,6 +50,32 @@ struct SlotRef {
 // The figure for a path type inside one host (NVL has its recorded bandwidth).
 LinkCost PathCost(PathType path);
 
+// What the model asks about hosts again and again, by host index: each
+// host's measured leaf, each host pair's measured figure and switch count.
+// Looked up by name the first time and remembered, so that a model that
+// walks every ring edge of a plan does no string work per edge. One per
+// evaluation: it refers to `cluster`, which must not change meanwhile.
+class LinkLookup {
+ public:
+  explicit LinkLookup(const ClusterTopology& cluster) : c_(cluster) {}
+  const ClusterTopology& cluster() const { return c_; }
+  const MeasuredLeaf* LeafOf(int host);              // nullptr: under no measured leaf
+  const MeasuredLink* MeasuredPair(int a, int b);    // nullptr: not measured
+  int SwitchesBetween(int a, int b);                 // NetworkTree::SwitchesBetween; 1 with no tree
+
+ private:
+  struct PairFacts {
+    const MeasuredLink* measured = nullptr;
+    int switches = 0;
+  };
+  const PairFacts& Pair(int a, int b);
+  const ClusterTopology& c_;
+  std::unordered_map<int, const MeasuredLeaf*> leaf_;
+  std::unordered_map<uint64_t, PairFacts> pairs_;  // key: (lesser << 32) | greater host index
+};
+
+LinkCost CostBetween(LinkLookup& links, const SlotRef& a, const SlotRef& b);
+// The same for one question (a lookup of its own).
 LinkCost CostBetween(const ClusterTopology& cluster, const SlotRef& a, const SlotRef& b);
 
 // The flows that run at once in one phase of a step (every TP group's ring,
@@ -56,21 +84,21 @@ LinkCost CostBetween(const ClusterTopology& cluster, const SlotRef& a, const Slo
 // under another is one flow up that leaf's uplink and one down the other's.
 // Hosts outside the measured leaves add nothing.
 struct UplinkLoad {
-  std::map<std::string, int> up, down;  // by leaf name
+  std::map<const MeasuredLeaf*, int> up, down;
 };
-void AddRingFlows(const ClusterTopology& cluster, const std::vector<SlotRef>& ring, UplinkLoad& load);
-void AddFlow(const ClusterTopology& cluster, const SlotRef& from, const SlotRef& to, UplinkLoad& load);
+void AddRingFlows(LinkLookup& links, const std::vector<SlotRef>& ring, UplinkLoad& load);
+void AddFlow(LinkLookup& links, const SlotRef& from, const SlotRef& to, UplinkLoad& load);
 
 // The link from `a` to `b` while `load` runs: its own figure, capped by its
 // share of each measured uplink it crosses (the uplink's figure divided by
 // the flows on it).
-LinkCost LoadedCost(const ClusterTopology& cluster, const SlotRef& a, const SlotRef& b, const UplinkLoad* load);
+LinkCost LoadedCost(LinkLookup& links, const SlotRef& a, const SlotRef& b, const UplinkLoad* load);
 
 // Ring allreduce of `bytes` over `ring` (in order): 2(n-1)/n * bytes at the
 // slowest link's bandwidth, plus 2(n-1) times the slowest link's latency. Seconds.
-double RingAllreduceSeconds(const ClusterTopology& cluster, const std::vector<SlotRef>& ring, double bytes,
+double RingAllreduceSeconds(LinkLookup& links, const std::vector<SlotRef>& ring, double bytes,
                             const UplinkLoad* load = nullptr);
-double PointToPointSeconds(const ClusterTopology& cluster, const SlotRef& a, const SlotRef& b, double bytes,
+double PointToPointSeconds(LinkLookup& links, const SlotRef& a, const SlotRef& b, double bytes,
                            const UplinkLoad* load = nullptr);
 
 }  // namespace gpulaunch

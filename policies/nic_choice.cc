@@ -1,5 +1,6 @@
 #include "policies/nic_choice.h"
 
+#include <functional>
 #include <set>
 #include <unordered_map>
 #include <tuple>
@@ -19,10 +20,16 @@ NicAssigner::NicAssigner(const HostTopology& t) : t_(t), nic_users_(t.nics.size(
     card_.push_back(CardOf(n));
     nic_sites_.push_back(SiteOf(t, n));
   }
+  if (t.nics.empty()) return;  // nothing to choose: no GPU's site is asked for
+  for (const Gpu& g : t.gpus) gpu_sites_.push_back(SiteOf(t, g));
 }
 
 size_t NicAssigner::Choose(const Gpu& gpu) {
-  const DeviceSite gpu_site = SiteOf(t_, gpu);
+  // A GPU of t_.gpus has its site worked out already (std::less: a total
+  // order even for a GPU from elsewhere).
+  const std::less<const Gpu*> before;
+  const bool ours = !t_.gpus.empty() && !before(&gpu, t_.gpus.data()) && before(&gpu, t_.gpus.data() + t_.gpus.size());
+  const DeviceSite gpu_site = ours ? gpu_sites_[static_cast<size_t>(&gpu - t_.gpus.data())] : SiteOf(t_, gpu);
   const auto key = [&](size_t n) {
     return std::make_tuple(PathBetween(t_, gpu_site, nic_sites_[n]), card_users_[card_[n]], nic_users_[n]);
   };
@@ -44,6 +51,24 @@ std::optional<NearestNic> NearestNicOf(const HostTopology& t, const Gpu& gpu) {
   if (t.nics.empty()) return std::nullopt;
   const size_t n = NicAssigner(t).Choose(gpu);
   return NearestNic{n, GpuNicPath(t, gpu, t.nics[n])};
+}
+
+NicAssignerCache::Entry& NicAssignerCache::Of(const HostTopology& t) {
+  auto it = by_topology_.find(&t);
+  if (it == by_topology_.end()) {
+    it = by_topology_.emplace(&t, Entry{NicAssigner(t), std::vector<int>(t.gpus.size(), -2)}).first;
+  }
+  return it->second;
+}
+
+NicAssigner NicAssignerCache::Fresh(const HostTopology& t) { return Of(t).fresh; }
+
+int NicAssignerCache::Nearest(const HostTopology& t, int gpu) {
+  if (t.nics.empty()) return -1;
+  Entry& e = Of(t);
+  int& nearest = e.nearest[static_cast<size_t>(gpu)];
+  if (nearest == -2) nearest = static_cast<int>(NicAssigner(e.fresh).Choose(t.gpus[static_cast<size_t>(gpu)]));
+  return nearest;
 }
 
 namespace {
@@ -93,15 +118,20 @@ void ExplainNics(const ClusterTopology& c, Placement& p) {
   std::vector<std::string> order;                              // answers, first seen first
   std::map<std::string, std::vector<std::string>> hosts;       // answer -> hosts, no repeats
   std::set<std::pair<const std::string*, const std::string*>> seen;  // (answer, host name)
+  std::map<std::tuple<const HostTopology*, int, std::string>, std::string> why_of;
   for (const RankSlot& s : p.ranks) {
     const auto it = by_name.find(s.host);
     if (s.nic.empty() || s.gpus.empty() || it == by_name.end()) continue;
     const HostTopology& t = *it->second.topology;
     if (static_cast<size_t>(s.gpus.front()) >= t.gpus.size()) continue;
-    if (it->second.nics.size() != t.nics.size()) it->second.nics = NicSites(t);
-    std::string why = ExplainAt(t, t.gpus[s.gpus.front()], it->second.nics, s.nic);
-    if (why.empty()) continue;
-    auto [at, added] = hosts.try_emplace(std::move(why));
+    // The same topology, GPU and NIC give the same answer: worked out once.
+    auto [known, fresh] = why_of.try_emplace({&t, s.gpus.front(), s.nic});
+    if (fresh) {
+      if (it->second.nics.size() != t.nics.size()) it->second.nics = NicSites(t);
+      known->second = ExplainAt(t, t.gpus[s.gpus.front()], it->second.nics, s.nic);
+    }
+    if (known->second.empty()) continue;
+    auto [at, added] = hosts.try_emplace(known->second);
     if (added) order.push_back(at->first);
     if (seen.insert({&at->first, &it->first}).second) at->second.push_back(s.host);
   }

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/cluster_topology.h"
@@ -36,6 +37,7 @@ class NicAssigner {
   const HostTopology& t_;
   std::vector<std::string> card_;  // per NIC
   std::vector<DeviceSite> nic_sites_;  // per NIC
+  std::vector<DeviceSite> gpu_sites_;  // per GPU of t_.gpus
   std::vector<int> nic_users_;
   std::map<std::string, int> card_users_;
 };
@@ -47,6 +49,27 @@ struct NearestNic {
   PathType path = PathType::kSys;
 };
 std::optional<NearestNic> NearestNicOf(const HostTopology& t, const Gpu& gpu);
+
+// Fresh NicAssigners and nearest NICs by host topology, for one pass over
+// many hosts that share few topologies (SharedTopology: every node of a
+// synthetic group, every host of one --topology-file): each topology's
+// device sites are worked out once, not once per host. Keyed by address:
+// use one only while the topologies it saw live unchanged.
+class NicAssignerCache {
+ public:
+  // A NicAssigner for a host of topology `t` with no rank counted yet.
+  NicAssigner Fresh(const HostTopology& t);
+  // NearestNicOf(t, t.gpus[gpu])->nic; -1 when the host has no NIC.
+  int Nearest(const HostTopology& t, int gpu);
+
+ private:
+  struct Entry {
+    NicAssigner fresh;
+    std::vector<int> nearest;  // per GPU; -2: not asked yet
+  };
+  Entry& Of(const HostTopology& t);
+  std::unordered_map<const HostTopology*, Entry> by_topology_;
+};
 
 // Why `gpu` got NIC `chosen`: its path type, then the other NICs by type,
 // nearest first: "GPU 2 -> mlx5_3:1: NODE; mlx5_4:1 is NODE too; mlx5_0:1,

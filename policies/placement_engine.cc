@@ -65,13 +65,14 @@ Placement Assemble(const ClusterTopology& c, const JobRequest& r, const std::vec
     s.coords = coords;
     on_host[h].push_back(&s);
   }
+  NicAssignerCache nics;
   for (auto& [h, ranks] : on_host) {
     std::sort(ranks.begin(), ranks.end(), [](const RankSlot* a, const RankSlot* b) { return a->rank < b->rank; });
     for (size_t k = 0; k < ranks.size(); ++k) {
       ranks[k]->local_rank = static_cast<int>(k);
       ranks[k]->local_size = static_cast<int>(ranks.size());
     }
-    FillHostResources(c.hosts[h].topology, ranks, r);
+    FillHostResources(c.hosts[h].topology, ranks, r, nics);
   }
   return p;
 }

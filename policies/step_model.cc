@@ -1,6 +1,10 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "policies/link_model.h"
 #include "policies/placement_engine.h"
@@ -12,15 +16,33 @@ StepModel ModelStep(const Placement& p, const ClusterTopology& c, const JobReque
   auto normalised = Normalise(request, c);
   if (!normalised.ok()) return m;
   const JobRequest& r = *normalised;
-  std::map<std::string, int> index;
-  for (size_t h = 0; h < c.hosts.size(); ++h) index[c.hosts[h].name] = static_cast<int>(h);
+  // The plan's hosts' indices in the cluster, and each (host, NIC name)'s
+  // NIC index, found once: the rings below visit every rank several times.
+  std::unordered_map<std::string_view, int> index;
+  for (const std::string& h : p.hosts) index.emplace(h, -1);
+  for (size_t h = 0; h < c.hosts.size(); ++h)
+    if (const auto it = index.find(c.hosts[h].name); it != index.end() && it->second < 0) it->second = static_cast<int>(h);
+  std::map<std::pair<int, std::string_view>, int> nic_index;
   auto slot = [&](int rank) {
     const RankSlot& s = p.ranks[rank];
-    const int host = index.at(s.host);
+    auto at = index.find(s.host);
+    if (at == index.end()) {  // a rank on a host the plan does not list: looked for once
+      at = index.emplace(s.host, -1).first;
+      for (size_t h = 0; h < c.hosts.size() && at->second < 0; ++h)
+        if (c.hosts[h].name == s.host) at->second = static_cast<int>(h);
+    }
+    if (at->second < 0) throw std::out_of_range("ModelStep: rank " + std::to_string(rank) + "'s host " + s.host + " is not in the cluster");
+    const int host = at->second;
     int nic = -1;
-    const std::vector<Nic>& nics = c.hosts[host].topology->nics;
-    for (size_t n = 0; n < nics.size() && !s.nic.empty(); ++n)
-      if (nics[n].name == s.nic) nic = static_cast<int>(n);
+    if (!s.nic.empty()) {
+      const auto [known, fresh] = nic_index.try_emplace({host, s.nic}, -1);
+      if (fresh) {
+        const std::vector<Nic>& nics = c.hosts[host].topology->nics;
+        for (size_t n = 0; n < nics.size(); ++n)
+          if (nics[n].name == s.nic) known->second = static_cast<int>(n);
+      }
+      nic = known->second;
+    }
     return SlotRef{host, s.gpus.empty() ? -1 : s.gpus.front(), nic};
   };
   // Each kind of group moves its bytes in one phase, every group at once, so
@@ -38,20 +60,22 @@ StepModel ModelStep(const Placement& p, const ClusterTopology& c, const JobReque
     if (coords[kPp] == 0) pipelines.push_back(slots_of(kPp));
     if (coords[kDp] == 0) dp_rings.push_back(slots_of(kDp));
   }
+  LinkLookup links(c);
   UplinkLoad tp_load, pp_load, dp_load;
-  for (const auto& ring : tp_rings) AddRingFlows(c, ring, tp_load);
-  for (const auto& ring : dp_rings) AddRingFlows(c, ring, dp_load);
+  for (const auto& ring : tp_rings) AddRingFlows(links, ring, tp_load);
+  for (const auto& ring : dp_rings) AddRingFlows(links, ring, dp_load);
   for (const auto& stages : pipelines)
-    for (size_t s = 0; s + 1 < stages.size(); ++s) AddFlow(c, stages[s], stages[s + 1], pp_load);
+    for (size_t s = 0; s + 1 < stages.size(); ++s) AddFlow(links, stages[s], stages[s + 1], pp_load);
   for (const auto& ring : tp_rings)
-    m.tp_seconds = std::max(m.tp_seconds, RingAllreduceSeconds(c, ring, r.volume.tp_bytes, &tp_load));
+    m.tp_seconds = std::max(m.tp_seconds, RingAllreduceSeconds(links, ring, r.volume.tp_bytes, &tp_load));
   for (const auto& stages : pipelines) {
     double t = 0;
-    for (size_t s = 0; s + 1 < stages.size(); ++s) t += PointToPointSeconds(c, stages[s], stages[s + 1], r.volume.pp_bytes, &pp_load);
+    for (size_t s = 0; s + 1 < stages.size(); ++s)
+      t += PointToPointSeconds(links, stages[s], stages[s + 1], r.volume.pp_bytes, &pp_load);
     m.pp_seconds = std::max(m.pp_seconds, t);
   }
   for (const auto& ring : dp_rings)
-    m.dp_seconds = std::max(m.dp_seconds, RingAllreduceSeconds(c, ring, r.volume.dp_bytes, &dp_load));
+    m.dp_seconds = std::max(m.dp_seconds, RingAllreduceSeconds(links, ring, r.volume.dp_bytes, &dp_load));
   std::set<std::string> switches;
   for (const std::string& h : p.hosts)
     for (const NetworkSwitch* s : c.network.PathOf(h)) switches.insert(s->name);

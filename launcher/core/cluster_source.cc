@@ -98,18 +98,18 @@ std::vector<std::string> LinkSourceNotes(const ClusterTopology& c, const std::ve
   if (hosts.size() < 2) return {};
   std::vector<std::string> notes;
   const size_t pairs = hosts.size() * (hosts.size() - 1) / 2;
-  const auto missing = c.links.Missing(hosts);
+  const LinkTable::MissingPairs missing = c.links.Missing(hosts, 4);
   const std::string from = c.links.origin.empty() ? "" : " (" + c.links.origin + ", " + c.links.measured_at + ")";
-  if (missing.size() == pairs) {
+  if (missing.count == pairs) {
     notes.push_back("links between hosts: nominal figures (none measured: `gpulaunch linkcheck --hosts LIST --concurrent` "
                     "saves them)");
-  } else if (missing.empty()) {
+  } else if (missing.count == 0) {
     notes.push_back("links between hosts: measured, all " + std::to_string(pairs) + " pairs" + from);
   } else {
     std::vector<std::string> names;
-    for (const auto& [a, b] : missing) names.push_back(a + "-" + b);
-    if (names.size() > 4) names.resize(4), names.push_back("...");
-    notes.push_back("links between hosts: measured for " + std::to_string(pairs - missing.size()) + " of " +
+    for (const auto& [a, b] : missing.first) names.push_back(a + "-" + b);
+    if (missing.count > missing.first.size()) names.push_back("...");
+    notes.push_back("links between hosts: measured for " + std::to_string(pairs - missing.count) + " of " +
                     std::to_string(pairs) + " pairs" + from + "; nominal for " + Join(names, ", "));
   }
   if (!c.links.leaves.empty()) {

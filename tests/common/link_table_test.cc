@@ -39,9 +39,33 @@ TEST(LinkTable, APairMeasuredBothWaysKeepsTheSlowerDirection) {
 
 TEST(LinkTable, NamesThePairsItHasNotMeasured) {
   const LinkTable t = TwoLeaves();
-  const auto missing = t.Missing({"node1", "node2", "node3"});
-  ASSERT_EQ(missing.size(), 1u);
-  EXPECT_EQ(missing[0], std::make_pair(std::string("node2"), std::string("node3")));
+  const auto missing = t.Missing({"node1", "node2", "node3"}, 4);
+  EXPECT_EQ(missing.count, 1u);
+  ASSERT_EQ(missing.first.size(), 1u);
+  EXPECT_EQ(missing.first[0], std::make_pair(std::string("node2"), std::string("node3")));
+  // Pairs of hosts the table does not know at all count; the list stops at its limit.
+  const auto more = t.Missing({"node1", "node2", "node3", "node9", "node8"}, 2);
+  EXPECT_EQ(more.count, 10u - t.pairs.size());
+  ASSERT_EQ(more.first.size(), 2u);
+  EXPECT_EQ(more.first[0], std::make_pair(std::string("node1"), std::string("node9")));
+  EXPECT_EQ(more.first[1], std::make_pair(std::string("node1"), std::string("node8")));
+  EXPECT_EQ(LinkTable().Missing({"a", "b", "c"}, 1).count, 3u);
+  EXPECT_EQ(t.Missing({"node1"}, 4).count, 0u);
+}
+
+// A plan over many hosts asks about millions of pairs: the answer is counted
+// from the table, with only the listed pairs built.
+TEST(LinkTable, CountsTheMissingPairsOfManyHostsWithoutListingThem) {
+  std::vector<std::string> hosts;
+  for (int h = 0; h < 20000; ++h) hosts.push_back("n" + std::to_string(h));
+  LinkTable t;
+  t.AddPair("n0", "n1", {1, 1});
+  t.AddPair("n5", "n7", {1, 1});
+  t.AddPair("n5", "elsewhere", {1, 1});
+  const auto missing = t.Missing(hosts, 3);
+  EXPECT_EQ(missing.count, 20000u * 19999u / 2 - 2);
+  ASSERT_EQ(missing.first.size(), 3u);
+  EXPECT_EQ(missing.first[0].second, "n2");  // n0-n1 is measured
 }
 
 TEST(LinkTable, NewerMeasurementsReplaceOlderOnes) {

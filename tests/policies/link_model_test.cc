@@ -46,19 +46,42 @@ TEST(LinkModel, MeasuredFiguresReplaceNominalOnes) {
 
 TEST(LinkModel, FlowsAtOnceShareAMeasuredUplink) {
   const ClusterTopology c = TwoLeaves();
+  LinkLookup links(c);
   UplinkLoad one, two, inside;
-  AddFlow(c, {0}, {2}, one);
-  EXPECT_EQ(LoadedCost(c, {0}, {2}, &one).gbps, 0.0025);  // alone: the pair's own figure
-  AddFlow(c, {0}, {2}, two);
-  AddFlow(c, {1}, {3}, two);
-  EXPECT_EQ(two.up.at("leafA"), 2);
-  EXPECT_EQ(two.down.at("leafB"), 2);
-  EXPECT_DOUBLE_EQ(LoadedCost(c, {0}, {2}, &two).gbps, 0.00125);  // half the uplink each
-  EXPECT_STREQ(LoadedCost(c, {0}, {2}, &two).cls, "shared uplink");
-  AddFlow(c, {0}, {1}, inside);  // under one leaf: no uplink
+  AddFlow(links, {0}, {2}, one);
+  EXPECT_EQ(LoadedCost(links, {0}, {2}, &one).gbps, 0.0025);  // alone: the pair's own figure
+  AddFlow(links, {0}, {2}, two);
+  AddFlow(links, {1}, {3}, two);
+  const MeasuredLeaf* leaf_a = &c.links.leaves[0];
+  const MeasuredLeaf* leaf_b = &c.links.leaves[1];
+  EXPECT_EQ(two.up.at(leaf_a), 2);
+  EXPECT_EQ(two.down.at(leaf_b), 2);
+  EXPECT_DOUBLE_EQ(LoadedCost(links, {0}, {2}, &two).gbps, 0.00125);  // half the uplink each
+  EXPECT_STREQ(LoadedCost(links, {0}, {2}, &two).cls, "shared uplink");
+  AddFlow(links, {0}, {1}, inside);  // under one leaf: no uplink
   EXPECT_TRUE(inside.up.empty());
   // The reverse direction has its own capacity.
-  EXPECT_EQ(LoadedCost(c, {2}, {0}, &two).gbps, 0.0025);
+  EXPECT_EQ(LoadedCost(links, {2}, {0}, &two).gbps, 0.0025);
+}
+
+// The lookup remembers what it found by host index: asked again, in either
+// order, it gives the figures a fresh lookup of the same cluster gives.
+TEST(LinkModel, TheLookupAnswersAsTheTableAndTreeDo) {
+  const ClusterTopology c = TwoLeaves();
+  LinkLookup links(c);
+  for (int round = 0; round < 2; ++round) {
+    for (int a = 0; a < 4; ++a) {
+      EXPECT_EQ(links.LeafOf(a), c.links.LeafOf(c.hosts[a].name)) << a;
+      for (int b = 0; b < 4; ++b) {
+        if (a == b) continue;
+        EXPECT_EQ(links.MeasuredPair(a, b), c.links.Pair(c.hosts[a].name, c.hosts[b].name)) << a << "," << b;
+        EXPECT_EQ(links.SwitchesBetween(a, b), c.network.SwitchesBetween(c.hosts[a].name, c.hosts[b].name));
+        EXPECT_EQ(CostBetween(links, {a}, {b}).gbps, CostBetween(c, {a}, {b}).gbps);
+      }
+    }
+  }
+  EXPECT_EQ(links.SwitchesBetween(0, 2), 3);  // across the spine
+  EXPECT_EQ(links.LeafOf(0), &c.links.leaves[0]);
 }
 
 // The measured case of issue 44: TP groups across the uplink cost 2.6x

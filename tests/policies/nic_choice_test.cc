@@ -168,6 +168,32 @@ TEST(NicChoice, SpreadsOverCardsNotOverPortsOfOneCard) {
   EXPECT_EQ(t.nics[a.Choose(t.gpus[1])].name, "mlx5_2:1");
 }
 
+// The cache's assigners start with no rank counted, whichever host had one
+// before, and its nearest NIC is NearestNicOf's; a GPU not of the assigner's
+// topology (a copy) is still placed by its own site.
+TEST(NicChoice, TheCacheGivesFreshAssignersAndTheNearestNics) {
+  HostTopology t = Sockets(2, 4);
+  AddGpu(t, GpuAt(t, 0, {"hb0", "rp0"}));
+  AddGpu(t, GpuAt(t, 5, {"hb5", "rp5"}));
+  AddGpu(t, GpuAt(t, 6, {"hb6", "rp6"}));
+  t.nics.push_back(NicAt(t, "mlx5_0:1", "0000:1a:00.0", 2, {"hb2", "rp2"}));
+  t.nics.push_back(NicAt(t, "mlx5_2:1", "0000:9a:00.0", 7, {"hb7", "rp7"}));
+  t.nics.push_back(NicAt(t, "mlx5_3:1", "0000:9b:00.0", 6, {"hb7", "rp8"}));
+  NicAssignerCache cache;
+  for (int host = 0; host < 3; ++host) {
+    NicAssigner a = cache.Fresh(t);
+    EXPECT_EQ(t.nics[a.Choose(t.gpus[1])].name, "mlx5_2:1") << host;
+    EXPECT_EQ(t.nics[a.Choose(t.gpus[2])].name, "mlx5_3:1") << host;  // the other card of package 1
+    EXPECT_EQ(t.nics[a.Choose(t.gpus[0])].name, "mlx5_0:1") << host;
+  }
+  for (int g = 0; g < 3; ++g) EXPECT_EQ(cache.Nearest(t, g), static_cast<int>(NearestNicOf(t, t.gpus[g])->nic)) << g;
+  const Gpu elsewhere = t.gpus[0];  // same site, not an element of t.gpus
+  EXPECT_EQ(t.nics[cache.Fresh(t).Choose(elsewhere)].name, "mlx5_0:1");
+  HostTopology no_nics = Sockets(1, 1);
+  AddGpu(no_nics, GpuAt(no_nics, 0, {"hb0", "rp0"}));
+  EXPECT_EQ(cache.Nearest(no_nics, 0), -1);
+}
+
 TEST(NicChoice, ACardWithoutABusIdIsItsDeviceName) {
   Nic n;
   n.name = "mlx5_4:2";
