@@ -6,13 +6,12 @@
 # following a link or reusing a file planted beside it (docs/security.md).
 # Usage: bounded_inputs_test.sh BIN_DIR SRC_DIR
 set -uo pipefail
-BIN=${1:?usage: bounded_inputs_test.sh BIN_DIR SRC_DIR}
+BIN=$(cd "${1:?usage: bounded_inputs_test.sh BIN_DIR SRC_DIR}" && pwd) || exit 2
 SRC=${2:?usage: bounded_inputs_test.sh BIN_DIR SRC_DIR}
 GL=$BIN/gpulaunch
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-passed=0; failed=0
-check() { if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); else echo "FAIL - $1 (got '$2', want '$3')"; failed=$((failed + 1)); fi; }
+. "$(dirname "$0")/test_lib.sh"
 
 # Runs gpulaunch under a 1 GiB address-space limit and 10 s: prints its exit
 # code (124: still reading after 10 s).
@@ -62,5 +61,4 @@ check "... the cluster file replaced the link" "$(stat -c %F "$OUT/cluster.json"
 ln -s "$WORK/victim" "$OUT/job.sbatch"
 "$GL" submit --script "$OUT/job.sbatch" --dry-run -N 1 -n 1 -- /bin/true > /dev/null 2>&1
 check "submit --script onto a link: the link's target is untouched" "$(sha256sum "$WORK/victim")" "$before"
-echo "bounded_inputs: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish "bounded_inputs"

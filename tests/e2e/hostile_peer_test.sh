@@ -11,7 +11,7 @@
 # welcomed as a rank. Needs root (to make the user); exits 77 otherwise.
 # Usage: hostile_peer_test.sh BIN_DIR
 set -uo pipefail
-BIN=${1:?usage: hostile_peer_test.sh BIN_DIR}
+BIN=$(cd "${1:?usage: hostile_peer_test.sh BIN_DIR}" && pwd) || exit 2
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 GL=$BIN/gpulaunch
 if [ "$(id -u)" -ne 0 ] || ! command -v useradd > /dev/null || ! command -v python3 > /dev/null; then
@@ -32,8 +32,7 @@ trap cleanup EXIT
 useradd -M -s /usr/sbin/nologin "$ATTACKER" || { echo "hostile_peer: useradd failed"; exit 1; }
 cp "$SRC/tests/e2e/hostile/attack_control.py" "$WORK/attack.py"
 chmod 755 "$WORK/attack.py"
-passed=0; failed=0
-check() { if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); else echo "FAIL - $1 (got '$2', want '$3')"; failed=$((failed + 1)); fi; }
+. "$(dirname "$0")/test_lib.sh"
 
 # A process of root's that the attacker would like killed.
 setsid sleep 1000 < /dev/null > /dev/null 2>&1 &
@@ -140,5 +139,4 @@ if [ -n "${GL_RIG:-}" ] && [ -f "$GL_RIG/ssh/ssh_config" ] && ip netns list 2> /
 else
   echo "hostile_peer: the namespace rig is not up; the two-host cases were skipped"
 fi
-echo "hostile_peer: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish "hostile_peer"

@@ -4,12 +4,11 @@
 # loopback (server and client on this host, forced to tcp) must report one.
 # Usage: linkcheck_local_test.sh BIN_DIR
 set -uo pipefail
-BIN=${1:?usage: linkcheck_local_test.sh BIN_DIR}
+BIN=$(cd "${1:?usage: linkcheck_local_test.sh BIN_DIR}" && pwd) || exit 2
 WORK=$(mktemp -d)
 server=
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$WORK"' EXIT
-passed=0; failed=0
-check() { if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); else echo "FAIL - $1 (got '$2', want '$3')"; failed=$((failed + 1)); fi; }
+. "$(dirname "$0")/test_lib.sh"
 
 check "gpulaunch itself links no UCX library" "$(readelf -d "$BIN/gpulaunch" | grep -c 'libuc[pst]')" 0
 check "gpulaunch-linkcheck does" "$(readelf -d "$BIN/gpulaunch-linkcheck" | grep -c 'libucp')" 1
@@ -39,5 +38,4 @@ server=
 check "... one link over tcp with a latency" \
   "$(python3 -c "import json; l = json.load(open('$WORK/link.json'))['links']; print(len(l), l[0]['latency']['one_way_median_us'] > 0)")" \
   "1 True"
-echo "linkcheck_local: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish "linkcheck_local"

@@ -4,20 +4,13 @@
 # Needs GL_RIG (the rig's scratch dir) and GL_NSP (its namespace prefix);
 # exits 77 (skipped) when the rig is not up. Usage: multihost_test.sh BIN_DIR
 set -uo pipefail
-BIN=${1:?usage: multihost_test.sh BIN_DIR}
+BIN=$(cd "${1:?usage: multihost_test.sh BIN_DIR}" && pwd) || exit 2  # absolute: nsenter -m starts in /
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-NSP=${GL_NSP:-glr}
-if [ -z "${GL_RIG:-}" ] || [ ! -f "$GL_RIG/ssh/ssh_config" ] || ! ip netns list 2>/dev/null | grep -q "^${NSP}n1"; then
-  echo "multihost: netns rig not up (run .ci/rig/netns-up.sh and set GL_RIG); skipped"
-  exit 77
-fi
+. "$(dirname "$0")/test_lib.sh"
+need_netns_rig multihost
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-passed=0; failed=0
-ok() { echo "ok   - $1"; passed=$((passed + 1)); }
-bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
-check() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1 (got '$2', want '$3')"; fi; }
-
+  # absolute: nsenter -m starts in /
 # Runs a command on node1 (its own UTS name) with the rig's ssh settings.
 # ssh_extra: more ssh options for one call (the rig's config has ConnectTimeout 5).
 # XDG_STATE_HOME: linkcheck saves its link file there (never in the user's
@@ -26,7 +19,7 @@ on_node1() {
   XDG_STATE_HOME=$WORK/state OMPI_MCA_plm_rsh_agent=ssh OMPI_MCA_plm_rsh_args="-F $GL_RIG/ssh/ssh_config ${ssh_extra:-}" \
     ip netns exec "${NSP}n1" unshare --uts sh -c 'hostname node1; exec "$@"' sh "$@"
 }
-
+  # absolute: nsenter -m starts in /
 # Compares every rank's env_dump line with the plan printed by --dry-run.
 verify_against_plan() {
   local what=$1 plan=$2 out=$3
@@ -45,14 +38,14 @@ verify_against_plan() {
   check "$what: every rank on its planned host, local rank, plan hash and -x FOO" "$mismatches" ""
   check "$what: ranks span 4 hosts" "$(grep -o 'host=node[0-9]' "$out" | sort -u | wc -l)" 4
 }
-
+  # absolute: nsenter -m starts in /
 # 1. --host
 args=(--allow-run-as-root -H node1:4,node2:4,node3:4,node4:4 -x FOO=bar)
 on_node1 "$BIN/gpulaunch" --dry-run "${args[@]}" "$BIN/env_dump" > "$WORK/plan-host" 2>&1
 on_node1 "$BIN/gpulaunch" "${args[@]}" "$BIN/env_dump" > "$WORK/out-host" 2>&1
 check "--host: exit 0" "$?" 0
 verify_against_plan "--host" "$WORK/plan-host" "$WORK/out-host"
-
+  # absolute: nsenter -m starts in /
 # 1a. Hosts named by an alias (nodeI-ib in the rig's /etc/hosts, not the
 #     hosts' own names): each rank's shim looks the name up (getent, as the
 #     static shim resolves no names itself) and finds it is its own host.
@@ -65,7 +58,7 @@ check "--host with aliases: 12 ranks planned on an alias" \
 # A rank reports its host's own name (nodeI), the plan the alias (nodeI-ib).
 sed -E 's/(node[0-9])-ib/\1/g' "$WORK/plan-alias" > "$WORK/plan-alias-names"
 verify_against_plan "--host with aliases" "$WORK/plan-alias-names" "$WORK/out-alias"
-
+  # absolute: nsenter -m starts in /
 # 2. --hostfile (Slurm hostlist + Open MPI slots form, with a comment)
 printf '# the rig\nnode[1-4] slots=4\n' > "$WORK/hosts"
 args=(--allow-run-as-root --hostfile "$WORK/hosts" -x FOO=bar)
@@ -73,7 +66,7 @@ on_node1 "$BIN/gpulaunch" --dry-run "${args[@]}" "$BIN/env_dump" > "$WORK/plan-f
 on_node1 "$BIN/gpulaunch" "${args[@]}" "$BIN/env_dump" > "$WORK/out-file" 2>&1
 check "--hostfile: exit 0" "$?" 0
 verify_against_plan "--hostfile" "$WORK/plan-file" "$WORK/out-file"
-
+  # absolute: nsenter -m starts in /
 # 2a. Remote topologies are cached on node1 (its own folder here): a launch
 #     that cannot run the probe still gets them; a host that changed since
 #     (a new network interface on node3) is found before any rank runs, and
@@ -110,7 +103,7 @@ check "cache: node3 changed and the hosts cannot be discovered again -> exit 125
 check "... no rank ran" "$(ranks_seen unconfirmed)" 0
 check "... the discovery failure is named" \
   "$(grep -c 'could not discover the topology of node2, node3, node4' "$WORK/cache-unconfirmed.err")" 1
-
+  # absolute: nsenter -m starts in /
 # 2b. Discovering remote hosts as root without --allow-run-as-root: the root
 #     cause (mpirun refuses root) comes first, for plan and slurm-config alike,
 #     and both take --allow-run-as-root.
@@ -124,11 +117,11 @@ for name in plan slurm-config; do
   on_node1 "$BIN/gpulaunch" "${cmd[@]}" -H node2,node3 --allow-run-as-root > "$WORK/root.out" 2>&1
   check "$name -H --allow-run-as-root: exit 0" "$?" 0
 done
-
+  # absolute: nsenter -m starts in /
 # 3. A real MPI job across hosts (Allreduce over TCP between namespaces).
 on_node1 "$BIN/gpulaunch" --allow-run-as-root --hostfile "$WORK/hosts" "$BIN/rank_report" > "$WORK/mpi" 2>&1
 check "MPI allreduce across 4 hosts" "$(grep -c 'rank_report: 16 ranks, allreduce ok, 0 problem' "$WORK/mpi")" 1
-
+  # absolute: nsenter -m starts in /
 # 3b. A model cut into two pipeline stages on two machines gives the one-machine
 #     output exactly; so does training over 4 hosts (dp=2, pp=2).
 on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:1 "$BIN/transformer_infer" --output "$WORK/infer1.bin" \
@@ -143,7 +136,7 @@ on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:1,node2:1,node3:1,node4:1
   --layout dp=2,pp=2 --loss-log "$WORK/train4.loss" --weights-out "$WORK/train4.w" > /dev/null 2>&1
 check "training, dp=2 pp=2 on 4 hosts: same loss log and weights as one process" \
   "$(cmp -s "$WORK/train1.loss" "$WORK/train4.loss" && cmp -s "$WORK/train1.w" "$WORK/train4.w" && echo same)" same
-
+  # absolute: nsenter -m starts in /
 # 3c. With a network tree (--network: node1+node2 under one leaf, node3+node4
 #     under another), every rank learns its leaf switch and the deterministic
 #     reductions climb hosts, then switches: the same bits as one process
@@ -163,12 +156,12 @@ on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:2,node2:2,node3:2,node4:2
   --weights-out "$WORK/train8.w" > "$WORK/train8.log" 2>&1
 check "training, dp=8 over 2 leaf switches: same loss log and weights as one process" \
   "$(cmp -s "$WORK/train1m8.loss" "$WORK/train8.loss" && cmp -s "$WORK/train1m8.w" "$WORK/train8.w" && echo same)" same
-
+  # absolute: nsenter -m starts in /
 # 4. A remote rank's exit code is the job's.
 on_node1 "$BIN/gpulaunch" --allow-run-as-root --hostfile "$WORK/hosts" "$BIN/rank_report" --quiet \
   --exit-rank 9 --exit-code 5 > /dev/null 2>&1
 check "rank 9 on node3 exits 5 -> gpulaunch exits 5" "$?" 5
-
+  # absolute: nsenter -m starts in /
 # 5. A remote rank killed by SIGKILL: 137, and no rank left on any host.
 marker="gl-multihost-$$"
 on_node1 "$BIN/gpulaunch" --allow-run-as-root --hostfile "$WORK/hosts" "$BIN/env_dump" --kill-self 13 \
@@ -182,7 +175,7 @@ for _ in $(seq 1 40); do
   sleep 0.5
 done
 check "no rank left behind on any host" "$left" 0
-
+  # absolute: nsenter -m starts in /
 # 5b. kill -9 of one rank from outside, 16 ranks on 4 hosts: gpulaunch exits
 #     137 naming it, and the job is gone on every host (the ranks wait for
 #     ever: only the teardown ends them) soon after the kill grace (3 s; the
@@ -226,7 +219,7 @@ kill -USR1 "$b_pid"
 wait "$other"
 check "SIGUSR1 to the other job's gpulaunch: exit 0" "$?" 0
 check "... seen by all 16 ranks on the 4 hosts" "$(ls "$WORK/b" | grep -c '^SIGUSR1')" 16
-
+  # absolute: nsenter -m starts in /
 # 5c. A host that vanishes mid-job (node4's link cut, its processes still
 #     running): gpulaunch sees node4's ranks lost within ~6 s, stops the rest,
 #     names node4 and exits; node4's ranks stop themselves once they lose
@@ -259,7 +252,7 @@ check "... the root cause: a rank on node4 vanished" \
   "$(grep -c 'gpulaunch: rank 1[2-5] on node4 (pid [0-9]*) vanished without a report' "$WORK/v.err")" 1
 check "... every rank on every host gone within 25 s, node4's included (took ${gone_after} s)" \
   "$([ "$left" -eq 0 ] && [ "$gone_after" -le 25 ] && echo yes)" yes
-
+  # absolute: nsenter -m starts in /
 # 5e. Ranks that never check in: node4 may reach node1 only for ssh and Open
 #     MPI's daemon port (made static here), so its shims cannot reach
 #     gpulaunch; --startup-timeout stops the job and names the missing ranks.
@@ -290,7 +283,7 @@ if command -v iptables > /dev/null; then
 else
   echo "skip - startup timeout with a firewalled host: iptables is not installed"
 fi
-
+  # absolute: nsenter -m starts in /
 # 5d. restart:1 after a planted host failure (every rank on node2 dies at
 #     step 1): the job runs again without node2, resumes from its checkpoint
 #     and ends with the weights and loss log of the uninterrupted run.
@@ -309,7 +302,7 @@ check "... on node1 and node3" "$(grep -o '"host":"node[1-4]"' "$WORK/restart.js
 check "... resumed from the checkpoint" "$(grep -c 'resuming after step 0' "$WORK/restart.err")" 1
 check "... final weights and loss log equal the uninterrupted run" \
   "$(cmp -s "$WORK/clean.w" "$WORK/resumed.w" && cmp -s "$WORK/clean.loss" "$WORK/resumed.loss" && echo same)" same
-
+  # absolute: nsenter -m starts in /
 # 5f. gpulaunch nodes: the 4 hosts' table; with node4's sshd frozen, node4 is
 #     shown down within the budget, with the reason, and the others online.
 #     The budget is what a healthy host gets to answer through ssh and mpirun
@@ -358,7 +351,7 @@ check "nodes --watch: 2 rounds, exit 1 after the second" "$code:$(grep -c 'HOST'
 check "... node4 online in round 1, suspect in round 2 with the reason" \
   "$(grep -oE '^node4 +(online|suspect)' "$WORK/watch.txt" | awk '{print $2}' | tr '\n' ' ')/$(grep -c "missed 1 round (no answer within --budget $budget s)" "$WORK/watch.txt")" \
   "online suspect /1"
-
+  # absolute: nsenter -m starts in /
 # 5g. gpulaunch check --storage: a directory every host shares passes on all 4;
 #     with a tmpfs mounted over it in node3's mount namespace only (node3's
 #     sshd, and so everything mpirun starts there, runs in its own), node3
@@ -379,7 +372,7 @@ check "check --storage with node3 on its own directory: exit 1" "$code" 1
 check "... node3 named, with what it does not see" \
   "$(grep -c 'check --storage: node3: does not see the files of node1, node2, node4; node1, node2, node4 do not see its file' "$WORK/storage-bad.txt")" 1
 check "... node1, node2, node4 pass" "$(grep -cE '^node[124] +ok ' "$WORK/storage-bad.txt")" 3
-
+  # absolute: nsenter -m starts in /
 # 5h. gpulaunch check (pre-flight): the 4 hosts pass and a baseline is saved;
 #     then one fault planted per host, each named on its host alone: node1's
 #     clock source 5 s ahead (the local probe inherits the test hook), the
@@ -423,7 +416,7 @@ check "... node4: unreachable within the budget" \
   "$(grep -c "check: node4: reach: no answer within --budget $budget s" "$WORK/preflight-bad.txt")" 1
 check "... each host fails only its own check" "$(grep -c '^gpulaunch: check: ' "$WORK/preflight-bad.txt")" 4
 check "... --compare names node3's MTU change" "$(grep -c 'node3: mtu eth0 1500 -> 1400' "$WORK/preflight-bad.txt")" 1
-
+  # absolute: nsenter -m starts in /
 # 5i. gpulaunch linkcheck over UCX, forced to tcp (between namespaces of one
 #     machine UCX would use shared memory): a ring over the 4 hosts, each link
 #     on tcp/eth0 with sane figures, saved as a baseline; then node3's egress
@@ -442,7 +435,7 @@ ip netns exec "${NSP}n3" tc qdisc del dev eth0 root
 check "linkcheck with node3 limited to 100 Mbit/s: exit 1" "$code" 1
 check "... node3 -> node4's bandwidth flagged against the baseline" \
   "$(grep -cE 'linkcheck: node3 -> node4: bandwidth [14] MiB 0\.[0-9]+ Gbps, [0-9]+% below' "$WORK/links-slow.txt")" 2
-
+  # absolute: nsenter -m starts in /
 # 5i'. check --links: after the checks, the links between the 4 hosts are
 #     measured (pairs, each host's shared memory, flows at once) and saved
 #     where launches read them. (Leaves are asserted on the shaped rig, in
@@ -454,7 +447,7 @@ check "... the link file holds the 6 pairs and the 4 hosts' shared memory" \
   "$(python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); print(len(t["pairs"]), len(t["shared_memory"]))' \
      "$WORK/measured-links.json" 2>&1)" "6 4"
 check "... and the report says where" "$(grep -c "^links saved to $WORK/measured-links.json" "$WORK/check-links.txt")" 1
-
+  # absolute: nsenter -m starts in /
 # 5j. An MPICH program over ssh: auto picks MPICH's Hydra (the program links
 #     libmpich.so.12), which starts Hydra's proxies on the 4 hosts through ssh
 #     (the rig's config through HYDRA_LAUNCHER_EXEC, as a site would set its
@@ -514,15 +507,15 @@ if command -v mpiexec.hydra > /dev/null && [ -x "$BIN/mpi_hello_mpich" ]; then
   nsenter -t "$sshd2" -m umount "$WORK/mpibin"
   check "check --binary with node2's copy linking Open MPI: exit 1, node2 named alone" \
     "$code:$(grep -c '^node2: binary: .*MPI Open MPI (libmpi.so.40) here, MPICH ABI .* on node1, node3, node4$' \
-      "$WORK/check-mpi-bad.txt"):$(grep -c '^node[134]: binary: .*FAIL\|^node[134]: binary: .* here' "$WORK/check-mpi-bad.txt")" "1:1:0"
+      "$WORK/check-mpi-bad.txt"):$(grep -c '^node[134]: binary: .*FAIL\|^node[134]: binary: .* here' "$WORK/check-mpi-bad.txt")" "1:1:0" ||
+    sed 's/^/    | /' "$WORK/check-mpi-bad.txt"
 else
   echo "skip - MPICH over ssh (mpiexec.hydra or mpi_hello_mpich missing: apt-get install mpich libmpich-dev)"
 fi
-
+  # absolute: nsenter -m starts in /
 # 6. An unknown host is a usage error and starts nothing.
 on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:2,node9:2 "$BIN/env_dump" > "$WORK/unknown" 2>&1
 check "unknown host -> exit 2" "$?" 2
 check "unknown host named" "$(grep -c "unknown host 'node9'" "$WORK/unknown")" 1
-
-echo "multihost: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+  # absolute: nsenter -m starts in /
+finish "multihost"

@@ -13,13 +13,10 @@
 # (docs/benchmarks.md); asserts neither. Needs GL_RIG and GL_NSP; exits 77
 # (skipped) when the rig is not up. Usage: scale_multihost_test.sh BIN_DIR
 set -uo pipefail
-BIN=${1:?usage: scale_multihost_test.sh BIN_DIR}
-NSP=${GL_NSP:-glr}
+BIN=$(cd "${1:?usage: scale_multihost_test.sh BIN_DIR}" && pwd) || exit 2
 RANKS=${GL_SCALE_RANKS:-2048}
-if [ -z "${GL_RIG:-}" ] || [ ! -f "$GL_RIG/ssh/ssh_config" ] || ! ip netns list 2>/dev/null | grep -q "^${NSP}n1"; then
-  echo "multihost_scale: netns rig not up (run .ci/rig/netns-up.sh and set GL_RIG); skipped"
-  exit 77
-fi
+. "$(dirname "$0")/test_lib.sh"
+need_netns_rig multihost_scale
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 per=$((RANKS / 4))

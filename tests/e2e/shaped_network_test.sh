@@ -17,22 +17,15 @@
 # their alone rate), which no uplink explains.
 # Needs GL_RIG and GL_NSP as multihost_test.sh; exits 77 when the rig is not up.
 set -uo pipefail
-BIN=${1:?usage: shaped_network_test.sh BIN_DIR}
+BIN=$(cd "${1:?usage: shaped_network_test.sh BIN_DIR}" && pwd) || exit 2
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-NSP=${GL_NSP:-glr}
-if [ -z "${GL_RIG:-}" ] || [ ! -f "$GL_RIG/ssh/ssh_config" ] || ! ip netns list 2>/dev/null | grep -q "^${NSP}n1"; then
-  echo "shaped_network: netns rig not up (run .ci/rig/netns-up.sh and set GL_RIG); skipped"
-  exit 77
-fi
+. "$(dirname "$0")/test_lib.sh"
+need_netns_rig shaped_network
 UPLINK=${GL_SHAPE_UPLINK_MBIT:-20}
 PORT=${GL_SHAPE_PORT_MBIT:-80}
 WORK=$(mktemp -d)
 shape() { RIG=$GL_RIG NSP=$NSP "$SRC/.ci/rig/shape-two-leaf.sh" "$@" >/dev/null; }
 trap 'shape --flat; rm -rf "$WORK"' EXIT
-passed=0; failed=0
-ok() { echo "ok   - $1"; passed=$((passed + 1)); }
-bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
-check() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1 (got '$2', want '$3')"; fi; }
 on_node1() {
   XDG_STATE_HOME=$WORK/state OMPI_MCA_plm_rsh_agent=ssh OMPI_MCA_plm_rsh_args="-F $GL_RIG/ssh/ssh_config" \
     ip netns exec "${NSP}n1" unshare --uts sh -c 'hostname node1; exec "$@"' sh "$@"
@@ -118,5 +111,4 @@ check "cross-leaf bytes of gpulaunch's plan at most a third of the forced plan's
 check "both plans give the same weights" \
   "$(grep -ho 'weights sha256 [0-9a-f]*' "$WORK/chosen.out" "$WORK/forced.out" | sort -u | wc -l)" 1
 
-echo "shaped_network: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish "shaped_network"

@@ -4,7 +4,7 @@
 # `gpulaunch slurm-config`). Needs GL_SLURM_CLUSTER_CONF (its slurm.conf)
 # and GL_NSP; exits 77 (skipped) without them. Usage: BIN_DIR
 set -uo pipefail
-BIN=$(cd "${1:?usage: slurm_cluster_test.sh BIN_DIR}" && pwd)
+BIN=$(cd "${1:?usage: slurm_cluster_test.sh BIN_DIR}" && pwd) || exit 2
 NSP=${GL_NSP:-glr}
 if [ -z "${GL_SLURM_CLUSTER_CONF:-}" ] || ! ip netns list 2>/dev/null | grep -q "^${NSP}n1"; then
   echo "slurm cluster: rig not up (netns-up.sh, slurm-cluster-up.sh, GL_SLURM_CLUSTER_CONF); skipped"
@@ -14,11 +14,7 @@ GL_SLURM_CLUSTER_GPU_XML=${GL_SLURM_CLUSTER_GPU_XML:-$(dirname "$GL_SLURM_CLUSTE
 TEMPLATE=$(cd "$(dirname "$0")/../../slurm" && pwd)/gpulaunch.sbatch
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-passed=0; failed=0
-check() {  # returns 1 on a failure, so a caller can show what it has (check ... || tail FILE)
-  if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); return 0; fi
-  echo "FAIL - $1 (got '$2', want '$3')"; failed=$((failed + 1)); return 1
-}
+. "$(dirname "$0")/test_lib.sh"
 # Runs a Slurm client on node1. The namespace "nodes" share /tmp and
 # /dev/shm, where Open MPI keeps its shared-memory backing files: now and
 # then a rank failed there (open: ENOENT) and segfaulted, so MPI between
@@ -289,5 +285,4 @@ else
     cat "$WORK/hard.err"
 fi
 
-echo "slurm cluster: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish "slurm cluster"

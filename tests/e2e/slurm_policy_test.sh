@@ -8,7 +8,7 @@
 # answer (squeue, sacct, sacctmgr, scontrol). Exits 77 (skipped, with the
 # reason) without the cluster or without accounting. Usage: BIN_DIR
 set -uo pipefail
-BIN=$(cd "${1:?usage: slurm_policy_test.sh BIN_DIR}" && pwd)
+BIN=$(cd "${1:?usage: slurm_policy_test.sh BIN_DIR}" && pwd) || exit 2
 # shellcheck source=slurm_accounting_lib.sh
 . "$(dirname "$0")/slurm_accounting_lib.sh"
 need_cluster_with_accounting "slurm policy"
@@ -16,11 +16,7 @@ WORK=$(mktemp -d)
 chmod 755 "$WORK"
 TA=pta$$ TB=ptb$$ TC=ptc$$  # the teams (Slurm accounts; TC only for a while)
 UA=gla$$ UB=glb$$            # one user each
-passed=0; failed=0
-check() {  # returns 1 on a failure, so a caller can show what it has
-  if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); return 0; fi
-  echo "FAIL - $1 (got '$2', want '$3')"; failed=$((failed + 1)); return 1
-}
+. "$(dirname "$0")/test_lib.sh"
 on1() { ip netns exec "${NSP}n1" env SLURM_CONF="$GL_SLURM_CLUSTER_CONF" "$@"; }
 as() { local u=$1; shift; ip netns exec "${NSP}n1" runuser -u "$u" -- env SLURM_CONF="$GL_SLURM_CLUSTER_CONF" "$@"; }
 submit() {  # USER SBATCH-ARGS...: the job id, or nothing when refused (the refusal in $WORK/refused)
@@ -229,5 +225,4 @@ check "the policy without it again: its partition and QOS deleted, its account k
   "$?:$(grep -cE "deleted (partition|QOS) gl-$TC" "$WORK/apply5.out"):$(on1 scontrol -o show partition "gl-$TC" 2> /dev/null | grep -c "^PartitionName="):$(on1 sacctmgr -n -P show account where name="$TC" format=Account):$(grep -vE "unchanged|deleted|account $TC is kept|updated partition gl-borrowed" "$WORK/apply5.out" | wc -l)" \
   "0:2:0:$TC:0" || cat "$WORK/apply5.out"
 
-echo "slurm policy: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish "slurm policy"

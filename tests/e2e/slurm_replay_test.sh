@@ -15,7 +15,7 @@
 # (skipped, with the reason) without the cluster or accounting.
 # Usage: BIN_DIR
 set -uo pipefail
-BIN=$(cd "${1:?usage: slurm_replay_test.sh BIN_DIR}" && pwd)
+BIN=$(cd "${1:?usage: slurm_replay_test.sh BIN_DIR}" && pwd) || exit 2
 DATA=$(cd "$(dirname "$0")/../data" && pwd)
 # shellcheck source=slurm_accounting_lib.sh
 . "$(dirname "$0")/slurm_accounting_lib.sh"
@@ -28,11 +28,7 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-passed=0; failed=0
-check() {
-  if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); return 0; fi
-  echo "FAIL - $1 (got '$2', want '$3')"; failed=$((failed + 1)); return 1
-}
+. "$(dirname "$0")/test_lib.sh"
 on1() { ip netns exec "${NSP}n1" env SLURM_CONF="$GL_SLURM_CLUSTER_CONF" "$@"; }
 replay=(sim --replay --cluster "leaf:2 node:2 gpu:4" --start-latency 1)
 
@@ -103,5 +99,4 @@ else
     cat "$WORK/qbad.out"
 fi
 
-echo "slurm replay: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish "slurm replay"

@@ -5,14 +5,13 @@
 # template; exit codes through Slurm; --launcher srun refused outside.
 # Needs GL_SLURM_CONF; exits 77 (skipped) without it. Usage: BIN_DIR
 set -uo pipefail
-BIN=${1:?usage: slurm_runtime_test.sh BIN_DIR}
+BIN=$(cd "${1:?usage: slurm_runtime_test.sh BIN_DIR}" && pwd) || exit 2
 if [ -z "${GL_SLURM_CONF:-}" ] || ! command -v srun > /dev/null; then
   echo "slurm: no Slurm rig (run .ci/rig/slurm-up.sh and set GL_SLURM_CONF); skipped"
   exit 77
 fi
 export SLURM_CONF=$GL_SLURM_CONF
-passed=0; failed=0
-check() { if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); else echo "FAIL - $1 (got '$2', want '$3')"; failed=$((failed + 1)); fi; }
+. "$(dirname "$0")/test_lib.sh"
 
 timeout 120 srun --mpi=pmix -n 2 "$BIN/runtime_mpi_test" > /tmp/gl-srun-$$.log 2>&1
 check "srun --mpi=pmix -n 2 runtime_mpi_test" "$?" 0
@@ -58,5 +57,4 @@ GPULAUNCH="$BIN/gpulaunch" timeout 120 sbatch --wait -o "$WORK/out2" "$(dirname 
 check "a failing rank's exit code comes back through sbatch" "$?" 4
 rm -rf "$WORK"
 
-echo "slurm: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish "slurm"

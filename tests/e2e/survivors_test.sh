@@ -14,7 +14,7 @@
 # namespace rig (GL_RIG) and the Slurm cluster (GL_SLURM_CLUSTER_CONF) when up.
 # Usage: survivors_test.sh BIN_DIR
 set -uo pipefail
-BIN=$(cd "${1:?usage: survivors_test.sh BIN_DIR}" && pwd)
+BIN=$(cd "${1:?usage: survivors_test.sh BIN_DIR}" && pwd) || exit 2
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 JOB=$SRC/tests/e2e/survivors/helpers_job.sh
 NSP=${GL_NSP:-glr}
@@ -22,8 +22,7 @@ GRACE=2
 WORK=$(mktemp -d)
 chmod 755 "$WORK"
 trap 'cleanup_leftovers; rm -rf "$WORK"' EXIT
-passed=0; failed=0
-check() { if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); else echo "FAIL - $1 (got '$2', want '$3')"; failed=$((failed + 1)); fi; }
+. "$(dirname "$0")/test_lib.sh"
 ROOT_ARGS=()
 [ "$(id -u)" -eq 0 ] && ROOT_ARGS=(--allow-run-as-root)
 
@@ -171,5 +170,4 @@ if [ -n "${GL_SLURM_CLUSTER_CONF:-}" ] && ip netns list 2> /dev/null | grep -q "
 else
   echo "survivors: the Slurm cluster is not up; its cases were skipped"
 fi
-echo "survivors: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish "survivors"

@@ -5,12 +5,11 @@
 # and leaves no output behind.
 # Usage: BIN_DIR
 set -uo pipefail
-BIN=$(cd "${1:?usage: transformer_infer_test.sh BIN_DIR}" && pwd)
+BIN=$(cd "${1:?usage: transformer_infer_test.sh BIN_DIR}" && pwd) || exit 2
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-passed=0; failed=0
-check() { if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); else echo "FAIL - $1 (got '$2', want '$3')"; failed=$((failed + 1)); fi; }
+. "$(dirname "$0")/test_lib.sh"
 # 8 sequences of 16 tokens from a file (one per line).
 for s in $(seq 1 8); do seq $((s * 7)) $((s * 7 + 15)) | tr '\n' ' '; echo; done > "$WORK/tokens.txt"
 infer() {  # N OUTPUT ARGS...: gpulaunch -n N transformer_infer on the token file
@@ -68,5 +67,4 @@ infer 3 "$WORK/bad.bin" --parallel tensor --gpus-per-stage 3 > "$WORK/bad.log" 2
 check "tp=3 with 4 heads: exit 2" "$?" 2
 check "... saying tp must divide the heads" "$(grep -v '^gpulaunch: ' "$WORK/bad.log" | grep -c 'tp=3 does not divide 4 heads')" 1
 check "no output file left behind" "$(ls "$WORK" | grep -c bad.bin)" 0
-echo "transformer_infer: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish "transformer_infer"

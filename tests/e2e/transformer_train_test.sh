@@ -4,12 +4,11 @@
 # and for dp = 2, 4, pp = 2, tp = 2 and hybrids, under the 1F1B, GPipe and
 # interleaved schedules, with Adam and with SGD. Usage: BIN_DIR
 set -uo pipefail
-BIN=$(cd "${1:?usage: transformer_train_test.sh BIN_DIR}" && pwd)
+BIN=$(cd "${1:?usage: transformer_train_test.sh BIN_DIR}" && pwd) || exit 2
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-passed=0; failed=0
-check() { if [ "$2" = "$3" ]; then echo "ok   - $1"; passed=$((passed + 1)); else echo "FAIL - $1 (got '$2', want '$3')"; failed=$((failed + 1)); fi; }
+. "$(dirname "$0")/test_lib.sh"
 train() {  # N NAME ARGS...: writes $WORK/NAME.loss and $WORK/NAME.weights
   local n=$1 name=$2; shift 2
   timeout 180 "$BIN/gpulaunch" -n "$n" --oversubscribe ${LAUNCH_OPTS:-} "$BIN/transformer_train" --steps 3 --batch 8 --microbatches 4 \
@@ -49,5 +48,4 @@ LAUNCH_OPTS="--on-failure=restart:1 --no-summary" train 2 resumed --layout tp=2 
 check "restart after a planted failure: exit 0" "$?" 0
 check "... resumed after step 1" "$(grep -c 'resuming after step 1 from' "$WORK/resumed.log")" 1
 check "... the same loss log and weights as the uninterrupted run" "$(same resumed adam-one)" same
-echo "transformer_train: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish "transformer_train"
