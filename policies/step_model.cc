@@ -20,8 +20,10 @@ StepModel ModelStep(const Placement& p, const ClusterTopology& c, const JobReque
   // NIC index, found once: the rings below visit every rank several times.
   std::unordered_map<std::string_view, int> index;
   for (const std::string& h : p.hosts) index.emplace(h, -1);
-  for (size_t h = 0; h < c.hosts.size(); ++h)
-    if (const auto it = index.find(c.hosts[h].name); it != index.end() && it->second < 0) it->second = static_cast<int>(h);
+  for (size_t h = 0; h < c.hosts.size(); ++h) {
+    const auto it = index.find(c.hosts[h].name);
+    if (it != index.end() && it->second < 0) it->second = static_cast<int>(h);
+  }
   std::map<std::pair<int, std::string_view>, int> nic_index;
   auto slot = [&](int rank) {
     const RankSlot& s = p.ranks[rank];
@@ -31,7 +33,9 @@ StepModel ModelStep(const Placement& p, const ClusterTopology& c, const JobReque
       for (size_t h = 0; h < c.hosts.size() && at->second < 0; ++h)
         if (c.hosts[h].name == s.host) at->second = static_cast<int>(h);
     }
-    if (at->second < 0) throw std::out_of_range("ModelStep: rank " + std::to_string(rank) + "'s host " + s.host + " is not in the cluster");
+    if (at->second < 0) {
+      throw std::out_of_range("ModelStep: rank " + std::to_string(rank) + "'s host " + s.host + " is not in the cluster");
+    }
     const int host = at->second;
     int nic = -1;
     if (!s.nic.empty()) {
