@@ -93,7 +93,10 @@ std::optional<CachedProbe> ReadCachedProbe(const std::string& host, const std::s
   struct stat st {};
   if (!path || lstat(path->c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) return std::nullopt;
   const auto age = std::chrono::seconds(std::time(nullptr) - st.st_mtime);
-  if (age > kMaxCachedProbeAge || age.count() < 0) return std::nullopt;
+  // An entry's time may be up to a clock tick ahead of time()'s coarse clock
+  // (Linux 6.13 and later stamp files with the fine one), which reads as a
+  // second in the future across a second's boundary: allowed, a later one not.
+  if (age > kMaxCachedProbeAge || age.count() < -2) return std::nullopt;
   return DecodeEntry(ReadFileOrEmpty(*path), *path);
 }
 
