@@ -14,16 +14,20 @@ resolution).
     requeue hold 120 s, the backfill's last cycle 620 s before the first
     submission), the simulator's backfill off and on; and a run of the same
     trace that missed the goals (replay-rig-quota-36-missed.sacct, with
-    sacct's Flags), with where it and the simulation part.
+    sacct's Flags), with where it and the simulation part; and those two
+    runs against each other (--against): how far Slurm is from itself on
+    this trace, the floor under any simulator's figure.
   - With the 4-node cluster and accounting up (GL_SLURM_CLUSTER_CONF), not
     with --quick: tests/data/traces/replay/rig-36.csv submitted anew (about
     4 minutes) and compared the same way; then rig-quota-36.csv under the
     pool's policy, applied for the run and removed after it by
     live-quota-replay (two team accounts of nominal 8, borrow limit 8,
-    GraceTime 0; about 8 minutes)."""
+    GraceTime 0; about 8 minutes), twice, and the two runs against each
+    other: Slurm's run-to-run spread measured in the same suite run."""
 
 import os
 import re
+import tempfile
 
 from suite_common import ROOT
 
@@ -34,7 +38,9 @@ QUOTA_RUN = ["--quota", "ra:8/8/8,rb:8/8/8", "--reclaim-delay", "2", "--requeue-
 def _parse(text):
     mean = re.search(r"^start difference: mean \|d\| ([0-9.]+) s, max ([0-9.]+) s; within 1 s: (\d+), "
                      r"within 3 s: (\d+) of (\d+)$", text, re.M)
-    jct = re.search(r"^average JCT: observed ([0-9.]+) s, simulated ([0-9.]+) s", text, re.M)
+    # observed/simulated, or (--against) first run/second run
+    jct = re.search(r"^average JCT: (?:observed|first run) ([0-9.]+) s, (?:simulated|second run) ([0-9.]+) s", text,
+                    re.M)
     if not mean or not jct:
         raise ValueError("sim --replay printed no comparison:\n" + text)
     return {"mean": float(mean.group(1)), "max": float(mean.group(2)), "within1": int(mean.group(3)),
@@ -51,6 +57,16 @@ def _report(s, label, r):
            "average JCT error %+.1f %%: goals (>= 30 jobs, <= 3 s, within 5 %%) %s; moonshot (<= 1 s) %s" %
            (label, r["mean"], r["max"], r["within1"], r["within3"], r["jobs"], error * 100,
             "met" if goals else "NOT met", "met" if r["mean"] <= 1 else "not met"))
+
+
+def _floor(s, label, text):
+    """Slurm against itself (sim --replay --against): the spread of its own
+    runs of one trace, which no simulator's prediction can beat per run."""
+    r = _parse(text)
+    apart = re.search(r"^average JCT: .*\(([-+][0-9.]+) %\)$", text, re.M)
+    s.note("replay", "Slurm against itself, %s: mean |start difference| %.1f s (max %.1f s; within 3 s %d of %d jobs), "
+           "average JCT %s %% apart: the run-to-run spread, the floor under the figures above" %
+           (label, r["mean"], r["max"], r["within3"], r["jobs"], apart.group(1) if apart else "?"))
 
 
 def replay(s):
@@ -75,6 +91,8 @@ def replay(s):
     part = re.search(r"^the runs part at (.*)$", proc.stdout, re.M)
     if part:
         s.note("replay", "that run and the simulation part at " + part.group(1))
+    proc, _ = s.run([gl, "sim", "--replay", "--sacct", quota_export, "--against", missed])
+    _floor(s, "the two recorded runs of rig-quota-36.csv", proc.stdout)
     conf = os.environ.get("GL_SLURM_CLUSTER_CONF")
     if s.args.quick:
         s.note("replay", "the live replays are not run with --quick (run --only replay with the cluster up: about "
@@ -91,6 +109,13 @@ def replay(s):
                         "--trace", trace, "--cluster", CLUSTER, "--start-latency", "1"], timeout=1200)
     _report(s, "live (rig-36.csv submitted now, %.0f s), fifo-first-fit" % took, _parse(proc.stdout))
     quota_trace = os.path.join(ROOT, "tests", "data", "traces", "replay", "rig-quota-36.csv")
-    proc, took = s.run([os.path.join(ROOT, "benchmarks", "live-quota-replay"), s.bin, quota_trace], timeout=1800)
-    _report(s, "live under the pool's policy (rig-quota-36.csv submitted now, %.0f s), fifo-first-fit" % took,
-            _parse(proc.stdout))
+    with tempfile.TemporaryDirectory() as tmp:
+        exports = []
+        for run in (1, 2):
+            exports.append(os.path.join(tmp, "run%d.sacct" % run))
+            proc, took = s.run([os.path.join(ROOT, "benchmarks", "live-quota-replay"), s.bin, quota_trace,
+                                exports[-1]], timeout=1800)
+            _report(s, "live under the pool's policy (rig-quota-36.csv submitted now, run %d, %.0f s), fifo-first-fit"
+                    % (run, took), _parse(proc.stdout))
+        proc, _ = s.run([gl, "sim", "--replay", "--sacct", exports[0], "--against", exports[1]])
+        _floor(s, "the two live runs of rig-quota-36.csv", proc.stdout)

@@ -26,6 +26,7 @@ using namespace gpulaunch::pool;
 
 struct ReplayOptions {
   std::string trace, sacct, cluster, policy = "fifo-first-fit", quota, save;
+  std::string against;  // a second run's export: compare the two runs, simulate nothing
   double time_scale = 1, reclaim_delay_s = -1, start_latency_s = 0, backfill_interval_s = -1, requeue_hold_s = -1;
   int show = 5;
   std::optional<double> backfill_last_s;
@@ -41,7 +42,9 @@ const SubcommandParser& Parser() {
         "(--trace FILE [--time-scale X] [--save FILE] | --sacct FILE) --cluster SPEC\n"
         "                     [--policy NAME] [--quota QUOTAS] [--reclaim-delay S] [--start-latency S]\n"
         "                     [--backfill-interval S] [--requeue-hold S] [--backfill on|off]\n"
-        "                     [--backfill-last S] [--wait-idle S] [--show N]",
+        "                     [--backfill-last S] [--wait-idle S] [--show N]\n"
+        "       gpulaunch sim --replay (--trace FILE --cluster SPEC [--quota QUOTAS] | --sacct FILE) --against FILE\n"
+        "                     [--show N]",
         "Checks the simulator against Slurm. With --trace, submits the trace's jobs to the running cluster at\n"
         "their arrival times as sleep jobs of their GPUs and run time (both divided by --time-scale; a job\n"
         "larger than a host takes whole hosts), waits for them, and reads what sacct recorded (--save keeps\n"
@@ -60,7 +63,10 @@ const SubcommandParser& Parser() {
             "export's jobs are of the team their Account names. Before the first submission, --trace waits until\n"
             "the cluster's queue has been empty --wait-idle seconds (default: two backfill intervals + 2 s, after\n"
             "which Slurm's backfill timer starts at the first submission, as the simulator's does); 0 submits at\n"
-            "once and takes the timer's phase from sdiag's last backfill cycle.");
+            "once and takes the timer's phase from sdiag's last backfill cycle.\n"
+            "--against FILE compares the run (submitted now, or --sacct) with another run of the same trace\n"
+            "(an export of the same jobs: their GPUs, and submissions within 5 s) and simulates nothing: how far\n"
+            "Slurm is from itself, the floor under any simulator's difference (docs/sim.md).");
     p->Add()
       ("replay", "check the simulator against Slurm (this command)")
       ("trace", po::value<std::string>()->value_name("FILE"), "a job trace to submit")
@@ -77,7 +83,8 @@ const SubcommandParser& Parser() {
       ("backfill-last", po::value<double>()->value_name("S"), "when Slurm's backfill last ran, in s from the first submission")
       ("wait-idle", po::value<double>()->value_name("S"), "seconds of an empty queue to wait for before submitting")
       ("show", po::value<int>()->value_name("N"), "how many of the jobs that differ most to list (default 5)")
-      ("save", po::value<std::string>()->value_name("FILE"), "keep the sacct export of the submitted jobs");
+      ("save", po::value<std::string>()->value_name("FILE"), "keep the sacct export of the submitted jobs")
+      ("against", po::value<std::string>()->value_name("FILE"), "another run's export: compare the two runs");
     return p;
   }();
   return *parser;
@@ -94,8 +101,12 @@ StatusOr<ReplayOptions> Parse(const std::vector<std::string>& args) {
   if (vm.count("trace")) o.trace = vm["trace"].as<std::string>();
   if (vm.count("sacct")) o.sacct = vm["sacct"].as<std::string>();
   if (o.trace.empty() == o.sacct.empty()) return p.Error("give --trace FILE (to submit) or --sacct FILE (recorded), one of them");
-  if (!vm.count("cluster")) return p.Error("needs --cluster SPEC, the cluster's shape (e.g. \"leaf:2 node:2 gpu:4\")");
-  o.cluster = vm["cluster"].as<std::string>();
+  // Comparing two exports needs no cluster: nothing is submitted or simulated.
+  if (vm.count("cluster")) {
+    o.cluster = vm["cluster"].as<std::string>();
+  } else if (!(vm.count("against") && !o.sacct.empty())) {
+    return p.Error("needs --cluster SPEC, the cluster's shape (e.g. \"leaf:2 node:2 gpu:4\")");
+  }
   if (vm.count("policy")) o.policy = vm["policy"].as<std::string>();
   if (vm.count("quota")) o.quota = vm["quota"].as<std::string>();
   if (vm.count("save")) o.save = vm["save"].as<std::string>();
@@ -131,6 +142,16 @@ StatusOr<ReplayOptions> Parse(const std::vector<std::string>& args) {
     return p.Error("--reclaim-delay: seconds, 0 or more");
   }
   if (!o.save.empty() && o.trace.empty()) return p.Error("--save keeps the export of submitted jobs: it needs --trace");
+  if (vm.count("against")) {
+    o.against = vm["against"].as<std::string>();
+    for (const char* sim : {"policy", "reclaim-delay", "start-latency", "backfill-interval", "requeue-hold", "backfill",
+                            "backfill-last"}) {
+      if (vm.count(sim)) {
+        return p.Error(std::string("--") + sim + " sets up the simulation; --against compares two runs and simulates "
+                       "nothing: drop one of them");
+      }
+    }
+  }
   return o;
 }
 
@@ -193,6 +214,28 @@ StatusOr<std::string> RecordLive(const ReplayOptions& o, const GpuPool& pool, co
   return export_text;
 }
 
+// --against: the run against another run of the same jobs (their accounts
+// may differ: each run may make its own).
+int CompareWithRun(const RecordedJobs& rec, const std::string& origin, const ReplayOptions& o) {
+  auto text = ReadTextFile(o.against, "sacct export");
+  if (!text.ok()) return Fail(text.status());
+  auto jobs = ParseSacctExport(*text, o.against);
+  if (!jobs.ok()) return Fail(jobs.status());
+  auto other = RecordedFromExport(*jobs, QuotaBook(), o.against);
+  if (!other.ok()) return Fail(other.status());
+  if (Status same = SameJobs(rec, origin, *other, o.against); !same.ok()) {
+    return Fail(InvalidArgument("sim --replay --against: " + same.message()));
+  }
+  const ReplayComparison c = CompareRuns(rec.observed, other->observed, o.show);
+  std::cout << "replay: " << origin << " against " << o.against
+            << " (two of Slurm's runs of the same jobs: how far Slurm is from itself)\n";
+  if (rec.skipped > 0 || other->skipped > 0) {
+    std::cout << "skipped: " << rec.skipped << " and " << other->skipped << " jobs that never ran or had no GPUs\n";
+  }
+  std::cout << ReplayComparisonText(c);
+  return kExitOk;
+}
+
 }  // namespace
 
 bool WantsReplay(const std::vector<std::string>& args) {
@@ -207,10 +250,13 @@ int RunSimReplay(const std::vector<std::string>& args) {
     std::cout << Parser().Help();
     return kExitOk;
   }
-  auto spec = ParseClusterSpec(o.cluster);
-  if (!spec.ok()) return Fail(InvalidArgument("sim --replay: --cluster: " + spec.status().message()));
-  auto pool = GpuPool::FromSpec(*spec);
-  if (!pool.ok()) return Fail(InvalidArgument("sim --replay: --cluster: " + pool.status().message()));
+  StatusOr<GpuPool> pool = GpuPool();
+  if (!o.cluster.empty()) {
+    auto spec = ParseClusterSpec(o.cluster);
+    if (!spec.ok()) return Fail(InvalidArgument("sim --replay: --cluster: " + spec.status().message()));
+    pool = GpuPool::FromSpec(*spec);
+    if (!pool.ok()) return Fail(InvalidArgument("sim --replay: --cluster: " + pool.status().message()));
+  }
   QuotaBook quotas;
   if (!o.quota.empty()) {
     auto q = QuotaBook::Parse(o.quota);
@@ -247,6 +293,7 @@ int RunSimReplay(const std::vector<std::string>& args) {
   if (!recorded.ok()) return Fail(recorded.status());
   const RecordedJobs& rec = *recorded;
   if (rec.trace.empty()) return Fail(InvalidArgument("sim --replay: " + origin + " holds no job that ran on GPUs"));
+  if (!o.against.empty()) return CompareWithRun(rec, origin, o);
   SimSetup setup;
   const bool limits = std::all_of(rec.trace.begin(), rec.trace.end(), [](const TraceJob& j) { return j.limit > 0; });
   setup.estimates = limits ? EstimateMode::kUser : EstimateMode::kPerfect;

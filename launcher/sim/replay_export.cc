@@ -1,6 +1,8 @@
 #include "launcher/sim/replay_export.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 
 #include "common/strings.h"
 
@@ -53,6 +55,27 @@ StatusOr<RecordedJobs> RecordedFromExport(std::vector<SacctJob> jobs, const pool
                                            s.backfilled});
   }
   return out;
+}
+
+Status SameJobs(const RecordedJobs& a, const std::string& origin_a, const RecordedJobs& b,
+                const std::string& origin_b, double submit_slack_s) {
+  if (a.trace.size() != b.trace.size()) {
+    return InvalidArgument(origin_b + " holds " + std::to_string(b.trace.size()) + " jobs that ran on GPUs, " +
+                           origin_a + " " + std::to_string(a.trace.size()) +
+                           ": compare two runs of the same trace (sim --replay --trace T --save FILE, twice)");
+  }
+  for (size_t i = 0; i < a.trace.size(); ++i) {
+    const pool::TraceJob& x = a.trace[i];
+    const pool::TraceJob& y = b.trace[i];
+    if (x.gpus == y.gpus && std::fabs(x.submit - y.submit) <= submit_slack_s) continue;
+    char what[160];
+    std::snprintf(what, sizeof what, "job %zu in submit order: %d GPUs submitted at %.0f s there, %d GPUs at %.0f s here",
+                  i, x.gpus, x.submit, y.gpus, y.submit);
+    return InvalidArgument(origin_b + ":" + std::to_string(y.line) + ": not the jobs of " + origin_a + ":" +
+                           std::to_string(x.line) + " (" + what +
+                           "): compare two runs of the same trace (sim --replay --trace T --save FILE, twice)");
+  }
+  return Status::Ok();
 }
 
 }  // namespace gpulaunch

@@ -25,4 +25,11 @@ struct RecordedJobs {
 StatusOr<RecordedJobs> RecordedFromExport(std::vector<SacctJob> jobs, const pool::QuotaBook& quotas,
                                           const std::string& origin);
 
+// OK when `b` holds the same jobs as `a` (two runs of one trace): as many,
+// and in submit order each of the same GPUs, submitted within
+// `submit_slack_s` of the other on each run's own clock. Else an error naming
+// both files and lines.
+Status SameJobs(const RecordedJobs& a, const std::string& origin_a, const RecordedJobs& b,
+                const std::string& origin_b, double submit_slack_s = 5);
+
 }  // namespace gpulaunch

@@ -39,29 +39,50 @@ std::string Reason(const ObservedRun& job, const JobOutcome& sim, const std::vec
   return started + "; " + preempted;
 }
 
-}  // namespace
+// Why two real runs of a job started apart, where they tell: which run's
+// backfill started it, which run preempted (and held) it.
+std::string RunsReason(const ObservedRun& first, const ObservedRun& second) {
+  const auto which = [](bool a, bool b) {
+    return a && b ? std::string("both runs") : a ? std::string("the first run only") : "the second run only";
+  };
+  std::string started, preempted;
+  if (first.backfilled || second.backfilled) {
+    started = "started by the backfill in " + which(first.backfilled, second.backfilled);
+  }
+  if (first.requeued || second.requeued) {
+    preempted = "preempted in " + which(first.requeued, second.requeued) + ": a requeued job starts again later";
+  }
+  if (started.empty() || preempted.empty()) return started + preempted;
+  return started + "; " + preempted;
+}
 
-ReplayComparison CompareReplay(const std::vector<ObservedRun>& observed, const std::vector<JobOutcome>& simulated,
-                               double backfill_interval_s, int show) {
+// The other side's run of a job, for the comparison.
+struct OtherRun {
+  double submit = 0, start = -1, end = -1;
+  std::string name;  // appended to the observed job's name; empty: none
+};
+
+// `reason(observed job, its trace id)`: why the two sides differ.
+template <typename ReasonOf>
+ReplayComparison Compare(const std::vector<ObservedRun>& observed, const std::map<int, OtherRun>& other_of,
+                         int show, ReasonOf reason) {
   ReplayComparison c;
   c.jobs = static_cast<int>(observed.size());
-  std::map<int, const JobOutcome*> sim_of;
-  for (const JobOutcome& o : simulated) sim_of[o.id] = &o;
   std::vector<ReplayJobDiff> diffs;
   double sum_abs = 0, jct_obs = 0, jct_sim = 0;
   for (const ObservedRun& job : observed) {
-    const auto it = sim_of.find(job.id);
-    if (job.start < 0 || job.end < 0 || it == sim_of.end() || it->second->start < 0 || it->second->end < 0) continue;
-    const JobOutcome& sim = *it->second;
-    ReplayJobDiff d{job.id, job.name, job.start, sim.start, sim.start - job.start,
-                    Reason(job, sim, observed, backfill_interval_s)};
+    const auto it = other_of.find(job.id);
+    if (job.start < 0 || job.end < 0 || it == other_of.end() || it->second.start < 0 || it->second.end < 0) continue;
+    const OtherRun& other = it->second;
+    ReplayJobDiff d{job.id, other.name.empty() ? job.name : job.name + "/" + other.name, job.start, other.start,
+                    other.start - job.start, reason(job, job.id)};
     const double abs = std::fabs(d.start_diff);
     sum_abs += abs;
     c.max_abs_start_diff = std::max(c.max_abs_start_diff, abs);
     c.within_1s += abs <= 1 ? 1 : 0;
     c.within_3s += abs <= 3 ? 1 : 0;
     jct_obs += job.end - job.submit;
-    jct_sim += sim.end - sim.submit;
+    jct_sim += other.end - other.submit;
     diffs.push_back(d);
   }
   c.compared = static_cast<int>(diffs.size());
@@ -82,6 +103,36 @@ ReplayComparison CompareReplay(const std::vector<ObservedRun>& observed, const s
   return c;
 }
 
+}  // namespace
+
+ReplayComparison CompareReplay(const std::vector<ObservedRun>& observed, const std::vector<JobOutcome>& simulated,
+                               double backfill_interval_s, int show) {
+  std::map<int, const JobOutcome*> sim_of;
+  std::map<int, OtherRun> other_of;
+  for (const JobOutcome& o : simulated) {
+    sim_of[o.id] = &o;
+    other_of[o.id] = OtherRun{o.submit, o.start, o.end, ""};
+  }
+  return Compare(observed, other_of, show, [&](const ObservedRun& job, int id) {
+    return Reason(job, *sim_of.at(id), observed, backfill_interval_s);
+  });
+}
+
+ReplayComparison CompareRuns(const std::vector<ObservedRun>& first, const std::vector<ObservedRun>& second, int show) {
+  std::map<int, const ObservedRun*> second_of;
+  std::map<int, OtherRun> other_of;
+  for (const ObservedRun& o : second) {
+    second_of[o.id] = &o;
+    other_of[o.id] = OtherRun{o.submit, o.start, o.end, o.name};
+  }
+  ReplayComparison c = Compare(first, other_of, show, [&](const ObservedRun& job, int id) {
+    return RunsReason(job, *second_of.at(id));
+  });
+  c.observed_label = "first run";
+  c.simulated_label = "second run";
+  return c;
+}
+
 std::string ReplayComparisonText(const ReplayComparison& c) {
   char line[256];
   std::string s;
@@ -92,15 +143,17 @@ std::string ReplayComparisonText(const ReplayComparison& c) {
                 "start difference: mean |d| %.1f s, max %.1f s; within 1 s: %d, within 3 s: %d of %d\n",
                 c.mean_abs_start_diff, c.max_abs_start_diff, c.within_1s, c.within_3s, c.compared);
   s += line;
-  std::snprintf(line, sizeof line, "average JCT: observed %.1f s, simulated %.1f s (%+.1f %%)\n", c.avg_jct_observed,
+  const char* obs = c.observed_label.c_str();
+  const char* sim = c.simulated_label.c_str();
+  std::snprintf(line, sizeof line, "average JCT: %s %.1f s, %s %.1f s (%+.1f %%)\n", obs, c.avg_jct_observed, sim,
                 c.avg_jct_simulated, c.jct_error * 100);
   s += line;
   auto job = [&](const ReplayJobDiff& d) {
-    std::snprintf(line, sizeof line, "job %d (%s): observed %.1f s, simulated %.1f s, %+.1f s", d.id, d.name.c_str(),
-                  d.observed_start, d.simulated_start, d.start_diff);
+    std::snprintf(line, sizeof line, "job %d (%s): %s %.1f s, %s %.1f s, %+.1f s", d.id, d.name.c_str(), obs,
+                  d.observed_start, sim, d.simulated_start, d.start_diff);
     return line + (d.reason.empty() ? std::string("\n") : "; " + d.reason + "\n");
   };
-  if (!c.worst.empty()) s += "jobs that differ most (simulated - observed start):\n";
+  if (!c.worst.empty()) s += "jobs that differ most (" + c.simulated_label + " - " + c.observed_label + " start):\n";
   for (const ReplayJobDiff& d : c.worst) s += "  " + job(d);
   if (c.first_apart) s += "the runs part at " + job(*c.first_apart);
   return s;

@@ -1,6 +1,9 @@
 // How close a simulation came to what a real scheduler did with the same
 // jobs (`gpulaunch sim --replay`): per job the difference between the start
 // the simulator gave it and the one it had, and the jobs' completion times.
+// Also two of the real scheduler's runs of the same jobs against each other
+// (`--against`): how far the scheduler is from itself, the floor under any
+// simulator's difference.
 #pragma once
 
 #include <optional>
@@ -21,15 +24,17 @@ struct ObservedRun {
   bool backfilled = false;    // the real scheduler's backfill started it (its first run)
 };
 
+// In a comparison of two real runs, "simulated" is the second run throughout.
 struct ReplayJobDiff {
   int id = 0;
-  std::string name;
+  std::string name;           // the scheduler's name (both runs': "first/second")
   double observed_start = 0, simulated_start = 0;
   double start_diff = 0;      // simulated - observed
   std::string reason;         // why, where it can be told; empty otherwise
 };
 
 struct ReplayComparison {
+  std::string observed_label = "observed", simulated_label = "simulated";  // the two sides, as printed
   int jobs = 0;               // observed
   int compared = 0;           // started in both
   double mean_abs_start_diff = 0, max_abs_start_diff = 0;
@@ -47,6 +52,11 @@ struct ReplayComparison {
 // bf_interval), named in the reasons.
 ReplayComparison CompareReplay(const std::vector<ObservedRun>& observed, const std::vector<JobOutcome>& simulated,
                                double backfill_interval_s, int show = 5);
+
+// Two real runs of the same jobs, matched by trace id: `second` in the place
+// of the simulation, the reasons saying which run backfilled or preempted.
+ReplayComparison CompareRuns(const std::vector<ObservedRun>& first, const std::vector<ObservedRun>& second,
+                             int show = 5);
 
 std::string ReplayComparisonText(const ReplayComparison& c);
 

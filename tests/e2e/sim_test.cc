@@ -195,5 +195,40 @@ TEST(Sim, BadInputIsAUsageErrorThatSaysWhere) {
   }
 }
 
+// --against: two of Slurm's runs of one trace (the bundled exports of runs 2
+// and 9, docs/sim.md): Slurm against itself, no simulation and no cluster
+// needed; a simulator's option, or another trace's export, is a usage error.
+TEST(SimReplay, AgainstComparesTwoRunsOfTheSameTrace) {
+  const std::string slurm = std::string(GL_TEST_DATA) + "/slurm/";
+  const CapturedRun run = Launch({"sim", "--replay", "--sacct", slurm + "replay-rig-quota-36.sacct", "--against",
+                                  slurm + "replay-rig-quota-36-missed.sacct"});
+  ASSERT_EQ(ExitCode(run), 0) << run.err;
+  EXPECT_NE(run.out.find("(two of Slurm's runs of the same jobs: how far Slurm is from itself)\n"
+                         "jobs: 36 observed, 36 started in both runs\n"
+                         "start difference: mean |d| 42.0 s, max 130.0 s; within 1 s: 6, within 3 s: 6 of 36\n"
+                         "average JCT: first run 101.0 s, second run 118.1 s (+17.0 %)\n"),
+            std::string::npos)
+      << run.out;
+  const struct {
+    std::vector<std::string> args;
+    std::string says;
+  } cases[] = {
+      {{"--against", slurm + "replay-rig-quota-36-missed.sacct", "--policy", "best-fit"},
+       "--policy sets up the simulation; --against compares two runs"},
+      {{"--against", slurm + "replay-rig-36.sacct"}, "replay-rig-36.sacct:3: not the jobs of "},
+      {{"--against", "/nonexistent.sacct"}, "/nonexistent.sacct"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"sim", "--replay", "--sacct", slurm + "replay-rig-quota-36.sacct"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const CapturedRun bad = Launch(args);
+    EXPECT_EQ(ExitCode(bad), 2) << c.says << "\n" << bad.err;
+    EXPECT_NE(bad.err.find(c.says), std::string::npos) << bad.err;
+  }
+  const CapturedRun no_cluster = Launch({"sim", "--replay", "--trace", slurm + "x.csv", "--against", "y.sacct"});
+  EXPECT_EQ(ExitCode(no_cluster), 2);
+  EXPECT_NE(no_cluster.err.find("needs --cluster SPEC"), std::string::npos) << no_cluster.err;
+}
+
 }  // namespace
 }  // namespace gpulaunch

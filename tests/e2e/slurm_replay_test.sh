@@ -4,7 +4,8 @@
 # arriving over 13 s) is submitted at its arrival times, sacct's record read
 # back, and the simulation of the same jobs compared. Asserts the report's
 # structure and a loose bound (the goals are the benchmark's: docs/slurm.md),
-# that --save keeps an export --sacct reads to the same report, and that a
+# that --save keeps an export --sacct reads to the same report, that
+# --against compares it with the bundled run of the same trace, and that a
 # file that is not an export is refused naming the command that makes one.
 # Then the same under the pool's policy (slurm-config --policy applied to
 # the cluster, two team accounts this test creates and removes, with root's
@@ -54,6 +55,13 @@ last_bf() { sed -n 's/.*, last backfill at \(-\{0,1\}[0-9.e+]*\) s,.*/--backfill
 "$BIN/gpulaunch" "${replay[@]}" --sacct "$WORK/export" $(last_bf "$WORK/live.out") > "$WORK/offline.out" 2>&1
 check "--sacct on that export: exit 0, the same comparison" \
   "$?:$(diff <(tail -n +2 "$WORK/live.out") <(tail -n +2 "$WORK/offline.out") > /dev/null && echo same)" "0:same"
+# --against: this run and the bundled one of the same trace (another day,
+# other job ids): Slurm against itself, job for job.
+"$BIN/gpulaunch" sim --replay --sacct "$WORK/export" --against "$DATA/slurm/replay-small-12.sacct" \
+  > "$WORK/against.out" 2>&1
+check "--against the bundled run of the same trace: exit 0, 12 jobs compared as two runs" \
+  "$?:$(grep -c '^jobs: 12 observed, 12 started in both runs$' "$WORK/against.out"):$(grep -c '^average JCT: first run ' \
+  "$WORK/against.out")" "0:1:1" || cat "$WORK/against.out"
 echo "10|COMPLETED" > "$WORK/bad"
 "$BIN/gpulaunch" "${replay[@]}" --sacct "$WORK/bad" > "$WORK/bad.out" 2>&1
 check "a file that is no export: exit 2, naming the sacct command" \

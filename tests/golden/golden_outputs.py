@@ -69,6 +69,10 @@ def cases(src):
                                      "--cluster", "leaf:2 node:2 gpu:4", "--start-latency", "1",
                                      "--quota", "ra:8/8/8,rb:8/8/8", "--reclaim-delay", "2",
                                      "--backfill-last=-620", "--show", "36"], "text"))
+    out.append(("sim_replay-against", ["sim", "--replay", "--sacct",
+                                       os.path.join(src, "tests/data/slurm/replay-rig-quota-36.sacct"), "--against",
+                                       os.path.join(src, "tests/data/slurm/replay-rig-quota-36-missed.sacct"),
+                                       "--show", "36"], "text"))
     out.append(("slurm-config_policy", ["slurm-config", "--synthetic", "switch:2 node:2", "--network",
                                         os.path.join(src, "tests/data/network/two-leaf.topology.conf"),
                                         "--policy", os.path.join(src, "slurm/policy.example.json"),

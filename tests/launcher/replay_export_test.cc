@@ -68,5 +68,35 @@ TEST(RecordedFromExport, WithoutQuotasAccountsAreNotRead) {
   EXPECT_EQ(r->trace.at(0).team, 0);
 }
 
+// Two runs of one trace match job for job; another trace, or jobs that
+// differ in GPUs or submission, are refused naming both files and lines.
+TEST(SameJobs, TwoRunsOfOneTraceMatchAndAnotherTraceIsNamed) {
+  const pool::QuotaBook none;
+  auto first = RecordedFromExport({Job("10", 100, 101, 111, 8, "a1", 2), Job("11", 107, 111, 130, 2, "a1", 3)}, none,
+                                  "one.sacct");
+  auto second = RecordedFromExport({Job("52", 500, 501, 511, 8, "b7", 2), Job("53", 508, 540, 560, 2, "b7", 3)}, none,
+                                   "two.sacct");
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_TRUE(SameJobs(*first, "one.sacct", *second, "two.sacct").ok());  // each on its own clock; 1 s apart
+  auto shifted = RecordedFromExport({Job("52", 500, 501, 511, 8, "b7", 2), Job("53", 520, 540, 560, 2, "b7", 4)}, none,
+                                    "late.sacct");
+  ASSERT_TRUE(shifted.ok());
+  const Status late = SameJobs(*first, "one.sacct", *shifted, "late.sacct");
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.message(), "late.sacct:4: not the jobs of one.sacct:3 (job 1 in submit order: 2 GPUs submitted at 7 s "
+                            "there, 2 GPUs at 20 s here): compare two runs of the same trace (sim --replay --trace T "
+                            "--save FILE, twice)");
+  auto wider = RecordedFromExport({Job("52", 500, 501, 511, 4, "b7", 2), Job("53", 508, 540, 560, 2, "b7", 3)}, none,
+                                  "wide.sacct");
+  ASSERT_TRUE(wider.ok());
+  EXPECT_NE(SameJobs(*first, "one.sacct", *wider, "wide.sacct").message().find("wide.sacct:2: not the jobs of one.sacct:2"),
+            std::string::npos);
+  auto fewer = RecordedFromExport({Job("52", 500, 501, 511, 8, "b7", 2)}, none, "few.sacct");
+  ASSERT_TRUE(fewer.ok());
+  EXPECT_NE(SameJobs(*first, "one.sacct", *fewer, "few.sacct").message().find("few.sacct holds 1 jobs that ran on "
+                                                                               "GPUs, one.sacct 2"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpulaunch

@@ -84,5 +84,41 @@ TEST(ReplayCompare, ReasonsNameWhoPreemptedAndTheRecordedBackfill) {
   EXPECT_EQ(reason[3], "started by the real scheduler's backfill");
 }
 
+// Two real runs of the same jobs: the second in the simulation's place,
+// labelled as a run, named by both runs' job ids, and the reasons say which
+// run's backfill started a job and which run preempted it.
+TEST(ReplayCompare, TwoRunsSayWhichRunBackfilledOrPreempted) {
+  const std::vector<ObservedRun> first = {{0, "10", 0, 1, 11, false},
+                                          {1, "11", 1, 12, 30, true},
+                                          {2, "12", 2, 40, 50, false, true},
+                                          {3, "13", 3, 20, 25, false}};
+  const std::vector<ObservedRun> second = {{0, "70", 0, 1, 11, false},
+                                           {1, "71", 1, 2, 20, false, true},
+                                           {2, "72", 2, 40, 50, false},
+                                           {3, "73", 3, 35, 41, true, true}};
+  const ReplayComparison c = CompareRuns(first, second, 4);
+  EXPECT_EQ(c.compared, 4);
+  EXPECT_DOUBLE_EQ(c.mean_abs_start_diff, (0 + 10 + 0 + 15) / 4.0);
+  EXPECT_EQ(c.within_1s, 2);
+  EXPECT_DOUBLE_EQ(c.avg_jct_observed, (11 + 29 + 48 + 22) / 4.0);
+  EXPECT_DOUBLE_EQ(c.avg_jct_simulated, (11 + 19 + 48 + 38) / 4.0);
+  std::map<int, std::string> reason;
+  for (const ReplayJobDiff& d : c.worst) reason[d.id] = d.reason;
+  EXPECT_EQ(reason[1], "started by the backfill in the second run only; preempted in the first run only: a requeued "
+                       "job starts again later");
+  EXPECT_EQ(reason[2], "started by the backfill in the first run only");
+  EXPECT_EQ(reason[3], "started by the backfill in the second run only; preempted in the second run only: a requeued "
+                       "job starts again later");
+  const std::string text = ReplayComparisonText(c);
+  EXPECT_NE(text.find("average JCT: first run 27.5 s, second run 29.0 s (+5.5 %)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("jobs that differ most (second run - first run start):\n  job 3 (13/73): first run 20.0 s, "
+                      "second run 35.0 s, +15.0 s;"),
+            std::string::npos)
+      << text;
+  ASSERT_TRUE(c.first_apart.has_value());
+  EXPECT_EQ(c.first_apart->id, 1);  // apart from 2 s on (the second run's backfill)
+  EXPECT_EQ(CompareRuns(first, first).mean_abs_start_diff, 0);
+}
+
 }  // namespace
 }  // namespace gpulaunch::pool
