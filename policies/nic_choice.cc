@@ -73,13 +73,7 @@ int NicAssignerCache::Nearest(const HostTopology& t, int gpu) {
 
 namespace {
 
-std::vector<DeviceSite> NicSites(const HostTopology& t) {
-  std::vector<DeviceSite> sites;
-  for (const Nic& n : t.nics) sites.push_back(SiteOf(t, n));
-  return sites;
-}
-
-// ExplainNicChoice with the NICs' sites computed once per host.
+// ExplainNicChoice with the NICs' sites given (worked out once per topology).
 std::string ExplainAt(const HostTopology& t, const Gpu& gpu, const std::vector<DeviceSite>& nic_sites,
                       const std::string& chosen) {
   const DeviceSite gpu_site = SiteOf(t, gpu);
@@ -105,31 +99,25 @@ std::string ExplainAt(const HostTopology& t, const Gpu& gpu, const std::vector<D
 }  // namespace
 
 std::string ExplainNicChoice(const HostTopology& t, const Gpu& gpu, const std::string& chosen) {
-  return ExplainAt(t, gpu, NicSites(t), chosen);
+  return ExplainAt(t, gpu, NicAssigner(t).nic_sites(), chosen);
 }
 
 void ExplainNics(const ClusterTopology& c, Placement& p) {
-  struct HostSites {
-    const HostTopology* topology;
-    std::vector<DeviceSite> nics;  // computed when the host's first rank comes
-  };
-  std::unordered_map<std::string, HostSites> by_name;
-  for (const ClusterHost& h : c.hosts) by_name.emplace(h.name, HostSites{&*h.topology, {}});
+  std::unordered_map<std::string, const HostTopology*> topology_of;
+  for (const ClusterHost& h : c.hosts) topology_of.emplace(h.name, &*h.topology);
+  NicAssignerCache sites;  // the NICs' sites, once per shared topology
   std::vector<std::string> order;                              // answers, first seen first
   std::map<std::string, std::vector<std::string>> hosts;       // answer -> hosts, no repeats
   std::set<std::pair<const std::string*, const std::string*>> seen;  // (answer, host name)
   std::map<std::tuple<const HostTopology*, int, std::string>, std::string> why_of;
   for (const RankSlot& s : p.ranks) {
-    const auto it = by_name.find(s.host);
-    if (s.nic.empty() || s.gpus.empty() || it == by_name.end()) continue;
-    const HostTopology& t = *it->second.topology;
+    const auto it = topology_of.find(s.host);
+    if (s.nic.empty() || s.gpus.empty() || it == topology_of.end()) continue;
+    const HostTopology& t = *it->second;
     if (static_cast<size_t>(s.gpus.front()) >= t.gpus.size()) continue;
     // The same topology, GPU and NIC give the same answer: worked out once.
     auto [known, fresh] = why_of.try_emplace({&t, s.gpus.front(), s.nic});
-    if (fresh) {
-      if (it->second.nics.size() != t.nics.size()) it->second.nics = NicSites(t);
-      known->second = ExplainAt(t, t.gpus[s.gpus.front()], it->second.nics, s.nic);
-    }
+    if (fresh) known->second = ExplainAt(t, t.gpus[s.gpus.front()], sites.NicSites(t), s.nic);
     if (known->second.empty()) continue;
     auto [at, added] = hosts.try_emplace(known->second);
     if (added) order.push_back(at->first);

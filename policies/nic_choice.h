@@ -33,6 +33,9 @@ class NicAssigner {
   // order. t.nics must not be empty.
   size_t Choose(const Gpu& gpu);
 
+  // Where each of the host's NICs sits (SiteOf), by NIC index.
+  const std::vector<DeviceSite>& nic_sites() const { return nic_sites_; }
+
  private:
   const HostTopology& t_;
   std::vector<std::string> card_;  // per NIC
@@ -61,6 +64,8 @@ class NicAssignerCache {
   NicAssigner Fresh(const HostTopology& t);
   // NearestNicOf(t, t.gpus[gpu])->nic; -1 when the host has no NIC.
   int Nearest(const HostTopology& t, int gpu);
+  // Where each NIC of `t` sits, by NIC index.
+  const std::vector<DeviceSite>& NicSites(const HostTopology& t) { return Of(t).fresh.nic_sites(); }
 
  private:
   struct Entry {
