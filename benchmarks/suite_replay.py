@@ -15,8 +15,9 @@ resolution).
     submission), the simulator's backfill off and on; and a run of the same
     trace that missed the goals (replay-rig-quota-36-missed.sacct, with
     sacct's Flags), with where it and the simulation part; and those two
-    runs against each other (--against): how far Slurm is from itself on
-    this trace, the floor under any simulator's figure.
+    runs, and five more (replay-rig-quota-36-runs/), each against each
+    (--against): how far Slurm is from itself on this trace, the floor under
+    any simulator's figure, beside the simulator against each run.
   - With the 4-node cluster and accounting up (GL_SLURM_CLUSTER_CONF), not
     with --quick: tests/data/traces/replay/rig-36.csv submitted anew (about
     4 minutes) and compared the same way; then rig-quota-36.csv under the
@@ -25,13 +26,17 @@ resolution).
     GraceTime 0; about 8 minutes), twice, and the two runs against each
     other: Slurm's run-to-run spread measured in the same suite run."""
 
+import glob
 import os
 import re
+import statistics
 import tempfile
 
 from suite_common import ROOT
 
 CLUSTER = "leaf:2 node:2 gpu:4"
+# Five more recorded runs of rig-quota-36.csv (2026-12-06, back to back, live-quota-replay SAVE).
+QUOTA_RUNS = os.path.join(ROOT, "tests", "data", "slurm", "replay-rig-quota-36-runs")
 QUOTA_RUN = ["--quota", "ra:8/8/8,rb:8/8/8", "--reclaim-delay", "2", "--requeue-hold", "120", "--backfill-last=-620"]
 
 
@@ -69,6 +74,36 @@ def _floor(s, label, text):
            (label, r["mean"], r["max"], r["within3"], r["jobs"], apart.group(1) if apart else "?"))
 
 
+def _teams(export):
+    """--quota for an export of rig-quota-36.csv: its two accounts, team 0 (ra, sqa...) first."""
+    with open(export) as f:
+        header = f.readline().rstrip("\n").split("|")
+        col = header.index("Account")
+        accounts = sorted({line.rstrip("\n").split("|")[col] for line in f if line.strip()})
+    return ",".join("%s:8/8/8" % a for a in accounts)
+
+
+def _spread(s, gl, exports):
+    """Slurm against itself over every pair of recorded runs of one trace, and
+    the simulator (the replay's defaults under the pool's policy) against each
+    run: is the simulator as close to a run as Slurm's other runs are?"""
+    pairs, sims = [], []
+    for i, a in enumerate(exports):
+        proc, _ = s.run([gl, "sim", "--replay", "--sacct", a, "--cluster", CLUSTER, "--start-latency", "1", "--quota",
+                         _teams(a), "--reclaim-delay", "2", "--requeue-hold", "120"])
+        sims.append(_parse(proc.stdout)["mean"])
+        for b in exports[i + 1:]:
+            proc, _ = s.run([gl, "sim", "--replay", "--sacct", a, "--against", b])
+            pairs.append(_parse(proc.stdout)["mean"])
+    s.figure("replay", "mean |start difference| of the simulator from a recorded run of rig-quota-36.csv (median)",
+             "s", sims, "two of Slurm's recorded runs (median pair)", pairs)
+    s.note("replay", "Slurm against itself (--against), %d recorded runs of rig-quota-36.csv: the %d pairs are a mean "
+           "%.1f s apart (median %.1f s; within 3 s: %d); the simulator is a mean %.1f s from a run (median %.1f s; "
+           "within 3 s: %d of %d): the run-to-run spread is the floor under the goal of 3 s" %
+           (len(exports), len(pairs), statistics.mean(pairs), statistics.median(pairs), sum(p <= 3 for p in pairs),
+            statistics.mean(sims), statistics.median(sims), sum(m <= 3 for m in sims), len(sims)))
+
+
 def replay(s):
     gl = os.path.join(s.bin, "gpulaunch")
     export = os.path.join(ROOT, "tests", "data", "slurm", "replay-rig-36.sacct")
@@ -91,8 +126,7 @@ def replay(s):
     part = re.search(r"^the runs part at (.*)$", proc.stdout, re.M)
     if part:
         s.note("replay", "that run and the simulation part at " + part.group(1))
-    proc, _ = s.run([gl, "sim", "--replay", "--sacct", quota_export, "--against", missed])
-    _floor(s, "the two recorded runs of rig-quota-36.csv", proc.stdout)
+    _spread(s, gl, [quota_export, missed] + sorted(glob.glob(os.path.join(QUOTA_RUNS, "*.sacct"))))
     conf = os.environ.get("GL_SLURM_CLUSTER_CONF")
     if s.args.quick:
         s.note("replay", "the live replays are not run with --quick (run --only replay with the cluster up: about "
