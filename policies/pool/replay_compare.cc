@@ -56,15 +56,15 @@ std::string RunsReason(const ObservedRun& first, const ObservedRun& second) {
   return started + "; " + preempted;
 }
 
-// The other side's run of a job, for the comparison.
-struct OtherRun {
-  double submit = 0, start = -1, end = -1;
-  std::string name;  // appended to the observed job's name; empty: none
-};
+// The name a side adds to the observed job's ("" for a simulation's outcome).
+std::string SideName(const JobOutcome&) { return ""; }
+std::string SideName(const ObservedRun& run) { return run.name; }
 
-// `reason(observed job, its trace id)`: why the two sides differ.
-template <typename ReasonOf>
-ReplayComparison Compare(const std::vector<ObservedRun>& observed, const std::map<int, OtherRun>& other_of,
+// Each observed job against the other side's run of it (a simulation's
+// outcome or another real run, by trace id); `reason(observed job, the other
+// side's run)` says why they differ.
+template <typename Other, typename ReasonOf>
+ReplayComparison Compare(const std::vector<ObservedRun>& observed, const std::map<int, const Other*>& other_of,
                          int show, ReasonOf reason) {
   ReplayComparison c;
   c.jobs = static_cast<int>(observed.size());
@@ -72,10 +72,11 @@ ReplayComparison Compare(const std::vector<ObservedRun>& observed, const std::ma
   double sum_abs = 0, jct_obs = 0, jct_sim = 0;
   for (const ObservedRun& job : observed) {
     const auto it = other_of.find(job.id);
-    if (job.start < 0 || job.end < 0 || it == other_of.end() || it->second.start < 0 || it->second.end < 0) continue;
-    const OtherRun& other = it->second;
-    ReplayJobDiff d{job.id, other.name.empty() ? job.name : job.name + "/" + other.name, job.start, other.start,
-                    other.start - job.start, reason(job, job.id)};
+    if (job.start < 0 || job.end < 0 || it == other_of.end() || it->second->start < 0 || it->second->end < 0) continue;
+    const Other& other = *it->second;
+    const std::string other_name = SideName(other);
+    ReplayJobDiff d{job.id, other_name.empty() ? job.name : job.name + "/" + other_name, job.start, other.start,
+                    other.start - job.start, reason(job, other)};
     const double abs = std::fabs(d.start_diff);
     sum_abs += abs;
     c.max_abs_start_diff = std::max(c.max_abs_start_diff, abs);
@@ -108,26 +109,16 @@ ReplayComparison Compare(const std::vector<ObservedRun>& observed, const std::ma
 ReplayComparison CompareReplay(const std::vector<ObservedRun>& observed, const std::vector<JobOutcome>& simulated,
                                double backfill_interval_s, int show) {
   std::map<int, const JobOutcome*> sim_of;
-  std::map<int, OtherRun> other_of;
-  for (const JobOutcome& o : simulated) {
-    sim_of[o.id] = &o;
-    other_of[o.id] = OtherRun{o.submit, o.start, o.end, ""};
-  }
-  return Compare(observed, other_of, show, [&](const ObservedRun& job, int id) {
-    return Reason(job, *sim_of.at(id), observed, backfill_interval_s);
+  for (const JobOutcome& o : simulated) sim_of[o.id] = &o;
+  return Compare(observed, sim_of, show, [&](const ObservedRun& job, const JobOutcome& sim) {
+    return Reason(job, sim, observed, backfill_interval_s);
   });
 }
 
 ReplayComparison CompareRuns(const std::vector<ObservedRun>& first, const std::vector<ObservedRun>& second, int show) {
   std::map<int, const ObservedRun*> second_of;
-  std::map<int, OtherRun> other_of;
-  for (const ObservedRun& o : second) {
-    second_of[o.id] = &o;
-    other_of[o.id] = OtherRun{o.submit, o.start, o.end, o.name};
-  }
-  ReplayComparison c = Compare(first, other_of, show, [&](const ObservedRun& job, int id) {
-    return RunsReason(job, *second_of.at(id));
-  });
+  for (const ObservedRun& o : second) second_of[o.id] = &o;
+  ReplayComparison c = Compare(first, second_of, show, RunsReason);
   c.observed_label = "first run";
   c.simulated_label = "second run";
   return c;
