@@ -5,7 +5,8 @@
 #   1. linkcheck measures every pair (within 10% of the configured rates
 #      less the TCP/IP/Ethernet headers: 1448 payload bytes per 1514 on the
 #      wire, 0.956), runs flows at once, infers the two leaves and the
-#      uplink's rate, and saves the link file.
+#      uplink's rate (at most 15 % below it, never above), and saves the
+#      link file.
 #   2. With that file a launch of tp=4,dp=2 (8 ranks, 2 per host) from a
 #      hostfile that interleaves the leaves puts each TP group under one leaf.
 #   3. The same job under gpulaunch's plan and under the worst (Open MPI's
@@ -57,8 +58,8 @@ for p in t["pairs"]:
 if len(t["pairs"]) != 6: out.append("%d pairs, not 6" % len(t["pairs"]))
 if sorted(tuple(sorted(l["hosts"])) for l in t["leaves"]) != [("node1", "node2"), ("node3", "node4")]:
     out.append("leaves %s" % [l["hosts"] for l in t["leaves"]])
-for l in t["leaves"]:
-    if abs(l["uplink_gbyte_per_s"] * 8e3 / uplink - 1) > 0.15:
+for l in t["leaves"]:   # what the flows moved: up to 15 % below the link's rate, never above (2 %: tbf's burst)
+    if not -0.15 <= l["uplink_gbyte_per_s"] * 8e3 / uplink - 1 <= 0.02:
         out.append("uplink of %s %.1f Mbit/s, configured %.1f" % (l["name"], l["uplink_gbyte_per_s"] * 8e3, uplink))
 if sorted(s["host"] for s in t["shared_memory"]) != ["node1", "node2", "node3", "node4"]:
     out.append("shared memory of %s" % [s["host"] for s in t["shared_memory"]])

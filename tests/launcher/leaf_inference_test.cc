@@ -13,6 +13,7 @@ namespace {
 // `port` GB/s, each leaf's uplink `uplink` GB/s per direction, shared by the
 // flows of a round that cross it as TCP shared it on the rig: unevenly (one
 // flow of a group gets 1.4 times the even share), the last 1/k of the link.
+// Every flow moves 1 GB from the round's start: it ends when its rate says.
 std::vector<std::vector<ConcurrentFlow>> Simulate(const std::vector<int>& leaf_of, double port, double uplink) {
   const int n = static_cast<int>(leaf_of.size());
   std::vector<std::vector<ConcurrentFlow>> rounds;
@@ -32,6 +33,8 @@ std::vector<std::vector<ConcurrentFlow>> Simulate(const std::vector<int>& leaf_o
           f.together_gbyte_per_s *= 1.4;
         }
       }
+      f.bytes = 1e9;
+      f.ended_s = 1 / f.together_gbyte_per_s;
       round.push_back(f);
     }
     rounds.push_back(round);
@@ -86,6 +89,30 @@ TEST(LeafInference, ManyHostsAreSearchedLocallyAndSayHowWellTheyFit) {
   EXPECT_EQ(local.leaf_of == four, local.disagreeing == 0);
   EXPECT_EQ(InferLeaves(9, Simulate({0, 0, 0, 1, 1, 1, 2, 2, 2}, 0.01, 0.01)).leaf_of,
             (std::vector<int>{0, 0, 0, 1, 1, 1, 2, 2, 2}));  // exhaustive up to kExhaustiveHosts
+}
+
+TEST(LeafInference, AnUplinkIsWhatItsFlowsMovedTogetherNeverMore) {
+  // The shape of a CI run's round 2 on the 19.1 Mbit/s (payload) uplink: each
+  // flow moves 10 MiB (2 of warm-up), the link busy from 0 until the last
+  // ends. node3's warm-up was starved, so its timed part began late and its
+  // rate (11.1 Mbit/s) was above half the link: the slowest rate times two
+  // said 22.2 Mbit/s. What the two moved over their span is the link's rate.
+  constexpr double kMbit = 1e-3 / 8;  // GB/s
+  const double uplink = 19.1 * kMbit, bytes = 10.0 * (1 << 20), span = 2 * bytes / (uplink * 1e9);
+  auto rounds = Simulate({0, 0, 1, 1}, 76.5 * kMbit, uplink);
+  for (ConcurrentFlow& f : rounds[1]) {
+    if (f.from < 2) continue;  // node3 -> node1 and node4 -> node2: up leaf 2
+    f.bytes = bytes;
+    f.together_gbyte_per_s = (f.from == 2 ? 11.1 : 11.8) * kMbit;
+    f.ended_s = f.from == 2 ? span : span - 0.6;
+  }
+  const auto leaves = InferLeaves(4, rounds);
+  EXPECT_EQ(leaves.leaf_of, (std::vector<int>{0, 0, 1, 1}));
+  EXPECT_NEAR(leaves.uplink_gbyte_per_s[1] / kMbit, 19.1, 1e-9);
+  // One flow beginning late shortens nothing: the span runs from the first
+  // one's start.
+  rounds[1][3].began_s = 0.5;
+  EXPECT_NEAR(InferLeaves(4, rounds).uplink_gbyte_per_s[1] / kMbit, 19.1, 1e-9);
 }
 
 TEST(LeafInference, FlowsThatDidNotOverlapTheirRoundDoNotCount) {

@@ -10,8 +10,9 @@ LinkResult Flow(const std::string& from, const std::string& to, double mib_per_s
   r.from = from;
   r.to = to;
   r.rtt_median_us = 40;
-  r.bandwidth.push_back({1 << 20, 8 << 20, 8.0 / mib_per_s});
+  r.bandwidth.push_back({1 << 20, 8 << 20, 8.0 / mib_per_s, 2 << 20});
   r.started_late_ms = late_ms;
+  if (late_ms >= 0) r.ended_ms = late_ms + r.bandwidth.back().seconds * 1000;
   return r;
 }
 
@@ -38,12 +39,20 @@ TEST(LinkSurvey, FlowsCarryTheirAloneRateFromEitherDirection) {
   EXPECT_EQ(back.to, 0);
   EXPECT_NEAR(back.alone_gbyte_per_s, 2.5 * (1 << 20) / 1e9, 1e-12);
   EXPECT_TRUE(back.concurrent);
+  // Its whole bandwidth half: from 1 ms after the round's start, the timed
+  // 8 MiB and the 2 MiB of warm-up before them.
+  EXPECT_DOUBLE_EQ(back.began_s, 0.001);
+  EXPECT_NEAR(back.ended_s, 0.001 + 8.0 / 1.3, 1e-12);
+  EXPECT_EQ(back.bytes, 10.0 * (1 << 20));
 }
 
 TEST(LinkSurvey, AFlowThatBeganLateOrHadNoStartTimeIsNotAtOnce) {
   EXPECT_TRUE(BeganWithItsRound(Flow("a", "b", 1, 100)));    // 100 ms late in 8 s
   EXPECT_FALSE(BeganWithItsRound(Flow("a", "b", 1, 2000)));  // 2 s late in 8 s
   EXPECT_FALSE(BeganWithItsRound(Flow("a", "b", 1)));        // no start time
+  LinkResult endless = Flow("a", "b", 1, 0);
+  endless.ended_ms = -1;  // a client that did not say when it ended
+  EXPECT_FALSE(BeganWithItsRound(endless));
   LinkResult failed = Flow("a", "b", 1, 0);
   failed.error = "refused";
   EXPECT_FALSE(BeganWithItsRound(failed));

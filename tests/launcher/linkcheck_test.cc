@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -136,8 +137,11 @@ void MeasureLoopback(const UcxSettings& settings, const std::string& transport_p
   ASSERT_EQ(r->bandwidth.size(), 2u);
   for (const BandwidthSample& b : r->bandwidth) {
     EXPECT_EQ(b.total_bytes, 16u << 20);
+    EXPECT_EQ(b.warmup_bytes, b.message_bytes * static_cast<uint64_t>(SmallPlan().window));
     EXPECT_GT(b.gbps(), 0.01);
   }
+  EXPECT_LT(r->started_late_ms, 0);  // no start time given
+  EXPECT_LT(r->ended_ms, 0);
 }
 
 TEST(Linkcheck, LoopbackOverUcxWithItsOwnChoice) { MeasureLoopback({}, ""); }
@@ -145,6 +149,26 @@ TEST(Linkcheck, LoopbackOverUcxForcedToTcp) { MeasureLoopback({"tcp", ""}, "tcp/
 
 // A client without the run's secret is refused before the server allocates
 // anything, and a server without it does not start.
+TEST(Linkcheck, AStartTimeDatesTheBandwidthHalf) {
+  // --concurrent's clients begin together: each says when it began and ended,
+  // after the start time, and the end lies after every timed sample.
+  LinkPlan plan = SmallPlan();
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  plan.bandwidth_start_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now).count() + 300;
+  const Served s = RunPair({"tcp", ""}, SmallPlan(), kSecret, plan, kSecret);
+  ASSERT_TRUE(s.client.ok()) << s.client.status().message();
+  EXPECT_GE(s.client->started_late_ms, 0);
+  double timed_ms = 0;
+  for (const BandwidthSample& b : s.client->bandwidth) timed_ms += b.seconds * 1000;
+  EXPECT_GE(s.client->ended_ms, s.client->started_late_ms + timed_ms);
+  LinkResult saved = *s.client;
+  saved.from = "here";  // the survey names the client's host
+  auto back = ParseLinkResultsJson(LinkResultsJson({saved}), "links.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_NEAR((*back)[0].ended_ms, s.client->ended_ms, 1e-6 * s.client->ended_ms);
+  EXPECT_EQ((*back)[0].bandwidth[0].warmup_bytes, s.client->bandwidth[0].warmup_bytes);
+}
+
 TEST(Linkcheck, BothEndsMustKnowTheRunsSecret) {
   const Served wrong = RunPair({}, SmallPlan(), kSecret, SmallPlan(), std::string(64, 'b'));
   ASSERT_FALSE(wrong.client.ok());

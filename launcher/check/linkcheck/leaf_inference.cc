@@ -20,6 +20,18 @@ std::map<std::pair<int, int>, std::vector<const ConcurrentFlow*>> UplinkGroups(c
   return groups;
 }
 
+// GB/s: what the flows moved from the first one's start to the last one's
+// end (the header says why not the slowest rate times their count).
+double CarriedTogether(const std::vector<const ConcurrentFlow*>& flows) {
+  double began = 1e300, ended = 0, bytes = 0;
+  for (const ConcurrentFlow* f : flows) {
+    began = std::min(began, f->began_s);
+    ended = std::max(ended, f->ended_s);
+    bytes += f->bytes;
+  }
+  return ended > began ? bytes / (ended - began) / 1e9 : 0;
+}
+
 double Share(const ConcurrentFlow& f) { return f.together_gbyte_per_s / f.alone_gbyte_per_s; }
 
 // How many flows a partition mispredicts: a flow on an uplink direction
@@ -157,13 +169,9 @@ InferredLeaves InferLeaves(int hosts, const std::vector<std::vector<ConcurrentFl
   out.uplink_gbyte_per_s.assign(out.leaves, 0);
   for (const auto& round : rounds) {
     for (const ConcurrentFlow& f : round) out.flows_used += f.concurrent && f.alone_gbyte_per_s > 0;
-    // An uplink carried about k times its group's slowest flow (see
-    // Disagreements); one flow alone, at least its own rate.
     for (const auto& [where, flows] : UplinkGroups(out.leaf_of, round)) {
-      double slowest = 1e300;
-      for (const ConcurrentFlow* f : flows) slowest = std::min(slowest, f->together_gbyte_per_s);
       double& uplink = out.uplink_gbyte_per_s[where.first];
-      uplink = std::max(uplink, slowest * static_cast<double>(flows.size()));
+      uplink = std::max(uplink, CarriedTogether(flows));
     }
   }
   if (out.leaves == 1) out.uplink_gbyte_per_s[0] = 0;  // no uplink crossed

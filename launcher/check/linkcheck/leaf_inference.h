@@ -14,8 +14,18 @@
 // (ties: fewer leaves, then the first in a fixed order): every
 // partition for up to kExhaustiveHosts hosts, else a local search (merge two
 // leaves, or move one host, while that helps) from one leaf per host and
-// from one leaf for all, the better end kept. A leaf's uplink figure is the most its flows carried at once
-// in one direction, in any round: a lower bound when no round filled it.
+// from one leaf for all, the better end kept.
+//
+// A leaf's uplink figure is the most its flows carried together in one
+// direction, in any round: the bytes they moved over the time from the first
+// one's start to the last one's end. When they kept the link busy that is its
+// rate (a flow that ends first leaves the others its share, so the last ends
+// when the link has moved them all); when they could not fill it, a lower
+// bound. It is never more than the link carried, whatever the shares and the
+// moments each flow's timed part began (the slowest flow's rate times the
+// flows' count was, when one flow's warm-up was starved: 22.1 Mbit/s for a
+// 19.1 Mbit/s uplink in one CI run). The ends are read on the clients'
+// clocks: their skew (milliseconds under NTP) against flows of a second or more.
 //
 // What cannot be seen: an uplink that two flows share without either falling
 // below `slowed_below` of its alone rate (on the rig, TCP gave one of two
@@ -36,6 +46,10 @@ struct ConcurrentFlow {
   double alone_gbyte_per_s = 0;    // what the flow got alone (the pairs phase)
   double together_gbyte_per_s = 0; // what it got in its round
   bool concurrent = true;          // false: it did not overlap its round (started late); not used
+  // The whole bandwidth half, warm-up included: when it began and ended,
+  // seconds after the round's start time (on its client's clock), and the
+  // bytes it moved in between.
+  double began_s = 0, ended_s = 0, bytes = 0;
 };
 
 struct InferredLeaves {

@@ -57,6 +57,7 @@ std::string LinkResultsJson(const std::vector<LinkResult>& links) {
       e.Set("message_bytes", static_cast<double>(b.message_bytes));
       e.Set("total_bytes", static_cast<double>(b.total_bytes));
       e.Set("seconds", b.seconds);
+      if (b.warmup_bytes > 0) e.Set("warmup_bytes", static_cast<double>(b.warmup_bytes));
       e.Set("gbps", b.gbps());
       e.Set("mib_per_s", b.mibs());
       bw.Push(e);
@@ -64,6 +65,7 @@ std::string LinkResultsJson(const std::vector<LinkResult>& links) {
     j.Set("bandwidth", bw);
     j.Set("error", l.error);
     if (l.started_late_ms >= 0) j.Set("started_late_ms", l.started_late_ms);
+    if (l.ended_ms >= 0) j.Set("ended_ms", l.ended_ms);
     list.Push(j);
   }
   root.Set("links", list);
@@ -98,13 +100,15 @@ StatusOr<std::vector<LinkResult>> ParseLinkResultsJson(const std::string& text, 
     if (const Json* bw = j.Find("bandwidth"); bw && bw->is(Json::Type::kArray)) {
       for (const Json& e : bw->items()) {
         l.bandwidth.push_back(BandwidthSample{static_cast<uint64_t>(Num(e, "message_bytes")),
-                                              static_cast<uint64_t>(Num(e, "total_bytes")), Num(e, "seconds")});
+                                              static_cast<uint64_t>(Num(e, "total_bytes")), Num(e, "seconds"),
+                                              static_cast<uint64_t>(Num(e, "warmup_bytes"))});
       }
     }
     l.error = Str(j, "error");
     if (const Json* late = j.Find("started_late_ms"); late && late->is(Json::Type::kNumber)) {
       l.started_late_ms = late->AsNumber();
     }
+    if (const Json* ended = j.Find("ended_ms"); ended && ended->is(Json::Type::kNumber)) l.ended_ms = ended->AsNumber();
     out.push_back(std::move(l));
   }
   return out;

@@ -17,6 +17,9 @@ struct BandwidthSample {
   uint64_t message_bytes = 0;
   uint64_t total_bytes = 0;
   double seconds = 0;
+  // Sent before the timed part (the window the server acknowledges first):
+  // moved in the bandwidth half's time, not in `seconds`.
+  uint64_t warmup_bytes = 0;
   double gbps() const { return seconds > 0 ? static_cast<double>(total_bytes) * 8 / seconds / 1e9 : 0; }
   double mibs() const { return seconds > 0 ? static_cast<double>(total_bytes) / (1 << 20) / seconds : 0; }
 };
@@ -32,6 +35,10 @@ struct LinkResult {
   // With a start time (linkcheck --concurrent): how late the bandwidth half
   // began, milliseconds; negative when no start time was given.
   double started_late_ms = -1;
+  // With a start time: when the bandwidth half ended (the server had
+  // acknowledged its last message), milliseconds after the start time, on
+  // the client's clock; negative without one.
+  double ended_ms = -1;
 };
 
 std::string LinkResultsJson(const std::vector<LinkResult>& links);

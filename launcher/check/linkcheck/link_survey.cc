@@ -43,7 +43,8 @@ double LinkGbytePerS(const LinkResult& link, uint64_t message_bytes) {
 
 bool BeganWithItsRound(const LinkResult& r) {
   const double seconds = r.bandwidth.empty() ? 0 : r.bandwidth.back().seconds;
-  return r.error.empty() && r.started_late_ms >= 0 && r.started_late_ms / 1000 <= seconds / 20;
+  return r.error.empty() && r.started_late_ms >= 0 && r.ended_ms > r.started_late_ms &&
+         r.started_late_ms / 1000 <= seconds / 20;
 }
 
 std::vector<std::vector<ConcurrentFlow>> ConcurrentFlows(const LinkSurvey& s) {
@@ -61,6 +62,9 @@ std::vector<std::vector<ConcurrentFlow>> ConcurrentFlows(const LinkSurvey& s) {
       f.together_gbyte_per_s = LinkGbytePerS(r, size);
       f.alone_gbyte_per_s = AloneGbytePerS(s, s.hosts[f.from], s.hosts[f.to], size);
       f.concurrent = BeganWithItsRound(r);
+      f.began_s = r.started_late_ms / 1000;
+      f.ended_s = r.ended_ms / 1000;
+      for (const BandwidthSample& b : r.bandwidth) f.bytes += static_cast<double>(b.warmup_bytes + b.total_bytes);
       flows.push_back(f);
     }
     rounds.push_back(std::move(flows));

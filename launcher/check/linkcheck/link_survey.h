@@ -34,9 +34,10 @@ struct LinkSurvey {
 double AloneGbytePerS(const LinkSurvey& survey, const std::string& from, const std::string& to,
                       uint64_t message_bytes = 0);
 
-// Whether a flow of a round overlapped the others: it was measured and began
-// its bandwidth half no later than a twentieth of its own duration after the
-// round's start time (clients that were ready wake within milliseconds).
+// Whether a flow of a round overlapped the others: it was measured, says
+// when its bandwidth half began and ended, and began it no later than a
+// twentieth of its own duration after the round's start time (clients that
+// were ready wake within milliseconds).
 bool BeganWithItsRound(const LinkResult& flow);
 
 // The flows of the rounds with what each got alone (from `pairs`, either

@@ -246,7 +246,8 @@ StatusOr<BandwidthSample> MeasureBandwidth(UcxPeer& peer, const LinkPlan& plan, 
     for (void* r : reqs) GL_RETURN_IF_ERROR(peer.Wait(r, "send"));
   }
   GL_RETURN_IF_ERROR(peer.Recv(&word, sizeof word, kAck));
-  BandwidthSample b{size, size * count, std::chrono::duration<double>(Clock::now() - t0).count()};
+  BandwidthSample b{size, size * count, std::chrono::duration<double>(Clock::now() - t0).count(),
+                    size * static_cast<uint64_t>(plan.window)};
   if (progress) {
     char line[160];
     std::snprintf(line, sizeof line, "bandwidth: %llu x %llu bytes, %.2f Gbps (%.0f MiB/s)",
@@ -282,15 +283,19 @@ StatusOr<LinkResult> RunLinkClient(const std::string& host, int port, const UcxS
   GL_ASSIGN_OR_RETURN(std::string verdict, RecvBlob(control.fd, "answer to the test plan"));
   if (verdict != "plan ok") return FailedPrecondition("the server at " + host + " " + Excerpt(verdict, 300));
   GL_RETURN_IF_ERROR(MeasureLatency(peer, plan, progress, result));
+  const std::chrono::system_clock::time_point start{std::chrono::milliseconds(plan.bandwidth_start_unix_ms)};
+  auto ms_after_start = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::system_clock::now() - start).count();
+  };
   if (plan.bandwidth_start_unix_ms > 0) {
-    const std::chrono::system_clock::time_point start{std::chrono::milliseconds(plan.bandwidth_start_unix_ms)};
     if (std::chrono::system_clock::now() < start) std::this_thread::sleep_until(start);
-    result.started_late_ms = std::chrono::duration<double, std::milli>(std::chrono::system_clock::now() - start).count();
+    result.started_late_ms = ms_after_start();
   }
   for (size_t i = 0; i < plan.sizes.size(); ++i) {
     GL_ASSIGN_OR_RETURN(BandwidthSample b, MeasureBandwidth(peer, plan, plan.sizes[i], counts[i], progress));
     result.bandwidth.push_back(b);
   }
+  if (plan.bandwidth_start_unix_ms > 0) result.ended_ms = ms_after_start();
   SendBlob(control.fd, "bye");
   return result;
 }
