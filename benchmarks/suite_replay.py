@@ -37,7 +37,11 @@ from suite_common import ROOT
 CLUSTER = "leaf:2 node:2 gpu:4"
 # Five more recorded runs of rig-quota-36.csv (2026-12-06, back to back, live-quota-replay SAVE).
 QUOTA_RUNS = os.path.join(ROOT, "tests", "data", "slurm", "replay-rig-quota-36-runs")
-QUOTA_RUN = ["--quota", "ra:8/8/8,rb:8/8/8", "--reclaim-delay", "2", "--requeue-hold", "120", "--backfill-last=-620"]
+# The pool's policy as live-quota-replay applies it: two teams of nominal 8,
+# borrow limit 8; Slurm's reclaim delay and requeue hold on the rig.
+QUOTA = ["--quota", "ra:8/8/8,rb:8/8/8"]
+QUOTA_HOLDS = ["--reclaim-delay", "2", "--requeue-hold", "120"]
+QUOTA_RUN = QUOTA + QUOTA_HOLDS + ["--backfill-last=-620"]
 
 
 def _parse(text):
@@ -90,7 +94,7 @@ def _spread(s, gl, exports):
     pairs, sims = [], []
     for i, a in enumerate(exports):
         proc, _ = s.run([gl, "sim", "--replay", "--sacct", a, "--cluster", CLUSTER, "--start-latency", "1", "--quota",
-                         _teams(a), "--reclaim-delay", "2", "--requeue-hold", "120"])
+                         _teams(a)] + QUOTA_HOLDS)
         sims.append(_parse(proc.stdout)["mean"])
         for b in exports[i + 1:]:
             proc, _ = s.run([gl, "sim", "--replay", "--sacct", a, "--against", b])
@@ -119,8 +123,8 @@ def replay(s):
                 % backfill, _parse(proc.stdout))
     # A run of the same trace that missed: where the runs part, and why.
     missed = os.path.join(ROOT, "tests", "data", "slurm", "replay-rig-quota-36-missed.sacct")
-    proc, _ = s.run([gl, "sim", "--replay", "--sacct", missed, "--cluster", CLUSTER, "--start-latency", "1",
-                     "--quota", "ra:8/8/8,rb:8/8/8", "--reclaim-delay", "2", "--requeue-hold", "120"])
+    proc, _ = s.run([gl, "sim", "--replay", "--sacct", missed, "--cluster", CLUSTER, "--start-latency", "1"] +
+                    QUOTA + QUOTA_HOLDS)
     _report(s, "recorded run under the pool's policy that missed (replay-rig-quota-36-missed.sacct), fifo-first-fit",
             _parse(proc.stdout))
     part = re.search(r"^the runs part at (.*)$", proc.stdout, re.M)
