@@ -64,6 +64,11 @@
 //   stacks                             dump the job process's stacks
 //   signal 2|15|1|9                    send SIGINT, SIGTERM, SIGHUP or SIGKILL to
 //                                      the job process (gpulaunch's own stop sequence)
+//   started                            every rank of the job has checked in; sent
+//                                      once to each rank's connection (also after
+//                                      its `exit`): under Open MPI a rank whose job
+//                                      process ended with code 0 waits for it before
+//                                      its shim exits (rank_supervisor.h)
 //
 // gpulaunch stamps every message with its own clock when it arrives, so the
 // summary's times never mix the clocks of different hosts.

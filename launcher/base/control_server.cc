@@ -425,6 +425,12 @@ void ControlServer::RecordCheckIn(Peer& peer, const ControlMessage& m, RankRecor
   }
   // The job is being stopped: this rank checked in too late to be asked.
   if (stop_signal_ != 0) SendTo(peer, "signal " + std::to_string(stop_signal_));
+  // The last rank in: every rank still connected hears that all have
+  // started, those whose job already ended (and wait for this) included.
+  if (++checked_in_ == o_.world) {
+    for (const auto& [rank, p] : rank_peer_)
+      if (p->checked_in) SendTo(*p, "started");
+  }
 }
 
 void ControlServer::RecordMetric(const ControlMessage& m, RankRecord& r, ControlClock::time_point now) {

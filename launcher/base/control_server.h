@@ -220,6 +220,7 @@ class ControlServer {
   std::map<int, int> pidfds_;       // rank -> pidfd of its job process (see ancestor)
   std::set<int> stacks_pending_;    // asked for stacks, answer not complete
   int stop_signal_ = 0;             // the latest SignalAllRanks signal: sent to later check-ins too
+  int checked_in_ = 0;              // ranks that checked in; at `world`, every connection is told `started`
   std::set<std::string> slurm_steps_;
   std::set<std::string> changed_hosts_;
   std::set<int> held_ranks_;

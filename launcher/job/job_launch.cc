@@ -353,6 +353,14 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
               << " did not exit; gpulaunch stopped it (Open MPI 4.1's mpirun can hang once its job is over)\n";
     out.exit_code = job.exit_code = 0;
   }
+  // An engine's 0 is not the job's when ranks it started failed, were
+  // stopped while they ran, or vanished: Open MPI 4.1's mpirun, for one, can
+  // take a job for over while ranks still run (rank_supervisor.h), stop them
+  // and exit 0.
+  if (out.exit_code == 0 && out.stop == StopReason::kNone && !RanksCutShort(records).empty()) {
+    job.engine_exited_zero = true;
+    out.exit_code = job.exit_code = kExitLaunchFailure;
+  }
   // N singletons that all exit 0 ran N copies of the job, not the job.
   if (out.exit_code == 0 && EveryRankAnMpiSingleton(job, records)) out.exit_code = job.exit_code = kExitLaunchFailure;
   Blame(records, checked_in, job, out);

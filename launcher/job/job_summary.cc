@@ -218,7 +218,29 @@ const RankRecord* RankToBlame(const std::map<int, RankRecord>& ranks) {
   return first;
 }
 
+// The engine exited 0 while no rank had failed on its own: it stopped ranks
+// that still ran (or they vanished), so the job did not complete.
+RootCause EngineEndedEarlyCause(const JobOutcome& job, const std::map<int, RankRecord>& ranks) {
+  const std::vector<int> cut = RanksCutShort(ranks);
+  RootCause cause;
+  cause.headline = (job.engine.empty() ? std::string("the engine") : job.engine) + " exited 0, but " +
+                   std::to_string(cut.size()) + " of " + std::to_string(job.planned_hosts.size()) +
+                   " ranks did not end on their own: they were stopped while they ran, or vanished (" +
+                   RankList(job, ranks, cut) + "); the job did not complete";
+  cause.notes.push_back("see the engine's messages above; the summary says how each rank ended");
+  return cause;
+}
+
 }  // namespace
+
+std::vector<int> RanksCutShort(const std::map<int, RankRecord>& ranks) {
+  std::vector<int> cut;
+  for (const auto& [rank, r] : ranks) {
+    if (!r.refusal.empty()) continue;
+    if ((r.ended && (r.signaled || r.exit_value != 0 || r.told_to_stop)) || (!r.ended && r.lost)) cut.push_back(rank);
+  }
+  return cut;
+}
 
 bool EveryRankAnMpiSingleton(const JobOutcome& job, const std::map<int, RankRecord>& ranks) {
   const size_t world = job.planned_hosts.size();
@@ -248,7 +270,11 @@ std::optional<RootCause> FindRootCause(const JobOutcome& job, const std::map<int
     return cause;
   }
   if (auto cause = StopCause(job, ranks)) return cause;
-  if (const RankRecord* first = RankToBlame(ranks)) {
+  const RankRecord* first = RankToBlame(ranks);
+  if (job.engine_exited_zero && (!first || first->told_to_stop || first->lost)) {
+    return EngineEndedEarlyCause(job, ranks);
+  }
+  if (first) {
     std::string what = HowItEnded(*first);
     if (first->ended || first->lost) {
       what += ", " + Fixed(Seconds(first->ended_at - first->checked_in), 2) + " s after it started";

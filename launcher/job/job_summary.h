@@ -33,6 +33,9 @@ struct JobOutcome {
   // Ranks that reached gpulaunch but were still held, unstarted, until every
   // host whose topology was cached had confirmed it (control_server.h).
   std::set<int> held;
+  // The engine exited 0 although ranks it had started did not end on their
+  // own with code 0 (RanksCutShort): its 0 is not the job's.
+  bool engine_exited_zero = false;
   int restart = 0;                         // GPULAUNCH_RESTART_COUNT of this run
   ControlClock::time_point started{};      // when the engine was started
   std::chrono::system_clock::time_point started_wall{};
@@ -45,6 +48,12 @@ struct RootCause {
   std::vector<std::string> notes; // further lines (what happened to the others, the fix)
   std::vector<std::string> evidence;  // the blamed rank's stderr tail or stacks
 };
+
+// The ranks that reached gpulaunch and did not end on their own with code 0:
+// failed (a code or a signal), ended after a stop signal reached them, or
+// vanished without a report. Ranks gpulaunch never heard of, and ranks
+// whose report had not arrived, are not among them.
+std::vector<int> RanksCutShort(const std::map<int, RankRecord>& ranks);
 
 // Why the job failed; nullopt when it did not (exit 0 and no stop). Every
 // rank an MPI singleton (RankRecord::mpi_singleton) is a failure of its own.

@@ -51,6 +51,7 @@ StatusOr<EngineIdentity> ReadEngineIdentity(const EnvLookup& env) {
     id.world_size = IntVar(env, "OMPI_COMM_WORLD_SIZE");
     id.local_rank = IntVar(env, "OMPI_COMM_WORLD_LOCAL_RANK");
     id.source = "OMPI_COMM_WORLD_*";
+    id.open_mpi = true;
   } else if (auto p = IntVar(env, "PMIX_RANK")) {
     id.rank = *p;
     id.source = "PMIX_RANK";

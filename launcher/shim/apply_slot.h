@@ -24,6 +24,7 @@ struct EngineIdentity {
   std::optional<int> world_size;
   std::optional<int> local_rank;
   std::string source;  // which variables were used
+  bool open_mpi = false;  // Open MPI's daemon started this rank (OMPI_COMM_WORLD_*)
 };
 
 StatusOr<EngineIdentity> ReadEngineIdentity(const EnvLookup& env);

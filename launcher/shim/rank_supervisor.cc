@@ -111,6 +111,7 @@ class Supervision {
       if (exited_ && helpers_done_ && (fds_[kStderr].fd < 0 || Clock::now() - helpers_done_at_ > kDrainLimit)) break;
     }
     Finish();
+    if (MustWaitForEveryStart()) WaitForEveryStart();
     return status_;
   }
 
@@ -205,9 +206,11 @@ class Supervision {
     beat_pending_ = false;
   }
 
-  // gpulaunch's requests: its own stop sequence, or the stacks.
+  // gpulaunch's requests: its own stop sequence, or the stacks; and the news
+  // that every rank has started.
   void AnswerRequests() {
     for (const std::string& request : control_->ReadRequests()) {
+      if (request == "started") every_rank_started_ = true;
       if (exited_) continue;
       if (request.rfind("signal ", 0) == 0) {
         const int sig = std::atoi(request.c_str() + 7);
@@ -225,6 +228,28 @@ class Supervision {
       m.rank = o_.rank;
       m.payload_bytes = stacks.size();
       control_->Send(m, stacks);
+    }
+  }
+
+  // A job process that ended on its own with code 0, under an engine that
+  // miscounts one that ends before every rank started (rank_supervisor.h).
+  bool MustWaitForEveryStart() const {
+    return o_.wait_for_every_start && control_ && control_->connected() && !every_rank_started_ && !told_to_stop_ &&
+           WIFEXITED(status_) && WEXITSTATUS(status_) == 0;
+  }
+
+  // Until `started`, the limit, a stop signal, or gpulaunch gone.
+  void WaitForEveryStart() {
+    const auto give_up_at = Clock::now() + o_.start_wait_limit;
+    pollfd fds[2] = {{g_signal_pipe[0], POLLIN, 0}, {control_->fd(), POLLIN, 0}};
+    while (!every_rank_started_ && control_->connected()) {
+      const int left = MsUntil(give_up_at);
+      if (left == 0) return;
+      if (poll(fds, 2, left) < 0 && errno != EINTR) return;
+      unsigned char sig;
+      while (read(g_signal_pipe[0], &sig, 1) == 1)
+        if (IsStopSignal(sig)) return;
+      if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) AnswerRequests();
     }
   }
 
@@ -296,6 +321,7 @@ class Supervision {
   TailKeeper tail_;
   HelperStopper helpers_;
   bool exited_ = false, beat_pending_ = false, told_to_stop_ = false, helpers_done_ = false, singleton_told_ = false;
+  bool every_rank_started_ = false;
   int status_ = 0;
   Clock::time_point exited_at_{}, beat_sent_{}, orphan_kill_at_{}, helpers_done_at_{};
   Clock::time_point settle_at_;  // when once_settled is due; zero: done or dropped

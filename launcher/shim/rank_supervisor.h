@@ -38,6 +38,15 @@
 //   before an engine's own SIGKILL to the shim. Each is reported to
 //   gpulaunch (`helper`) before the exit report, and the shim waits for them
 //   (the stderr pipe they may hold closes with them).
+// - With `wait_for_every_start`, a rank whose main process ended on its own
+//   with code 0 keeps its shim, the process the engine waits for, until
+//   gpulaunch says that every rank has started (`started`,
+//   control_protocol.h), and no longer than `start_wait_limit`; a stop signal
+//   or the loss of gpulaunch ends the wait at once. The exit report goes out
+//   before the wait. This is for Open MPI 4.1: its daemon reports a rank that
+//   ended before the daemon had started every rank of its host twice, and
+//   mpirun, counting that rank's end twice, takes the job for over while
+//   ranks still run: it kills them, and may fail on its way down (exit 1).
 // - `once_settled`, when set, runs once in the shim when the child has run
 //   for `settle_after` and no stop has reached it: work that must not slow
 //   the start of every rank (a launch of short ranks never pays it) and is
@@ -63,6 +72,8 @@ struct SuperviseOptions {
   // From SIGTERM to SIGKILL for the processes the rank leaves behind
   // (descendants.h): gpulaunch's kill grace, GPULAUNCH_KILL_GRACE_MS.
   std::chrono::milliseconds kill_grace{2000};
+  bool wait_for_every_start = false;
+  std::chrono::milliseconds start_wait_limit{60000};
   long* wakeups = nullptr;                   // when set, counts the supervision loop's turns (tests)
 };
 

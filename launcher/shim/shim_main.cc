@@ -213,6 +213,8 @@ int main(int argc, char** argv) {
   // process group (rank_supervisor.h).
   options.forward_signals = !(HasEnv("SLURM_STEP_ID") && !HasEnv("OMPI_COMM_WORLD_SIZE"));
   options.check_in = CheckIn(control, *table, *id, hostname);
+  // Open MPI's daemons must not see a rank end before every rank started.
+  options.wait_for_every_start = id->open_mpi;
   // The engine's /proc entries left on this process, dropped while the rank
   // runs rather than all at once when the job is torn down
   // (inherited_fd_entries.h); parent: the engine's daemon that forked us.

@@ -104,5 +104,28 @@ TEST(Launch, AnEngineWaitingOnASlowReaderIsNotKilled) {
   EXPECT_EQ(std::count(got.begin(), got.end(), '\n'), 4000) << "output lost; stderr:\n" << err;
 }
 
+// An engine's 0 is not the job's: here an mpirun first in PATH runs the real
+// one and exits 0 whatever it said. Rank 1 exits 3 after rank 0 ended
+// cleanly; gpulaunch, which heard how every rank ended, exits 3 and blames
+// rank 1. (The real case: Open MPI 4.1's mpirun ending a job early, stopping
+// ranks that still ran, and exiting 0; tests/e2e/scale_multihost_test.sh.)
+TEST(Launch, AnEngineThatExitsZeroCannotHideAFailedRank) {
+  TempDir dir("zero");
+  const std::string mpirun = RealMpirun();
+  ASSERT_FALSE(mpirun.empty()) << "no mpirun in PATH";
+  {
+    std::ofstream wrapper(dir / "mpirun");
+    wrapper << "#!/bin/sh\n\"" << mpirun << "\" \"$@\"\nexit 0\n";
+  }
+  fs::permissions(dir / "mpirun", fs::perms::owner_all);
+  const CapturedRun run = RunCaptured({kLaunch, "-n", "2", "--oversubscribe", "--allow-run-as-root", "--no-summary",
+                                       "/bin/sh", "-c", "[ \"$RANK\" = 1 ] && sleep 1 && exit 3; exit 0"},
+                                      EnvironmentWith({{"PATH", dir.path.string() + ":" + getenv("PATH")}}), 120000);
+  ASSERT_FALSE(run.timed_out) << run.err;
+  EXPECT_EQ(ExitCode(run), 3) << run.err;
+  EXPECT_NE(run.err.find("rank 1 on "), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("exited with code 3"), std::string::npos) << run.err;
+}
+
 }  // namespace
 }  // namespace gpulaunch

@@ -263,7 +263,32 @@ TEST(ControlServer, AStopReachesARankThatChecksInAfterIt) {
   EXPECT_EQ(RequestsWithin(early, 5000), (std::vector<std::string>{"signal 15"}));
   ASSERT_TRUE(Join(late, server, 1));
   ASSERT_TRUE(late.Send(Checkin(1, 999992, "H")));
-  EXPECT_EQ(RequestsWithin(late, 5000), (std::vector<std::string>{"signal 15"}));
+  // The last rank in: `started` follows the stop (EveryRankHearsWhenTheLastRankCheckedIn).
+  const std::vector<std::string> asked = RequestsWithin(late, 5000);
+  ASSERT_FALSE(asked.empty());
+  EXPECT_EQ(asked[0], "signal 15");
+}
+
+// `started` reaches every connection once the last rank checks in: ranks
+// that already reported their end (they wait for it) too, and none before.
+TEST(ControlServer, EveryRankHearsWhenTheLastRankCheckedIn) {
+  ControlServer server;
+  ASSERT_TRUE(server.Start(Options(3)).ok());
+  ControlClient a, b, c;
+  ASSERT_TRUE(Join(a, server, 0));
+  ASSERT_TRUE(Join(b, server, 1));
+  ASSERT_TRUE(Join(c, server, 2));
+  ASSERT_TRUE(a.Send(Checkin(0, 999991, "H")));
+  ControlMessage exit_msg;
+  exit_msg.kind = Kind::kExit;
+  exit_msg.rank = 0;
+  ASSERT_TRUE(a.Send(exit_msg));
+  ASSERT_TRUE(b.Send(Checkin(1, 999992, "H")));
+  ASSERT_EQ(server.CheckedIn(), 2);  // both read and handled: anything they caused was sent
+  EXPECT_TRUE(RequestsWithin(a, 100).empty());
+  EXPECT_TRUE(RequestsWithin(b, 100).empty());
+  ASSERT_TRUE(c.Send(Checkin(2, 999993, "H")));
+  for (ControlClient* shim : {&a, &b, &c}) EXPECT_EQ(RequestsWithin(*shim, 5000), (std::vector<std::string>{"started"}));
 }
 
 }  // namespace

@@ -125,6 +125,54 @@ TEST(JobSummary, WhenEveryFailedRankWasToldToStopTheFirstIsBlamed) {
   EXPECT_EQ(cause->rank, 1);
 }
 
+// What an engine's 0 cannot hide: ranks that failed, ended after a stop
+// signal (even with code 0), or vanished. Refused ranks, ranks never heard of
+// and ranks whose report had not arrived are not counted.
+TEST(JobSummary, RanksCutShortAreThoseThatDidNotEndOnTheirOwnWithZero) {
+  Fixture f(7);
+  f.End(0, 100, false, 0);  // fine
+  f.End(1, 100, false, 3);  // failed
+  f.End(2, 100, true, SIGTERM);
+  f.End(3, 100, false, 0);
+  f.ranks[3].told_to_stop = true;  // a SIGTERM handler that exits 0
+  f.ranks[4].lost = true;
+  f.ranks[5].refusal = "wrong host";
+  f.ranks.erase(6);  // never reached gpulaunch
+  EXPECT_EQ(RanksCutShort(f.ranks), (std::vector<int>{1, 2, 3, 4}));
+  f.ranks.erase(4);
+  f.ranks[6].rank = 6;  // checked in; its report not read yet
+  f.ranks[6].pid = 1006;
+  EXPECT_EQ(RanksCutShort(f.ranks), (std::vector<int>{1, 2, 3}));
+}
+
+// Open MPI 4.1's mpirun, taking its job for over early, stopped the ranks of
+// node1 that still ran and exited 0 (seen on the netns rig: 8 ranks killed
+// by SIGTERM, summary and exit code 0). With no rank failed on its own the
+// cause names the engine and the stopped ranks, and blames no rank.
+TEST(JobSummary, AnEngineThatExitedZeroWhileItStoppedRanksIsTheCause) {
+  Fixture f(4);
+  f.job.engine = "mpirun";
+  f.End(0, 6000, true, SIGTERM);
+  f.End(1, 6000, true, SIGTERM);
+  f.ranks[0].told_to_stop = f.ranks[1].told_to_stop = true;
+  f.End(2, 200, false, 0);
+  f.End(3, 200, false, 0);
+  f.job.engine_exited_zero = true;
+  f.job.exit_code = 125;
+  auto cause = FindRootCause(f.job, f.ranks);
+  ASSERT_TRUE(cause);
+  EXPECT_EQ(cause->rank, -1);
+  EXPECT_EQ(cause->headline,
+            "mpirun exited 0, but 2 of 4 ranks did not end on their own: they were stopped while they ran, or "
+            "vanished (0, 1 on node1); the job did not complete");
+  // A rank that failed on its own is still the cause, as for any engine code.
+  f.End(2, 150, false, 7);
+  cause = FindRootCause(f.job, f.ranks);
+  ASSERT_TRUE(cause);
+  EXPECT_EQ(cause->rank, 2);
+  EXPECT_NE(cause->headline.find("exited with code 7"), std::string::npos) << cause->headline;
+}
+
 TEST(JobSummary, RanksLostAfterTheFirstFailureWereStoppedNotLost) {
   Fixture f(3);
   f.End(0, 100, false, 4);  // the cause

@@ -11,10 +11,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <signal.h>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/testing/control_peer.h"
@@ -184,6 +187,101 @@ TEST(RankSupervisor, AStoppedJobDropsOnceSettled) {
   ASSERT_TRUE(WIFEXITED(r.wait_status));
   EXPECT_EQ(WEXITSTATUS(r.wait_status), 5);
   EXPECT_EQ(runs, 0);
+}
+
+// A rank of a two-rank job, supervised in a thread with a real control
+// connection: its job process checks in as rank 0 and runs `script`.
+class HeldRank {
+ public:
+  HeldRank(const std::string& script, SuperviseOptions options) {
+    EXPECT_TRUE(server_.Start(testing_control::Options(2)).ok());
+    EXPECT_TRUE(testing_control::Join(control_, server_, 0));
+    options.control = &control_;
+    options.check_in = {control_.fd(), &control_.session(), "checkin 0 ", " 2 localhost H -"};
+    options.wait_for_every_start = true;
+    thread_ = std::thread([this, script, options] {
+      wait_status_ = Supervise(script, options).wait_status;
+      done_ = true;
+    });
+  }
+  ~HeldRank() {
+    if (thread_.joinable()) thread_.join();
+  }
+  // Waits (at most 60 s: a broken shim must not hang the test) for rank 0's exit report.
+  bool Reported() {
+    for (int i = 0; i < 6000; ++i) {
+      const auto records = server_.Records();
+      if (records.count(0) && records.at(0).ended) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+  // The other rank checks in: every rank has started.
+  void SecondRankStarts() {
+    ASSERT_TRUE(testing_control::Join(other_, server_, 1));
+    ControlMessage m;
+    m.kind = ControlMessage::Kind::kCheckin;
+    m.rank = 1;
+    m.pid = 999992;
+    m.world = 2;
+    m.host = "localhost";
+    m.plan_hash = "H";
+    ASSERT_TRUE(other_.Send(m));
+  }
+  int Finish() {
+    thread_.join();
+    return wait_status_;
+  }
+  bool done() const { return done_; }
+
+ private:
+  ControlServer server_;
+  ControlClient control_, other_;
+  std::thread thread_;
+  std::atomic<bool> done_{false};
+  int wait_status_ = -1;
+};
+
+// Under Open MPI a rank that ended with code 0 reports at once but keeps its
+// shim until every rank has started: mpirun counts a rank that ends before
+// its daemon started the host's every rank twice, and ends the job early.
+TEST(RankSupervisor, ACleanRankExitsOnlyOnceEveryRankHasStarted) {
+  HeldRank rank("exit 0", {});
+  ASSERT_TRUE(rank.Reported());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(rank.done()) << "the shim exited before the other rank started";
+  rank.SecondRankStarts();
+  const int status = rank.Finish();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// The wait has a bound, and a failed rank does not wait at all: the engine
+// ends the job on a failure anyway, and must hear of it at once.
+TEST(RankSupervisor, TheWaitForEveryStartIsBoundedAndOnlyForCleanEnds) {
+  SuperviseOptions bounded;
+  bounded.start_wait_limit = std::chrono::milliseconds(400);
+  const auto started = std::chrono::steady_clock::now();
+  HeldRank clean("exit 0", bounded);
+  const int status = clean.Finish();
+  EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(400));
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+
+  HeldRank failed("exit 3", {});  // the default bound, 60 s, is never reached
+  const int failed_status = failed.Finish();
+  ASSERT_TRUE(WIFEXITED(failed_status));
+  EXPECT_EQ(WEXITSTATUS(failed_status), 3);
+}
+
+// A stop signal (the engine's teardown) ends the wait at once.
+TEST(RankSupervisor, AStopSignalEndsTheWaitForEveryStart) {
+  HeldRank rank("exit 0", {});
+  ASSERT_TRUE(rank.Reported());
+  kill(getpid(), SIGTERM);  // the supervision's handler, still installed, takes it
+  const int status = rank.Finish();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace
