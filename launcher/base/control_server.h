@@ -168,8 +168,9 @@ class ControlServer {
   // `timeout_ms` for the answers (they land in the records).
   void CollectStacks(const std::set<int>& ranks, int timeout_ms);
 
-  // Asks every connected shim whose rank still runs to send `sig` (SIGINT,
-  // SIGTERM, SIGHUP or SIGKILL) to its job process: a stop sequence of
+  // Asks every connected shim to send `sig` (SIGINT, SIGTERM, SIGHUP or
+  // SIGKILL) to its job process, if it still runs (one whose job ended may be
+  // waiting for every rank to start, and stops waiting): a stop sequence of
   // gpulaunch's own, with a real grace between SIGTERM and SIGKILL (Open
   // MPI's mpirun, itself signalled, sends SIGTERM and SIGKILL back to back).
   // A rank that checks in later (its check-in still unread, or not yet sent)

@@ -112,10 +112,11 @@ bool ControlServer::SignalAllRanks(int sig) {
   Sync();
   std::lock_guard<std::mutex> lock(mu_);
   int known = 0;
+  // A rank that ended may still hold its shim, waiting for every rank to
+  // start (rank_supervisor.h): the stop ends that wait too.
   for (const auto& [rank, r] : records_) {
     if (r.pid <= 0) continue;
     ++known;
-    if (r.ended) continue;
     if (auto it = rank_peer_.find(rank); it != rank_peer_.end()) SendTo(*it->second, "signal " + std::to_string(sig));
   }
   // Remembered only when the shims carry the stop; with no rank known the

@@ -211,7 +211,10 @@ class Supervision {
   void AnswerRequests() {
     for (const std::string& request : control_->ReadRequests()) {
       if (request == "started") every_rank_started_ = true;
-      if (exited_) continue;
+      if (exited_) {
+        stop_asked_after_end_ = stop_asked_after_end_ || request.rfind("signal ", 0) == 0;
+        continue;
+      }
       if (request.rfind("signal ", 0) == 0) {
         const int sig = std::atoi(request.c_str() + 7);
         if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGKILL) {
@@ -238,11 +241,12 @@ class Supervision {
            WIFEXITED(status_) && WEXITSTATUS(status_) == 0;
   }
 
-  // Until `started`, the limit, a stop signal, or gpulaunch gone.
+  // Until `started`, the limit, a stop signal (the engine's, or gpulaunch's
+  // stop sequence), or gpulaunch gone.
   void WaitForEveryStart() {
     const auto give_up_at = Clock::now() + o_.start_wait_limit;
     pollfd fds[2] = {{g_signal_pipe[0], POLLIN, 0}, {control_->fd(), POLLIN, 0}};
-    while (!every_rank_started_ && control_->connected()) {
+    while (!every_rank_started_ && !stop_asked_after_end_ && control_->connected()) {
       const int left = MsUntil(give_up_at);
       if (left == 0) return;
       if (poll(fds, 2, left) < 0 && errno != EINTR) return;
@@ -321,7 +325,7 @@ class Supervision {
   TailKeeper tail_;
   HelperStopper helpers_;
   bool exited_ = false, beat_pending_ = false, told_to_stop_ = false, helpers_done_ = false, singleton_told_ = false;
-  bool every_rank_started_ = false;
+  bool every_rank_started_ = false, stop_asked_after_end_ = false;
   int status_ = 0;
   Clock::time_point exited_at_{}, beat_sent_{}, orphan_kill_at_{}, helpers_done_at_{};
   Clock::time_point settle_at_;  // when once_settled is due; zero: done or dropped

@@ -42,7 +42,8 @@
 //   with code 0 keeps its shim, the process the engine waits for, until
 //   gpulaunch says that every rank has started (`started`,
 //   control_protocol.h), and no longer than `start_wait_limit`; a stop signal
-//   or the loss of gpulaunch ends the wait at once. The exit report goes out
+//   (caught, or gpulaunch's `signal` request) or the loss of gpulaunch ends
+//   the wait at once. The exit report goes out
 //   before the wait. This is for Open MPI 4.1: its daemon reports a rank that
 //   ended before the daemon had started every rank of its host twice, and
 //   mpirun, counting that rank's end twice, takes the job for over while

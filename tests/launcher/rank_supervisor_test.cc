@@ -193,7 +193,10 @@ TEST(RankSupervisor, AStoppedJobDropsOnceSettled) {
 // connection: its job process checks in as rank 0 and runs `script`.
 class HeldRank {
  public:
+  // Without a bound of the test's own, the wait's is 10 minutes: a rank that
+  // ends within EndsWithin's 30 s ended for the reason the test gave it.
   HeldRank(const std::string& script, SuperviseOptions options) {
+    if (options.start_wait_limit == SuperviseOptions().start_wait_limit) options.start_wait_limit = std::chrono::minutes(10);
     EXPECT_TRUE(server_.Start(testing_control::Options(2)).ok());
     EXPECT_TRUE(testing_control::Join(control_, server_, 0));
     options.control = &control_;
@@ -228,11 +231,18 @@ class HeldRank {
     m.plan_hash = "H";
     ASSERT_TRUE(other_.Send(m));
   }
+  // gpulaunch's own stop sequence (`signal 15` to every rank's shim).
+  bool GpulaunchStops() { return server_.SignalAllRanks(SIGTERM); }
   int Finish() {
     thread_.join();
     return wait_status_;
   }
   bool done() const { return done_; }
+  bool EndsWithin(std::chrono::seconds limit) {
+    for (auto until = std::chrono::steady_clock::now() + limit; !done_ && std::chrono::steady_clock::now() < until;)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return done_;
+  }
 
  private:
   ControlServer server_;
@@ -251,6 +261,7 @@ TEST(RankSupervisor, ACleanRankExitsOnlyOnceEveryRankHasStarted) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_FALSE(rank.done()) << "the shim exited before the other rank started";
   rank.SecondRankStarts();
+  ASSERT_TRUE(rank.EndsWithin(std::chrono::seconds(30))) << "`started` did not end the wait";
   const int status = rank.Finish();
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
@@ -268,18 +279,30 @@ TEST(RankSupervisor, TheWaitForEveryStartIsBoundedAndOnlyForCleanEnds) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
 
-  HeldRank failed("exit 3", {});  // the default bound, 60 s, is never reached
+  HeldRank failed("exit 3", {});
+  ASSERT_TRUE(failed.EndsWithin(std::chrono::seconds(30))) << "a failed rank waited";
   const int failed_status = failed.Finish();
   ASSERT_TRUE(WIFEXITED(failed_status));
   EXPECT_EQ(WEXITSTATUS(failed_status), 3);
 }
 
-// A stop signal (the engine's teardown) ends the wait at once.
-TEST(RankSupervisor, AStopSignalEndsTheWaitForEveryStart) {
-  HeldRank rank("exit 0", {});
-  ASSERT_TRUE(rank.Reported());
+// A stop ends the wait at once: the engine's teardown (a signal to the
+// shim) or gpulaunch's stop sequence (a `signal` request). Neither changes
+// how the rank ended: on its own, with code 0.
+TEST(RankSupervisor, AStopEndsTheWaitForEveryStart) {
+  HeldRank signalled("exit 0", {});
+  ASSERT_TRUE(signalled.Reported());
   kill(getpid(), SIGTERM);  // the supervision's handler, still installed, takes it
-  const int status = rank.Finish();
+  ASSERT_TRUE(signalled.EndsWithin(std::chrono::seconds(30))) << "SIGTERM did not end the wait";
+  int status = signalled.Finish();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+
+  HeldRank asked("exit 0", {});
+  ASSERT_TRUE(asked.Reported());
+  ASSERT_TRUE(asked.GpulaunchStops());
+  ASSERT_TRUE(asked.EndsWithin(std::chrono::seconds(30))) << "gpulaunch's stop did not end the wait";
+  status = asked.Finish();
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
