@@ -43,11 +43,11 @@
 //   gpulaunch says that every rank has started (`started`,
 //   control_protocol.h), and no longer than `start_wait_limit`; a stop signal
 //   (caught, or gpulaunch's `signal` request) or the loss of gpulaunch ends
-//   the wait at once. The exit report goes out
-//   before the wait. This is for Open MPI 4.1: its daemon reports a rank that
-//   ended before the daemon had started every rank of its host twice, and
-//   mpirun, counting that rank's end twice, takes the job for over while
-//   ranks still run: it kills them, and may fail on its way down (exit 1).
+//   the wait at once. The exit report goes out before the wait. This is for
+//   Open MPI 4.1: its daemon reports a rank that ended before the daemon had
+//   started every rank of its host twice, and mpirun, counting that rank's
+//   end twice, takes the job for over while ranks still run: it kills them,
+//   and may fail on its way down (exit 1).
 // - `once_settled`, when set, runs once in the shim when the child has run
 //   for `settle_after` and no stop has reached it: work that must not slow
 //   the start of every rank (a launch of short ranks never pays it) and is
