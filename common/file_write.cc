@@ -6,11 +6,25 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <random>
+#include <string>
 
 namespace gpulaunch {
 
+mode_t CurrentUmask() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Umask:", 0) == 0) return static_cast<mode_t>(std::stoul(line.substr(6), nullptr, 8) & 0777);
+  }
+  const mode_t mask = umask(022);  // not thread-safe; only where /proc lacks the line
+  umask(mask);
+  return mask;
+}
+
 Status WriteFileAtomically(const std::string& path, const std::string& bytes, mode_t mode) {
+  mode &= ~CurrentUmask();
   std::random_device rd;  // a private temporary name, even for concurrent writers of one path
   std::string tmp;
   int fd = -1;

@@ -51,6 +51,20 @@ StatusOr<std::vector<std::string>> ExpandRanges(std::string_view expr, std::stri
 // name; gpulaunch refuses it, since no host name resolves with it.
 Status CheckName(std::string_view expr, const std::string& name) {
   if (name.empty()) return Malformed(expr, "empty host name");
+  // DNS's limits (RFC 1035): no resolver finds a longer name.
+  if (name.size() > 253) {
+    return Malformed(expr, "host name of " + std::to_string(name.size()) +
+                               " characters; DNS names hold at most 253 (labels of at most 63 between dots)");
+  }
+  size_t label_start = 0;
+  while (label_start <= name.size()) {
+    const size_t dot = std::min(name.find('.', label_start), name.size());
+    if (dot - label_start > 63) {
+      return Malformed(expr, "host name '" + Excerpt(name) + "' has a label of " + std::to_string(dot - label_start) +
+                                 " characters between dots; DNS labels hold at most 63");
+    }
+    label_start = dot + 1;
+  }
   for (char c : name) {
     if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_')) {
       return Malformed(expr, "character '" + Excerpt(std::string_view(&c, 1)) +

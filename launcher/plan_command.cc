@@ -132,7 +132,7 @@ Status WriteConfigFiles(const std::string& dir, const std::vector<std::pair<std:
   for (const auto& [name, text] : files) {
     const std::string path = dir + "/" + name;
     const bool script = name.size() > 3 && name.substr(name.size() - 3) == ".sh";
-    if (Status s = WriteFileAtomically(path, text, script ? 0755 : 0644); !s.ok()) {
+    if (Status s = WriteFileAtomically(path, text, script ? kScriptMode : kPlainFileMode); !s.ok()) {
       return InvalidArgument(s.message() + ": check that the folder " + dir + " is writable");
     }
     std::cout << "wrote " << path << "\n";

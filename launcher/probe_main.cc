@@ -29,6 +29,12 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "storage") {
     return gpulaunch::RunStorageProbe(std::vector<std::string>(argv + 2, argv + argc));
   }
+  // The whole report in one write at exit: Hydra's -prepend-rank labels
+  // every chunk it reads as a new line, so stdio's 4 KiB pieces came out with
+  // "[0] " inside an XML attribute (a host's probe through Hydra failed to
+  // parse). One write fits the pipe (64 KiB) for a report up to that size.
+  static char report_buffer[1 << 20];
+  std::setvbuf(stdout, report_buffer, _IOFBF, sizeof report_buffer);
   auto xml = gpulaunch::ExportLocalHwlocXml();
   if (!xml.ok()) {
     std::fprintf(stderr, "gpulaunch-probe: %s\n", xml.status().message().c_str());

@@ -34,7 +34,7 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
   // link (common/file_write.h); the default one through mkstemp's own descriptor.
   bool written = false;
   if (parsed->script) {
-    const Status s = WriteFileAtomically(path, script, 0644);
+    const Status s = WriteFileAtomically(path, script);
     if (!s.ok()) std::cerr << "gpulaunch: cannot write the batch script: " << s.message() << "\n";
     written = s.ok();
   } else if (const int fd = mkstemp(path.data()); fd >= 0) {

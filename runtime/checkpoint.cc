@@ -54,7 +54,7 @@ Status Checkpointer::Save(int step, const std::string& state) {
     mine = Internal("cannot create " + StepDir(dir_, step) + ": " + ec.message());
   } else {
     const std::string header = std::string(kMagic) + " " + fingerprint_ + " " + std::to_string(step) + "\n";
-    mine = WriteFileAtomically(RankFile(dir_, step, world_.rank()), header + state);
+    mine = WriteFileAtomically(RankFile(dir_, step, world_.rank()), header + state, kPrivateFileMode);
   }
   // Only when every rank's file is there does `latest` move on.
   if (Status s = AllOk(world_, mine); !s.ok()) return s;

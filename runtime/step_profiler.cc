@@ -125,8 +125,18 @@ void StepProfiler::ConfigureFromEnvironment(int rank) {
   if (fd < 0) {
     std::string dir = EnvOr("GPULAUNCH_PROFILE_DIR", "");
     if (dir.empty()) dir = ".";
-    const std::string path = dir + "/metrics-rank" + std::to_string(rank) + ".jsonl";
-    fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    // A new file for this run, never one that is there already or a link
+    // planted in its place (O_EXCL|O_NOFOLLOW), private to the user (it may
+    // hold job output): when the plain name exists, one with this process's
+    // pid in it, else profiling stays off.
+    std::string path = dir + "/metrics-rank" + std::to_string(rank) + ".jsonl";
+    fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST) {
+      const std::string taken = path;
+      path = dir + "/metrics-rank" + std::to_string(rank) + "-" + std::to_string(getpid()) + ".jsonl";
+      fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
+      if (fd >= 0) std::cerr << "gpurt: " << taken << " exists; this run's metrics go to " << path << "\n";
+    }
     if (fd < 0) {
       std::cerr << "gpurt: GPULAUNCH_PROFILE=1 but " << path << " cannot be opened: " << std::strerror(errno)
                 << "; set GPULAUNCH_PROFILE_DIR to a writable directory. Profiling is off.\n";

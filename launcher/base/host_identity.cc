@@ -1,6 +1,7 @@
 #include "launcher/base/host_identity.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -54,6 +55,19 @@ std::string LocalAddressTowards(const std::string& remote) {
   if (fd >= 0) close(fd);
   freeaddrinfo(res);
   return out;
+}
+
+std::string InterfaceHolding(const std::string& address) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string name;
+  for (ifaddrs* i = list; i && name.empty(); i = i->ifa_next) {
+    if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && i->ifa_name && AddressText(i->ifa_addr) == address) {
+      name = i->ifa_name;
+    }
+  }
+  freeifaddrs(list);
+  return name;
 }
 
 }  // namespace gpulaunch

@@ -19,5 +19,8 @@ std::vector<std::string> AddressesByResolver(const std::string& name);
 // The local address that routes to `remote` (no packet is sent), or "" when
 // it cannot be determined. Remote ranks connect back to gpulaunch on it.
 std::string LocalAddressTowards(const std::string& remote);
+// The name of the network interface that holds the IPv4 address `address`
+// ("lo" for 127.0.0.1), or "" when no interface of this host holds it.
+std::string InterfaceHolding(const std::string& address);
 
 }  // namespace gpulaunch

@@ -151,6 +151,15 @@ bool ReportFailures(const std::vector<PreflightHost>& verdicts) {
   return ok;
 }
 
+// What Hydra's own protocol still allows, said wherever a launch will use it
+// (docs/security.md, "Hydra").
+constexpr const char* kHydraControlPortWarning =
+    "warning: hydra: Hydra's control port has no authentication. gpulaunch keeps the job's environment and "
+    "secret off it, binds it to the job's address and refuses local peers of other users, but any peer on "
+    "another host that reaches that address can fail the job (exit 125) by connecting first or hanging up; "
+    "launch with Open MPI (--launcher mpirun) or srun where the job's network is shared with others "
+    "(docs/security.md)\n";
+
 int RunPreflight(const CheckOptions& o, const HostCommandTarget& target) {
   std::optional<std::map<std::string, HostFacts>> baseline;
   if (o.compare) {
@@ -167,9 +176,12 @@ int RunPreflight(const CheckOptions& o, const HostCommandTarget& target) {
   options.max_clock_skew_s = o.max_clock_skew_s;
   options.binary_given = o.binary.has_value();
   // As a launch of it with the same --launcher would choose.
+  bool hydra = o.launcher == "hydra";
   if (o.binary) {
     if (auto choice = ChooseEngine(o.launcher, *o.binary); !choice.ok()) {
       options.binary_engine_refusal = choice.status().message();
+    } else {
+      hydra = choice->engine->Name() == "hydra";
     }
   }
   const std::vector<PreflightHost> verdicts = EvaluatePreflight(probes, options);
@@ -181,6 +193,7 @@ int RunPreflight(const CheckOptions& o, const HostCommandTarget& target) {
     for (const std::string& c : changes) std::cout << "  " << c << "\n";
   }
   std::cout << std::flush;
+  if (hydra) std::cerr << kHydraControlPortWarning;
   if (o.save) {
     if (Status s = WriteFileAtomically(*o.save, BaselineJson(probes)); !s.ok()) {
       std::cerr << "gpulaunch: check --save: " << s.message() << "\n";

@@ -1,10 +1,22 @@
 // MPICH's Hydra (mpiexec.hydra; Intel MPI's and MVAPICH's mpiexec are Hydra
 // too): a hostfile of "host:count" lines in rank order places every rank,
-// ssh starts Hydra's proxies on other hosts, the shim binds each rank. Hydra
-// passes the caller's whole environment to every rank (its -genvall
-// default), so values never go into argv.
+// ssh starts Hydra's proxies on other hosts, the shim binds each rank.
+//
+// Hydra's control port speaks an unauthenticated protocol: whoever connects
+// and says "proxy 0" gets the launch's arguments, and with Hydra's default
+// (-genvall) the caller's whole environment, the job's secret included. So:
+// - Hydra forwards no environment (-genvnone); each proxy inherits it from
+//   the launcher that starts it, which carries it where only the job's user
+//   reads it (fork, srun, or ssh through gpulaunch-hydra-ssh:
+//   launcher/shim/hydra_launch_agent.h). Values never go into argv.
+// - mpiexec.hydra runs with libgpulaunch-hydra-listener.so preloaded
+//   (hydra_listener_preload.c): the port listens on the job's address only
+//   (never 0.0.0.0), close-on-exec, and turns away local peers of other
+//   users. docs/security.md says what a network peer can still do.
 #pragma once
 
+#include <filesystem>
+#include <map>
 #include <ostream>
 
 #include "launcher/engine/engine.h"
@@ -51,8 +63,30 @@ void WriteHydraHostfile(std::ostream& out, const Placement& placement);
 // local rank ids (counted per hostfile line) are the plan's local ranks.
 bool HostsHoldOneRunEach(const Placement& placement);
 
+// Where Hydra's control port listens: the address the job's other hosts
+// reach this one by (127.0.0.1 for a one-host job) and the interface that
+// holds it ("" when none does).
+struct HydraListen {
+  std::string address;
+  std::string iface;
+};
+HydraListen HydraListenFor(const std::vector<std::string>& hosts, bool all_local);
+
+// BIN/../lib/gpulaunch/libgpulaunch-hydra-listener.so
+std::filesystem::path HydraListenerLibrary(const std::filesystem::path& bin_dir);
+// What mpiexec.hydra's environment gets for the listener library (LD_PRELOAD
+// with the user's own after it, the address), or why it cannot start safely:
+// the library is missing, or no interface holds the address.
+StatusOr<std::map<std::string, std::string>> HydraListenerEnvironment(const std::filesystem::path& bin_dir,
+                                                                      const HydraListen& listen);
+
 // The exact mpiexec.hydra argv, reading `hostfile`.
 std::vector<std::string> BuildHydraArgv(const LaunchPlan& plan, const EngineSettings& settings,
-                                        const std::string& hostfile);
+                                        const std::string& hostfile, const HydraListen& listen);
+
+// `env LD_PRELOAD=... GPULAUNCH_HYDRA_LISTEN_ADDR=... mpiexec.hydra` for a
+// command on `hosts` (OnHostArgv), or mpiexec.hydra alone when the listener
+// cannot be set up (the launch itself refuses then).
+std::vector<std::string> HydraCommandPrefix(const std::vector<std::string>& hosts);
 
 }  // namespace gpulaunch

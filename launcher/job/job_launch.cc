@@ -251,7 +251,7 @@ void Blame(const std::map<int, RankRecord>& records, int checked_in, JobOutcome&
 void Report(const RunSettings& o, const JobOutcome& job, const std::map<int, RankRecord>& records,
             const LaunchOutcome& out) {
   if (!o.summary_path.empty()) {
-    if (Status s = WriteFileAtomically(o.summary_path, SummaryJson(job, records, out.cause)); !s.ok()) {
+    if (Status s = WriteFileAtomically(o.summary_path, SummaryJson(job, records, out.cause), kPrivateFileMode); !s.ok()) {
       std::cerr << "gpulaunch: warning: " << s.message() << "\n";
     }
   }

@@ -323,10 +323,10 @@ Status WriteProfileFiles(const std::string& dir, const RunProfile& p, const RunR
   for (const auto& [rank, list] : p.steps) {
     std::string lines;
     for (const StepMetrics& m : list) lines += StepMetricsJson(m) + "\n";
-    GL_RETURN_IF_ERROR(WriteFileAtomically(dir + "/rank-" + std::to_string(rank) + ".jsonl", lines));
+    GL_RETURN_IF_ERROR(WriteFileAtomically(dir + "/rank-" + std::to_string(rank) + ".jsonl", lines, kPrivateFileMode));
   }
-  GL_RETURN_IF_ERROR(WriteFileAtomically(dir + "/metrics.prom", PrometheusText(p, r)));
-  return WriteFileAtomically(dir + "/run-report.json", RunReportJson(r));
+  GL_RETURN_IF_ERROR(WriteFileAtomically(dir + "/metrics.prom", PrometheusText(p, r), kPrivateFileMode));
+  return WriteFileAtomically(dir + "/run-report.json", RunReportJson(r), kPrivateFileMode);
 }
 
 }  // namespace gpulaunch

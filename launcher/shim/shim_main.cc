@@ -27,6 +27,7 @@
 #include "launcher/shim/control_client.h"
 #include "launcher/shim/descendants.h"
 #include "launcher/shim/getent_lookup.h"
+#include "launcher/shim/hydra_launch_agent.h"
 #include "launcher/shim/inherited_fd_entries.h"
 #include "launcher/shim/rank_supervisor.h"
 
@@ -137,6 +138,10 @@ int StartEngineDaemon(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Hydra's ssh, under the shim's second name (hydra_launch_agent.h).
+  const char* base = std::strrchr(argv[0], '/');
+  if (std::strcmp(base ? base + 1 : argv[0], kHydraSshAgentName) == 0) return RunHydraSshAgent(argc, argv);
+  if (argc > 1 && std::strcmp(argv[1], kHydraProxyFlag) == 0) return RunHydraProxyWithEnvironment(argc, argv);
   if (argc > 1 && std::strcmp(argv[1], kRaiseOpenFilesFlag) == 0) return StartEngineDaemon(argc, argv);
   int first = 1;
   if (first < argc && std::strcmp(argv[first], "--") == 0) ++first;

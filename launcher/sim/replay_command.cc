@@ -210,7 +210,7 @@ StatusOr<std::string> RecordLive(const ReplayOptions& o, const GpuPool& pool, co
   std::cerr << "gpulaunch: sim --replay: submitting " << trace.size() << " jobs over "
             << (trace.empty() ? 0 : trace.back().submit / o.time_scale) << " s\n";
   GL_ASSIGN_OR_RETURN(std::string export_text, SubmitAndRecord(trace, how));
-  if (!o.save.empty()) GL_RETURN_IF_ERROR(WriteFileAtomically(o.save, export_text, 0644));
+  if (!o.save.empty()) GL_RETURN_IF_ERROR(WriteFileAtomically(o.save, export_text));
   return export_text;
 }
 

@@ -52,6 +52,27 @@ TEST(Hostlist, RejectsMalformedWithTheReason) {
   }
 }
 
+// DNS's limits: 253 characters, 63 between dots; the longest legal names pass.
+TEST(Hostlist, RefusesNamesLongerThanDnsAllows) {
+  const std::string label63(63, 'a');
+  const std::string longest = label63 + "." + label63 + "." + label63 + "." + std::string(61, 'b');  // 253
+  ASSERT_EQ(longest.size(), 253u);
+  EXPECT_TRUE(ExpandHostlist(longest).ok());
+  EXPECT_TRUE(ExpandHostlist(label63 + ".example").ok());
+  const std::pair<std::string, const char*> cases[] = {
+      {std::string(300, 'h'), "host name of 300 characters; DNS names hold at most 253"},
+      {longest + "c", "254 characters"},
+      {std::string(64, 'a') + ".example", "a label of 64 characters"},
+      {std::string(70, 'x') + "[1-2]", "a label of 71 characters"},
+  };
+  for (const auto& [expr, why] : cases) {
+    auto got = ExpandHostlist(expr);
+    ASSERT_FALSE(got.ok()) << expr;
+    EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(got.status().message().find(why), std::string::npos) << got.status().message();
+  }
+}
+
 // Slurm's own limit, as scontrol show hostnames reads it: a range of 65,536
 // expands, 65,537 is "Too many hosts in range". A longer product of ranges
 // (Slurm expands a[1-300]b[1-300]) is refused here, saying so.

@@ -120,21 +120,35 @@ TEST(HydraEngine, TheJobNamesHydrasRankVariablesAndItsCommandReadsTheHostfile) {
   EngineSettings s;
   s.shim = "/opt/gl/gpulaunch-shim";
   s.tag = true;
-  const auto argv = BuildHydraArgv(plan, s, "/tmp/j/hostfile");
+  // No environment through Hydra's port (-genvnone): between hosts it
+  // travels through the shim's ssh agent, and the port is on one interface.
+  const auto argv = BuildHydraArgv(plan, s, "/tmp/j/hostfile", {"10.0.0.1", "eth7"});
   EXPECT_EQ(argv, (std::vector<std::string>{"mpiexec.hydra", "-f", "/tmp/j/hostfile", "-n", "3", "-launcher", "ssh",
-                                            "-disable-auto-cleanup", "-prepend-rank", "/opt/gl/gpulaunch-shim", "--",
-                                            "./job", "--x"}));
+                                            "-launcher-exec", "/opt/gl/gpulaunch-hydra-ssh", "-genvnone", "-iface",
+                                            "eth7", "-disable-auto-cleanup", "-prepend-rank",
+                                            "/opt/gl/gpulaunch-shim", "--", "./job", "--x"}));
   s.loopback_only = true;
   s.tag = false;
-  const auto local = BuildHydraArgv(plan, s, "h");
-  EXPECT_EQ(std::vector<std::string>(local.begin() + 5, local.begin() + 7),
-            (std::vector<std::string>{"-launcher", "fork"}));
+  const HydraListen lo = HydraListenFor({"a"}, true);
+  EXPECT_EQ(lo.address, "127.0.0.1");
+  EXPECT_EQ(lo.iface, "lo");
+  const auto local = BuildHydraArgv(plan, s, "h", lo);
+  EXPECT_EQ(std::vector<std::string>(local.begin() + 5, local.begin() + 10),
+            (std::vector<std::string>{"-launcher", "fork", "-genvnone", "-iface", "lo"}));
 
   const std::filesystem::path dir = ::testing::TempDir() + "/gl_hydra_job";
   std::filesystem::create_directories(dir);
   HydraEngine hydra;
+  // Without the listener library beside the shim, Hydra does not start.
+  auto refused = hydra.PrepareJob(plan, s, dir);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("libgpulaunch-hydra-listener.so"), std::string::npos);
+  s.shim = kBin + "/gpulaunch-shim";
   auto job = hydra.PrepareJob(plan, s, dir);
-  ASSERT_TRUE(job.ok());
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  // mpiexec.hydra alone gets the library and the address; it drops both.
+  EXPECT_EQ(job->env.at("LD_PRELOAD").rfind(HydraListenerLibrary(kBin).string(), 0), 0u);
+  EXPECT_EQ(job->env.at("GPULAUNCH_HYDRA_LISTEN_ADDR"), "127.0.0.1");
   EXPECT_EQ(job->env.at(kEngineIdentityEnv), "PMI_RANK PMI_SIZE") << "interleaved: no local rank to check";
   std::ifstream hostfile(dir / "hostfile");
   EXPECT_EQ(std::string((std::istreambuf_iterator<char>(hostfile)), std::istreambuf_iterator<char>()), "a:1\nb:1\na:1\n");
@@ -145,8 +159,14 @@ TEST(HydraEngine, TheJobNamesHydrasRankVariablesAndItsCommandReadsTheHostfile) {
   EXPECT_EQ(hydra.SplitByTask("[0] x\n[1] y\n[1] z\nnoise\n"),
             (std::map<int, std::string>{{0, "x\n"}, {1, "y\nz\n"}}));
   const auto each = hydra.OnEachHostArgv({"a", "b"}, "/p", false);
-  EXPECT_EQ(each, (std::vector<std::string>{"mpiexec.hydra", "-hosts", "a,b", "-n", "2", "-launcher", "ssh",
-                                            "-prepend-rank", "/p"}));
+  const auto hydra_at = std::find(each.begin(), each.end(), "mpiexec.hydra");
+  ASSERT_NE(hydra_at, each.end());
+  const std::vector<std::string> flags(hydra_at, each.end());
+  ASSERT_GE(flags.size(), 10u);
+  EXPECT_EQ(std::vector<std::string>(flags.begin(), flags.begin() + 8),
+            (std::vector<std::string>{"mpiexec.hydra", "-hosts", "a,b", "-n", "2", "-launcher", "ssh", "-launcher-exec"}));
+  EXPECT_NE(std::find(flags.begin(), flags.end(), "-genvnone"), flags.end());
+  EXPECT_EQ(std::vector<std::string>(flags.end() - 2, flags.end()), (std::vector<std::string>{"-prepend-rank", "/p"}));
 }
 
 }  // namespace
