@@ -24,16 +24,21 @@ mode_t CurrentUmask() {
 }
 
 Status WriteFileAtomically(const std::string& path, const std::string& bytes, mode_t mode) {
+  return WriteFileAtomicallyAt(AT_FDCWD, path, path, bytes, mode);
+}
+
+Status WriteFileAtomicallyAt(int dir_fd, const std::string& name, const std::string& shown, const std::string& bytes,
+                             mode_t mode) {
   mode &= ~CurrentUmask();
   std::random_device rd;  // a private temporary name, even for concurrent writers of one path
   std::string tmp;
   int fd = -1;
   for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
-    tmp = path + ".tmp." + std::to_string(rd()) + std::to_string(rd());
-    fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    tmp = name + ".tmp." + std::to_string(rd()) + std::to_string(rd());
+    fd = openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 && errno != EEXIST) break;
   }
-  if (fd < 0) return Unavailable("cannot create " + tmp + " to write " + path + ": " + std::strerror(errno));
+  if (fd < 0) return Unavailable("cannot create a temporary file beside " + shown + " to write it: " + std::strerror(errno));
   size_t done = 0;
   bool ok = true;
   while (ok && done < bytes.size()) {
@@ -46,13 +51,13 @@ Status WriteFileAtomically(const std::string& path, const std::string& bytes, mo
   ok = ok && fchmod(fd, mode) == 0;
   ok = close(fd) == 0 && ok;
   if (!ok) {
-    unlink(tmp.c_str());
-    return Unavailable("cannot write " + path + ": " + std::strerror(write_errno) + " (disk full or not writable?)");
+    unlinkat(dir_fd, tmp.c_str(), 0);
+    return Unavailable("cannot write " + shown + ": " + std::strerror(write_errno) + " (disk full or not writable?)");
   }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
+  if (renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) {
     const std::string why = std::strerror(errno);
-    unlink(tmp.c_str());
-    return Unavailable("cannot rename " + tmp + " to " + path + ": " + why);
+    unlinkat(dir_fd, tmp.c_str(), 0);
+    return Unavailable("cannot rename a temporary file to " + shown + ": " + why);
   }
   return Status::Ok();
 }

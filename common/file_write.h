@@ -27,6 +27,10 @@ inline constexpr mode_t kScriptMode = 0777;
 inline constexpr mode_t kPrivateFileMode = 0600;
 
 Status WriteFileAtomically(const std::string& path, const std::string& bytes, mode_t mode = kPlainFileMode);
+// The same for `name` relative to the folder descriptor `dir_fd` (openat,
+// renameat); `shown` is the path errors name.
+Status WriteFileAtomicallyAt(int dir_fd, const std::string& name, const std::string& shown, const std::string& bytes,
+                             mode_t mode = kPlainFileMode);
 
 // This process's umask, read without changing it (/proc/self/status; the
 // umask(2) round trip where /proc does not say).

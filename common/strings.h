@@ -90,6 +90,10 @@ std::string EscapeControlBytes(std::string_view text, bool keep_newlines = false
 // the read at once ("is it a binary file?"): /dev/zero and /dev/urandom fail
 // within the first block.
 inline constexpr uint64_t kMaxTextFileBytes = 256ull << 20;
+// And in time: an input that sends nothing for this long (a FIFO whose
+// writer never opens it or never writes, a device that does not answer)
+// fails with path:line (common/text_file.cc).
+inline constexpr int kInputSilenceMs = 3000;
 inline constexpr size_t kMaxTextLineBytes = 1 << 16;
 
 // The whole file, or an error naming what it is ("hostfile") and the path:

@@ -1,6 +1,7 @@
 #include "launcher/plan_command.h"
 
 #include "common/file_write.h"
+#include "common/output_dir.h"
 
 #include <sys/stat.h>
 
@@ -126,13 +127,12 @@ std::string GresConfOrNote(const ClusterTopology& cluster) {
 // or link planted in a folder others can write), scripts (*.sh) with mode
 // 0755 set on the descriptor. The folder is created when missing.
 Status WriteConfigFiles(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return InvalidArgument("cannot create the output folder " + dir + ": " + ec.message());
+  auto out = OutputDir::Open(dir);  // made when missing, never through a planted link
+  if (!out.ok()) return InvalidArgument("--out: " + out.status().message());
   for (const auto& [name, text] : files) {
     const std::string path = dir + "/" + name;
     const bool script = name.size() > 3 && name.substr(name.size() - 3) == ".sh";
-    if (Status s = WriteFileAtomically(path, text, script ? kScriptMode : kPlainFileMode); !s.ok()) {
+    if (Status s = out->WriteFile(name, text, script ? kScriptMode : kPlainFileMode); !s.ok()) {
       return InvalidArgument(s.message() + ": check that the folder " + dir + " is writable");
     }
     std::cout << "wrote " << path << "\n";

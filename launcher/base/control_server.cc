@@ -1,4 +1,5 @@
 #include "launcher/base/control_server.h"
+#include "launcher/base/control_server_peer.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -10,21 +11,20 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "common/strings.h"
 #include "launcher/base/fd_io.h"
+#include "launcher/base/host_names.h"
 #include "launcher/base/open_file_limit.h"
 #include "launcher/base/process_tree.h"
 
 namespace gpulaunch {
 namespace {
 
-constexpr size_t kMaxLineBytes = 64 * 1024;  // a peer that sends more without a newline is dropped
-constexpr size_t kMaxHandshakeBytes = 512;   // `auth` is about 140 bytes
-constexpr size_t kTailLines = 20;
 constexpr int kAcceptPauseMs = 100;          // after EMFILE and the like
-constexpr int kSendWaitMs = 1000;
+constexpr int kAcceptsPerPass = 64;
 
 // Whether an accepted TCP connection comes from this host: its source
 // address is the address it reached (no name lookup).
@@ -49,21 +49,6 @@ bool SameUser(int fd) {
 
 }  // namespace
 
-struct ControlServer::Peer {
-  int fd = -1;
-  bool local = false;             // connected from this host
-  bool authenticated = false;
-  std::string server_nonce;
-  ControlClock::time_point deadline{};  // to authenticate by
-  int rank = -1;                  // once authenticated
-  ControlSession session;
-  std::string buffer;             // bytes not yet parsed
-  std::string stacks_header;      // a `stacks` line whose payload is still arriving
-  std::string payload;
-  size_t payload_left = 0;
-  bool stacks_wanted = false;
-  bool slot_asked = false, checked_in = false, refused = false, exit_seen = false;
-};
 
 ControlServer::ControlServer() = default;
 
@@ -90,9 +75,15 @@ Status ControlServer::Start(ControlServerOptions options) {
     if (o_.unix_path.size() >= sizeof addr.sun_path) {
       return Internal("the control socket path " + o_.unix_path + " is too long; set TMPDIR to a shorter folder");
     }
+    // "@NAME": Linux's abstract namespace (no file; SO_PEERCRED still
+    // refuses every other user at accept, before it takes a slot).
+    const bool abstract = o_.unix_path[0] == '@';
     std::memcpy(addr.sun_path, o_.unix_path.c_str(), o_.unix_path.size() + 1);
+    if (abstract) addr.sun_path[0] = '\0';
+    const socklen_t addr_len = abstract ? static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + o_.unix_path.size())
+                                        : static_cast<socklen_t>(sizeof addr);
     listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (listen_fd_ < 0 || bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+    if (listen_fd_ < 0 || bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), addr_len) != 0 ||
         listen(listen_fd_, 4096) != 0) {
       return Internal("cannot listen for rank check-ins on " + o_.unix_path + ": " + std::strerror(errno));
     }
@@ -138,7 +129,7 @@ void ControlServer::Stop() {
     if (*fd >= 0) close(*fd);
     *fd = -1;
   }
-  if (!o_.unix_path.empty()) unlink(o_.unix_path.c_str());
+  if (!o_.unix_path.empty() && o_.unix_path[0] != '@') unlink(o_.unix_path.c_str());
 }
 
 void ControlServer::Serve() {
@@ -175,10 +166,10 @@ int ControlServer::NextPollTimeoutMs() const {
 
 void ControlServer::PollOnce(int timeout_ms) {
   const auto now_before = ControlClock::now();
-  const bool room = peers_.size() < static_cast<size_t>(std::max(o_.world, 1) + kControlConnectionSlack);
-  const bool accepting = room && now_before >= accept_paused_until_;
-  // A full house or a pause leaves the listening socket out of the poll: it
-  // stays readable, and polling it would spin.
+  // Always accepting, but after EMFILE and the like (Accept makes room by
+  // closing the oldest stranger); a pause leaves the listening socket out of
+  // the poll: it stays readable, and polling it would spin.
+  const bool accepting = now_before >= accept_paused_until_;
   std::vector<pollfd> fds = {{accepting ? listen_fd_ : -1, POLLIN, 0}, {wake_[0], POLLIN, 0}};
   for (const auto& p : peers_) fds.push_back({p->fd, POLLIN, 0});
   const int ready = poll(fds.data(), fds.size(), timeout_ms);
@@ -192,10 +183,7 @@ void ControlServer::PollOnce(int timeout_ms) {
       kept.push_back(std::move(peers_[i]));
       continue;
     }
-    if (late || !peer.authenticated) {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++rejected_;
-    }
+    if (late || !peer.authenticated) NoteRejected(peer.address);
     DropPeer(peer);
   }
   peers_ = std::move(kept);
@@ -205,8 +193,12 @@ void ControlServer::PollOnce(int timeout_ms) {
 
 void ControlServer::Accept() {
   const size_t most = static_cast<size_t>(std::max(o_.world, 1) + kControlConnectionSlack);
-  while (peers_.size() < most) {
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  // Bounded per pass, so that a flood cannot keep the loop from reading the
+  // ranks' connections.
+  for (int taken = 0; taken < kAcceptsPerPass; ++taken) {
+    sockaddr_storage from{};
+    socklen_t from_len = sizeof from;
+    const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &from_len, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         accept_paused_until_ = ControlClock::now() + std::chrono::milliseconds(kAcceptPauseMs);
@@ -214,15 +206,21 @@ void ControlServer::Accept() {
       return;
     }
     const bool unix_socket = !o_.unix_path.empty();
+    const std::string address = unix_socket ? "another user" : AddressText(reinterpret_cast<sockaddr*>(&from));
     if (unix_socket && !SameUser(fd)) {
       close(fd);
-      std::lock_guard<std::mutex> lock(mu_);
-      ++rejected_;
+      NoteRejected(address);
       continue;
     }
+    // A full house: the stranger that has waited longest without proving
+    // itself goes, so that strangers can never keep a rank out (a rank
+    // answers the greeting at once; a stranger that never does is always
+    // the oldest soon).
+    if (peers_.size() >= most) EvictOldestStranger();
     if (!unix_socket) ConfigureControlSocket(fd);
     auto peer = std::make_unique<Peer>();
     peer->fd = fd;
+    peer->address = address;
     peer->local = unix_socket || FromThisHost(fd);
     peer->server_nonce = NewControlNonceHex();
     peer->deadline = ControlClock::now() + std::chrono::milliseconds(o_.auth_timeout_ms);
@@ -233,6 +231,20 @@ void ControlServer::Accept() {
     }
     peers_.push_back(std::move(peer));
   }
+}
+
+void ControlServer::EvictOldestStranger() {
+  const auto oldest = std::find_if(peers_.begin(), peers_.end(), [](const auto& p) { return !p->authenticated; });
+  if (oldest == peers_.end()) return;
+  NoteRejected((*oldest)->address);
+  DropPeer(**oldest);
+  peers_.erase(oldest);
+}
+
+void ControlServer::NoteRejected(const std::string& address) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++rejected_;
+  if (rejected_from_.count(address) || rejected_from_.size() < kRejectedAddressesKept) ++rejected_from_[address];
 }
 
 void ControlServer::DropPeer(Peer& peer) {
@@ -283,203 +295,9 @@ bool ControlServer::ReadPeer(Peer& peer) {
     ++rejected_;
     return false;
   }
-  return peer.buffer.size() <= (peer.authenticated ? kMaxLineBytes : kMaxHandshakeBytes);
+  return peer.buffer.size() <= (peer.authenticated ? kMaxControlLineBytes : kMaxHandshakeBytes);
 }
 
 // `auth <rank> <client nonce> <proof>`: the rank is the job's, not yet
 // claimed by another connection, and the proof is right.
-bool ControlServer::HandleHello(Peer& peer, const std::string& line) {
-  Words in(line);
-  const auto word = in.Next();
-  const auto rank = in.NextInt<int>();
-  const auto nonce = in.Next(), proof = in.Next();
-  if (word != "auth" || !rank || !nonce || !proof || in.Next() || *rank < 0 || *rank >= o_.world ||
-      nonce->size() != kControlNonceHexChars || nonce->find_first_not_of("0123456789abcdef") != std::string::npos) {
-    return false;
-  }
-  const std::string want =
-      ControlProof(o_.secret, ControlSide::kClient, o_.job_id, *rank, peer.server_nonce, *nonce);
-  if (!ControlProofsEqual(want, *proof)) return false;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!authenticated_.insert(*rank).second) return false;  // a rank speaks on one connection, once
-  peer.authenticated = true;
-  peer.rank = *rank;
-  peer.session = ControlSession(o_.secret, ControlSide::kServer, o_.job_id, *rank, peer.server_nonce, *nonce);
-  rank_peer_[*rank] = &peer;
-  const std::string welcome =
-      "welcome " + ControlProof(o_.secret, ControlSide::kServer, o_.job_id, *rank, peer.server_nonce, *nonce) + "\n";
-  return SendAll(peer.fd, welcome.data(), welcome.size(), kSendWaitMs);
-}
-
-bool ControlServer::HandleLine(Peer& peer, const std::string& sealed) {
-  if (peer.payload_left == 0 && peer.stacks_header.empty()) {
-    // A stack dump's tag covers its payload: take the payload in first.
-    // Only a "stacks" line is read before its tag is checked.
-    const std::string_view unsealed = ControlSession::Unsealed(sealed);
-    const auto header = unsealed.rfind("stacks ", 0) == 0 ? ParseControlLine(std::string(unsealed))
-                                                           : std::optional<ControlMessage>();
-    if (header && header->kind == ControlMessage::Kind::kStacks) {
-      bool asked;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        asked = stacks_pending_.count(peer.rank) > 0;
-      }
-      if (header->rank != peer.rank || header->payload_bytes > kMaxStackBytes) return false;
-      peer.stacks_wanted = asked;  // an answer after CollectStacks gave up is read and dropped
-      peer.stacks_header = sealed;
-      peer.payload.clear();
-      peer.payload_left = header->payload_bytes;
-      if (peer.payload_left > 0) return true;
-    }
-  }
-  const bool stacks = !peer.stacks_header.empty();
-  const std::string header = stacks ? std::move(peer.stacks_header) : std::string();  // `sealed` may be it
-  peer.stacks_header.clear();
-  const auto line = peer.session.Open(stacks ? header : sealed, peer.payload);
-  if (!line) return false;
-  auto m = ParseControlLine(std::string(*line));
-  if (!m || m->rank != peer.rank) return false;  // a connection speaks for its own rank only
-  if (stacks) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (peer.stacks_wanted) records_[peer.rank].stacks = EscapeControlBytes(peer.payload, /*keep_newlines=*/true);
-    stacks_pending_.erase(peer.rank);
-    peer.payload.clear();
-    changed_.notify_all();
-    return true;
-  }
-  return HandleMessage(peer, *m);
-}
-
-bool ControlServer::HandleMessage(Peer& peer, const ControlMessage& m) {
-  using Kind = ControlMessage::Kind;
-  if (m.kind == Kind::kSlot) {
-    if (peer.slot_asked) return false;
-    peer.slot_asked = true;
-    HandleSlot(peer, m);
-    return true;
-  }
-  int pidfd = -1;
-  if (m.kind == Kind::kCheckin || m.kind == Kind::kRefuse) {
-    if (peer.checked_in || peer.refused) return false;
-    // Outside the lock: reads /proc. Only a process gpulaunch started counts.
-    if (m.kind == Kind::kCheckin && peer.local) pidfd = PidfdIfDescendant(m.pid, o_.ancestor);
-  }
-  if (m.kind == Kind::kExit && peer.exit_seen) return false;
-  std::lock_guard<std::mutex> lock(mu_);
-  RankRecord& r = records_[m.rank];
-  r.rank = m.rank;
-  const auto now = ControlClock::now();
-  switch (m.kind) {
-    case Kind::kCheckin:
-      peer.checked_in = true;
-      RecordCheckIn(peer, m, r, pidfd, now);
-      break;
-    case Kind::kRefuse:
-      peer.refused = true;
-      r.host = m.host;
-      r.refusal = m.text;
-      break;
-    case Kind::kBeat:
-      r.last_beat = now;
-      break;
-    case Kind::kSingleton:
-      r.mpi_singleton = true;
-      break;
-    case Kind::kTail:
-      r.stderr_tail.push_back(m.text);
-      if (r.stderr_tail.size() > kTailLines) r.stderr_tail.erase(r.stderr_tail.begin());
-      break;
-    case Kind::kExit:
-      peer.exit_seen = true;
-      r.ended = true;
-      r.ended_at = now;
-      r.signaled = m.signaled;
-      r.exit_value = m.value;
-      r.told_to_stop = m.told_to_stop;
-      break;
-    case Kind::kMetric:
-      if (o_.keep_metrics) RecordMetric(m, r, now);
-      break;
-    case Kind::kHelper:
-      ++r.helpers_total;
-      if (r.helpers.size() < kMaxHelpersKept) r.helpers.push_back({m.pid, m.text, m.value, m.signaled});
-      break;
-    case Kind::kSlot:
-    case Kind::kStacks:
-      break;  // answered above
-  }
-  changed_.notify_all();
-  return true;
-}
-
-void ControlServer::RecordCheckIn(Peer& peer, const ControlMessage& m, RankRecord& r, int pidfd,
-                                  ControlClock::time_point now) {
-  r.pid = m.pid;
-  r.world = m.world;
-  r.host = m.host;
-  r.plan_hash = m.plan_hash;
-  r.checked_in = now;
-  if (pidfd >= 0) pidfds_[m.rank] = pidfd;
-  if (!m.slurm_step.empty() && !o_.slurm_job_id.empty() && m.slurm_step.rfind(o_.slurm_job_id + ".", 0) == 0) {
-    slurm_steps_.insert(m.slurm_step);
-  }
-  // The job is being stopped: this rank checked in too late to be asked.
-  if (stop_signal_ != 0) SendTo(peer, "signal " + std::to_string(stop_signal_));
-  // The last rank in: every rank still connected hears that all have
-  // started, those whose job already ended (and wait for this) included.
-  if (++checked_in_ == o_.world) {
-    for (const auto& [rank, p] : rank_peer_)
-      if (p->checked_in) SendTo(*p, "started");
-  }
-}
-
-void ControlServer::RecordMetric(const ControlMessage& m, RankRecord& r, ControlClock::time_point now) {
-  r.last_beat = now;  // a finished step is progress
-  auto parsed = ParseStepMetricsJson(m.text, "rank " + std::to_string(m.rank) + " metrics");
-  // The connection speaks for its rank, whatever the record says.
-  if (!parsed.ok() || parsed->groups.size() > kMaxStepGroups) {
-    ++malformed_metrics_;
-  } else if (auto& steps = metrics_[m.rank]; steps.size() < kMaxStepsPerRank) {
-    parsed->rank = m.rank;
-    steps.push_back(std::move(parsed).value());
-  }
-}
-
-void ControlServer::HandleSlot(Peer& peer, const ControlMessage& m) {
-  const bool planned = static_cast<size_t>(m.rank) < o_.check.host_of_rank.size();
-  const auto expected = planned ? o_.check.expected.find(o_.check.host_of_rank[m.rank]) : o_.check.expected.end();
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!m.text.empty() && expected != o_.check.expected.end()) {
-    if (m.text == expected->second) {
-      unverified_.erase(expected->first);
-    } else {
-      changed_hosts_.insert(expected->first);
-    }
-  }
-  const bool changed = !changed_hosts_.empty();
-  if (!changed && !unverified_.empty()) {
-    deferred_slots_.push_back(&peer);
-    held_ranks_.insert(m.rank);
-    return;
-  }
-  for (Peer* waiting : deferred_slots_) AnswerSlot(*waiting, changed);
-  deferred_slots_.clear();
-  held_ranks_.clear();
-  AnswerSlot(peer, changed);
-}
-
-void ControlServer::AnswerSlot(Peer& peer, bool changed) {
-  const int rank = peer.rank;
-  const bool known = rank >= 0 && static_cast<size_t>(rank) < o_.slot_rows.size();
-  SendTo(peer, "slot " + std::to_string(rank) + " " + (o_.expected_hash.empty() ? "-" : o_.expected_hash) + " " +
-                   (changed ? kHostChangedRow : known ? o_.slot_rows[rank] : "-"));
-}
-
-void ControlServer::SendTo(Peer& peer, const std::string& line) {
-  const std::string sealed = peer.session.Seal(line);
-  // A connection that cannot take a short line within a second is broken:
-  // shut it, and the serving thread drops it.
-  if (!SendAll(peer.fd, sealed.data(), sealed.size(), kSendWaitMs)) shutdown(peer.fd, SHUT_RDWR);
-}
-
 }  // namespace gpulaunch

@@ -77,8 +77,10 @@ struct HostCheck {
 // world + this many open files.
 inline constexpr int kControlServerSpareFiles = 64;
 // Connections that may be open beside one per rank (handshakes in progress,
-// a rank whose old connection is still closing): past world + this many the
-// server accepts no more until one closes.
+// a rank whose old connection is still closing): past world + this many,
+// each new connection closes the oldest one that has not authenticated yet,
+// so that strangers holding connections never keep a rank out (a rank
+// answers the greeting at once). Accepting never stops but after EMFILE.
 inline constexpr int kControlConnectionSlack = 16;
 // A connection that has not proved it belongs to the job within this long
 // is closed; it changed nothing.
@@ -163,6 +165,8 @@ class ControlServer {
   // Connections closed for failing the handshake, a tag, the protocol, or
   // for not authenticating in time.
   int RejectedConnections();
+  // Where they came from: address -> connections, at most 16 addresses.
+  std::map<std::string, int> RejectedFrom();
 
   // Asks the shims of `ranks` for their job process's stacks and waits up to
   // `timeout_ms` for the answers (they land in the records).
@@ -190,6 +194,8 @@ class ControlServer {
   bool HandleLine(Peer& peer, const std::string& sealed);
   bool HandleMessage(Peer& peer, const ControlMessage& m);
   void DropPeer(Peer& peer);
+  void EvictOldestStranger();                  // serving thread only
+  void NoteRejected(const std::string& address);
   // Under mu_: what a check-in and a metrics record change in `r`.
   void RecordCheckIn(Peer& peer, const ControlMessage& m, RankRecord& r, int pidfd, ControlClock::time_point now);
   void RecordMetric(const ControlMessage& m, RankRecord& r, ControlClock::time_point now);
@@ -228,6 +234,7 @@ class ControlServer {
   std::map<int, std::vector<StepMetrics>> metrics_;
   int malformed_metrics_ = 0;
   int rejected_ = 0;
+  std::map<std::string, int> rejected_from_;
 };
 
 }  // namespace gpulaunch

@@ -95,6 +95,12 @@ int ControlServer::RejectedConnections() {
   return rejected_;
 }
 
+std::map<std::string, int> ControlServer::RejectedFrom() {
+  Sync();
+  std::lock_guard<std::mutex> lock(mu_);
+  return rejected_from_;
+}
+
 void ControlServer::CollectStacks(const std::set<int>& ranks, int timeout_ms) {
   std::unique_lock<std::mutex> lock(mu_);
   for (int rank : ranks) {

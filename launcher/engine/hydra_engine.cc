@@ -177,8 +177,12 @@ void HydraEngine::DescribeJob(std::ostream& out, const LaunchPlan& plan, EngineS
   out << "hostfile:\n";
   WriteHydraHostfile(out, plan.placement);
   const HydraListen listen = HydraListenFor(plan.placement.hosts, settings.loopback_only);
-  out << "control port: " << (listen.address.empty() ? "?" : listen.address) << " ("
-      << (listen.iface.empty() ? "?" : listen.iface) << "), local peers of other users refused\n";
+  if (listen.iface.empty()) {
+    out << "control port: no interface of this host holds an address the job's hosts reach "
+           "(a launch refuses to start Hydra)\n";
+  } else {
+    out << "control port: " << listen.address << " (" << listen.iface << "), local peers of other users refused\n";
+  }
   out << "command:\n ";
   for (const std::string& a : BuildHydraArgv(plan, settings, "{job_dir}/hostfile", listen)) out << " " << ShellQuote(a);
   out << "\n";

@@ -289,9 +289,14 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
   server.job_id = job_id;
   server.secret = *DecodeControlSecret(secret);
   // One host: a Unix socket in the private job directory, which no other
-  // user can reach. Else the address the ranks are told, and no other.
-  if (plan.all_local && UnixSocketPathFits(job_dir.path / "control")) {
-    server.unix_path = (job_dir.path / "control").string();
+  // user can reach; where its path does not fit (a long TMPDIR, one with a
+  // space), one in Linux's abstract namespace, which others can see but
+  // SO_PEERCRED refuses at accept, before it takes a slot. Never TCP: a
+  // stranger's connections there cost a slot until they time out. Else the
+  // address the ranks are told, and no other.
+  if (plan.all_local) {
+    server.unix_path = UnixSocketPathFits(job_dir.path / "control") ? (job_dir.path / "control").string()
+                                                                     : "@gpulaunch-" + job_id + "-" + NewControlNonceHex();
   } else {
     server.bind_addr = advertise;
   }
@@ -338,6 +343,8 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
   job.held = control.HeldRanks();
   const std::set<int> mismatched = control.HashMismatches();
   const int checked_in = control.CheckedIn();
+  job.rejected_connections = control.RejectedConnections();
+  job.rejected_from = control.RejectedFrom();
   control.Stop();
   const std::map<int, RankRecord> records = control.Records();
   job.ended = ControlClock::now();
@@ -364,7 +371,7 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
   // N singletons that all exit 0 ran N copies of the job, not the job.
   if (out.exit_code == 0 && EveryRankAnMpiSingleton(job, records)) out.exit_code = job.exit_code = kExitLaunchFailure;
   Blame(records, checked_in, job, out);
-  std::cerr << HelpersNote(records);
+  std::cerr << HelpersNote(records) << RejectedConnectionsNote(job);
   Report(o, job, records, out);
   return out;
 }

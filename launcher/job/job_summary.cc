@@ -360,6 +360,14 @@ std::string SummaryJson(const JobOutcome& job, const std::map<int, RankRecord>& 
   root.Set("runtime_s", Seconds(job.ended - job.started));
   // How every rank's descendants were found and stopped (launcher/shim/descendants.h).
   root.Set("helper_tracking", "subreaper");
+  if (job.rejected_connections > 0) {
+    Json rejected = Json::Object();
+    rejected.Set("count", job.rejected_connections);
+    Json from = Json::Object();
+    for (const auto& [address, n] : job.rejected_from) from.Set(EscapeControlBytes(address), n);
+    rejected.Set("from", from);
+    root.Set("rejected_connections", rejected);
+  }
   if (cause) {
     Json c = Json::Object();
     c.Set("rank", cause->rank);
@@ -395,6 +403,18 @@ std::string SummaryJson(const JobOutcome& job, const std::map<int, RankRecord>& 
   }
   root.Set("ranks", list);
   return root.Write();
+}
+
+std::string RejectedConnectionsNote(const JobOutcome& job) {
+  if (job.rejected_connections == 0) return "";
+  std::string from;
+  for (const auto& [address, n] : job.rejected_from) {
+    from += (from.empty() ? "" : ", ") + EscapeControlBytes(address) + " (" + std::to_string(n) + ")";
+  }
+  return "gpulaunch: note: " + std::to_string(job.rejected_connections) +
+         " connection(s) to the job's control channel did not prove they belong to the job and were closed, from " +
+         (from.empty() ? std::string("unknown addresses") : from) +
+         "; a flood of them can delay the start (docs/security.md)\n";
 }
 
 }  // namespace gpulaunch

@@ -37,6 +37,10 @@ struct JobOutcome {
   // own with code 0 (RanksCutShort): its 0 is not the job's.
   bool engine_exited_zero = false;
   int restart = 0;                         // GPULAUNCH_RESTART_COUNT of this run
+  // Connections to the control channel that never proved they belong to the
+  // job and were closed (a stranger, a flood), and where they came from.
+  int rejected_connections = 0;
+  std::map<std::string, int> rejected_from;
   ControlClock::time_point started{};      // when the engine was started
   std::chrono::system_clock::time_point started_wall{};
   ControlClock::time_point ended{};
@@ -82,5 +86,9 @@ std::string HelpersNote(const std::map<int, RankRecord>& ranks);
 
 // "SIGKILL" for 9; "signal N" for what has no name.
 std::string SignalName(int sig);
+
+// One line about the connections that were closed unauthenticated (how
+// many, from where), or "" when there were none.
+std::string RejectedConnectionsNote(const JobOutcome& job);
 
 }  // namespace gpulaunch

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/file_write.h"
+#include "common/output_dir.h"
 #include "common/json.h"
 #include "common/parallel_layout.h"
 #include "common/stats.h"
@@ -317,16 +318,14 @@ std::string PrometheusText(const RunProfile& p, const RunReport& r) {
 }
 
 Status WriteProfileFiles(const std::string& dir, const RunProfile& p, const RunReport& r) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return FailedPrecondition("cannot create the profile directory " + dir + ": " + ec.message());
+  GL_ASSIGN_OR_RETURN(const OutputDir out, OutputDir::Open(dir));  // never through a planted link
   for (const auto& [rank, list] : p.steps) {
     std::string lines;
     for (const StepMetrics& m : list) lines += StepMetricsJson(m) + "\n";
-    GL_RETURN_IF_ERROR(WriteFileAtomically(dir + "/rank-" + std::to_string(rank) + ".jsonl", lines, kPrivateFileMode));
+    GL_RETURN_IF_ERROR(out.WriteFile("rank-" + std::to_string(rank) + ".jsonl", lines, kPrivateFileMode));
   }
-  GL_RETURN_IF_ERROR(WriteFileAtomically(dir + "/metrics.prom", PrometheusText(p, r), kPrivateFileMode));
-  return WriteFileAtomically(dir + "/run-report.json", RunReportJson(r), kPrivateFileMode);
+  GL_RETURN_IF_ERROR(out.WriteFile("metrics.prom", PrometheusText(p, r), kPrivateFileMode));
+  return out.WriteFile("run-report.json", RunReportJson(r), kPrivateFileMode);
 }
 
 }  // namespace gpulaunch

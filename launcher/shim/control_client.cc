@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -28,10 +29,14 @@ bool ParseNumericAddress(const std::string& address, sockaddr_storage& out, sock
   if (address.rfind("unix:", 0) == 0) {
     auto* un = reinterpret_cast<sockaddr_un*>(&out);
     const std::string path = address.substr(5);
-    if (path.empty() || path[0] != '/' || path.size() >= sizeof un->sun_path) return false;
+    if (path.empty() || (path[0] != '/' && path[0] != '@') || path.size() >= sizeof un->sun_path) return false;
     un->sun_family = AF_UNIX;
     std::memcpy(un->sun_path, path.c_str(), path.size() + 1);
     len = sizeof(sockaddr_un);
+    if (path[0] == '@') {  // Linux's abstract namespace (control_server.h)
+      un->sun_path[0] = '\0';
+      len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+    }
     return true;
   }
   const auto colon = address.rfind(':');

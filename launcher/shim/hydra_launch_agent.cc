@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 
+#include "common/env.h"
 #include "common/strings.h"
 #include "launcher/base/exit_codes.h"
 #include "launcher/base/fd_io.h"
@@ -141,14 +141,14 @@ int RunHydraSshAgent(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   StatusOr<SshCommand> command = ParseSshArguments(args);
   if (!command.ok()) return Fail(command.status().message());
-  std::error_code ec;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return Fail("cannot tell where gpulaunch-shim is: " + ec.message());
-  std::string ssh = "ssh";
-  if (const char* user_ssh = std::getenv("HYDRA_LAUNCHER_EXEC"); user_ssh && *user_ssh &&
-      std::filesystem::path(user_ssh).filename() != kHydraSshAgentName) {
-    ssh = user_ssh;
-  }
+  char self[4096];
+  const ssize_t self_len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (self_len <= 0) return Fail(std::string("cannot tell where gpulaunch-shim is: ") + std::strerror(errno));
+  self[self_len] = '\0';
+  // The user's own ssh for Hydra, unless it names this agent.
+  std::string ssh = EnvOr("HYDRA_LAUNCHER_EXEC", "");
+  const size_t slash = ssh.rfind('/');
+  if (ssh.empty() || ssh.substr(slash == std::string::npos ? 0 : slash + 1) == kHydraSshAgentName) ssh = "ssh";
   std::vector<std::string> assignments;
   for (char** e = environ; *e; ++e) assignments.emplace_back(*e);
   const std::string block = EncodeEnvironmentBlock(assignments);
@@ -170,7 +170,7 @@ int RunHydraSshAgent(int argc, char** argv) {
   close(pipe_fds[1]);
   if (dup2(pipe_fds[0], 0) < 0) return Fail(std::string("dup2: ") + std::strerror(errno));
   close(pipe_fds[0]);
-  std::vector<std::string> ssh_argv = HydraProxySshArgv(ssh, *command, self.string());
+  std::vector<std::string> ssh_argv = HydraProxySshArgv(ssh, *command, self);
   std::vector<char*> cargv;
   for (std::string& a : ssh_argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);

@@ -50,6 +50,8 @@ int Refuse(ControlClient& control, int rank, const std::string& host, const std:
   return kExitLaunchFailure;
 }
 
+constexpr int kHandshakeAttempts = 5;
+
 // A loaded launching host may be slow to accept thousands of connections.
 bool ConnectWithRetries(ControlClient& control, const std::string& address) {
   for (int attempt = 0; attempt < 5 && !address.empty(); ++attempt) {
@@ -185,7 +187,16 @@ int main(int argc, char** argv) {
   // refused by CheckWorld, on the connection when it could authenticate.
   Status authenticated = Status::Ok();
   if (control.fd() >= 0 && id->rank >= 0 && id->rank < table->world) {
-    authenticated = control.Authenticate({table->job_id, id->rank, *secret});
+    // A connection gpulaunch closed before the handshake ended (strangers
+    // flooding its listener: it closes the oldest unproven connection first,
+    // control_server.h) is made again, a few times.
+    for (int attempt = 1;; ++attempt) {
+      authenticated = control.Authenticate({table->job_id, id->rank, *secret});
+      if (authenticated.ok() || authenticated.code() != StatusCode::kUnavailable || attempt == kHandshakeAttempts) break;
+      control.Close();
+      usleep(100 * 1000 * attempt);
+      if (!ConnectWithRetries(control, table->control)) break;
+    }
   }
   if (Status s = CheckWorld(*table, *id); !s.ok()) return Refuse(control, id->rank, hostname, s.message());
   if (!authenticated.ok()) return Refuse(control, id->rank, hostname, authenticated.message());

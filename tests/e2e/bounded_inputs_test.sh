@@ -32,6 +32,46 @@ for dev in /dev/zero /dev/urandom; do
   check "... with file:line" "$(grep -c "$dev:[0-9]*: a NUL byte" "$WORK/err")" 1
 done
 
+# FIFOs: one no writer ever opens, one whose writer holds it open and sends
+# nothing. Every file option gives up after 3 s of silence (kInputSilenceMs)
+# with exit 2 and file:line, never hangs (timeout 20 would say 124). The
+# cases run at once, each on its own FIFO.
+fifo_case() {  # NAME KIND (none|silent) ARGS... with @F for the FIFO
+  local name=$1 kind=$2 f=$WORK/fifo-$1-$2 writer= rc
+  shift 2
+  mkfifo "$f"
+  [ "$kind" = silent ] && { sleep 30 > "$f" & writer=$!; }
+  local args=() a
+  for a in "$@"; do args+=("${a//@F/$f}"); done
+  rc=$( ( ulimit -v 1048576; timeout 20 "$GL" "${args[@]}" > "$WORK/$name-$kind.out" 2> "$WORK/$name-$kind.err" ); echo $?)
+  [ -n "$writer" ] && kill "$writer" 2> /dev/null
+  echo "$rc" > "$WORK/$name-$kind.rc"
+}
+fifo_options=(
+  "hostfile|--dry-run --hostfile @F -n 1 /bin/true"
+  "topology-file|plan -n 1 --topology-file @F"
+  "cluster|plan -n 1 --cluster @F"
+  "network|plan -n 1 --synthetic node:2,gpu:1 --network @F"
+  "policy|slurm-config --out $WORK/fifo-policy-out --synthetic node:2,gpu:1 --policy @F"
+  "trace|sim --trace @F --cluster leaf:1,node:2,gpu:8"
+)
+for entry in "${fifo_options[@]}"; do
+  name=${entry%%|*}
+  # shellcheck disable=SC2086
+  read -r -a words <<< "${entry#*|}"
+  for i in "${!words[@]}"; do words[i]=${words[i]//,/ }; done
+  for kind in none silent; do fifo_case "$name" "$kind" "${words[@]}" & done
+done
+wait
+for entry in "${fifo_options[@]}"; do
+  name=${entry%%|*}
+  for kind in none silent; do
+    check "--$name on a FIFO with $kind writer: exit 2" "$(cat "$WORK/$name-$kind.rc")" 2
+    check "... naming the FIFO and saying nothing arrived" \
+      "$(grep -c "$WORK/fifo-$name-$kind:[0-9]*: nothing arrived for 3 s" "$WORK/$name-$kind.err")" 1
+  done
+done
+
 # Process substitution (a pipe) is a real use and keeps working.
 check "--hostfile <(printf ...): exit 0" \
   "$(bounded --dry-run --hostfile <(printf 'localhost slots=2\n') -n 2 /bin/true)" 0
@@ -61,4 +101,27 @@ check "... the cluster file replaced the link" "$(stat -c %F "$OUT/cluster.json"
 ln -s "$WORK/victim" "$OUT/job.sbatch"
 "$GL" submit --script "$OUT/job.sbatch" --dry-run -N 1 -n 1 -- /bin/true > /dev/null 2>&1
 check "submit --script onto a link: the link's target is untouched" "$(sha256sum "$WORK/victim")" "$before"
+
+# Output folders: a link planted in place of the folder, or of a folder on
+# the way in a folder others may write, is refused, never followed; the
+# folder it points to keeps its files.
+mkdir -m 700 "$WORK/rootonly"
+echo "precious" > "$WORK/rootonly/metrics.prom"
+echo "precious" > "$WORK/rootonly/topology.conf"
+guarded=$(cat "$WORK/rootonly"/* | sha256sum)
+ln -s "$WORK/rootonly" "$OUT/gpulaunch-profile"
+ln -s "$WORK/rootonly" "$OUT/config"
+ln -s "$WORK/rootonly" "$OUT/via"
+check "slurm-config --out a planted link: exit 2" \
+  "$("$GL" slurm-config --out "$OUT/config" --synthetic 'leaf:1 node:2 gpu:1' > /dev/null 2> "$WORK/err"; echo $?)" 2
+check "... saying it is a link" "$(grep -c "$OUT/config is a symbolic link" "$WORK/err")" 1
+check "slurm-config --out below a planted link: exit 2" \
+  "$("$GL" slurm-config --out "$OUT/via/sub" --synthetic 'leaf:1 node:2 gpu:1' > /dev/null 2> "$WORK/err"; echo $?)" 2
+check "... saying it is a link in a folder others may write" \
+  "$(grep -c "$OUT/via is a symbolic link in a folder others may write" "$WORK/err")" 1
+( cd "$OUT" && "$GL" -n 1 --allow-run-as-root --oversubscribe --profile /bin/true > /dev/null 2> "$WORK/err" )
+check "--profile into a planted gpulaunch-profile link: refused, said" \
+  "$(grep -c "gpulaunch-profile is a symbolic link" "$WORK/err")" 1
+check "... the folder it points to keeps its files" "$(cat "$WORK/rootonly"/* | sha256sum)" "$guarded"
+check "... and gets no new one" "$(ls "$WORK/rootonly" | wc -l)" 2
 finish "bounded_inputs"

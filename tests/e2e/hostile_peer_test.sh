@@ -31,7 +31,8 @@ cleanup() {
 trap cleanup EXIT
 useradd -M -s /usr/sbin/nologin "$ATTACKER" || { echo "hostile_peer: useradd failed"; exit 1; }
 cp "$SRC/tests/e2e/hostile/attack_control.py" "$WORK/attack.py"
-chmod 755 "$WORK/attack.py"
+cp "$SRC/tests/e2e/hostile/attack_flood.py" "$WORK/flood.py"
+chmod 755 "$WORK/attack.py" "$WORK/flood.py"
 . "$(dirname "$0")/test_lib.sh"
 
 # A process of root's that the attacker would like killed.
@@ -92,6 +93,41 @@ check "... no root cause was printed" "$(grep -c 'root cause' "$WORK/job.err")" 
 check "... the victim lives" "$(kill -0 "$victim" 2> /dev/null && echo alive)" alive
 check "... gpulaunch stayed under 100 MB" "$([ "${peak:-0}" -lt 102400 ] && echo yes)" yes
 
+# --- 1b. One host whose job folder's path cannot hold a Unix socket (a
+#     space in TMPDIR): an abstract Unix socket, never TCP, and another user
+#     cannot get in.
+mkdir -p "$WORK/x y"
+TMPDIR="$WORK/x y" "$GL" -n 2 --allow-run-as-root --oversubscribe --summary "$WORK/space.json" sh -c 'sleep 6' \
+  > /dev/null 2> "$WORK/space.err" &
+job=$!
+abstract=
+for _ in $(seq 100); do
+  gl=$(pgrep -n -f -- "--summary $WORK/space.json")
+  for i in $(ls -l "/proc/$gl/fd" 2> /dev/null | sed -n 's/.*socket:\[\([0-9]*\)\]/\1/p'); do
+    abstract=$(awk -v inode="$i" '$7 == inode && $8 ~ /^@gpulaunch-/ {print $8}' /proc/net/unix)
+    [ -n "$abstract" ] && break
+  done
+  [ -n "$abstract" ] && break
+  sleep 0.1
+done
+check "TMPDIR with a space: gpulaunch listens on an abstract Unix socket" "${abstract:0:11}" "@gpulaunch-"
+check "... and on no TCP port" "$(tcp_listeners "$gl")" 0
+runuser -u "$ATTACKER" -- python3 -c '
+import socket, sys
+ok = 0
+for _ in range(300):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect("\0" + sys.argv[1][1:]); s.settimeout(2); ok += s.recv(100) != b""
+    except OSError:
+        pass
+print("greeted", ok)' "$abstract" > "$WORK/abstract.out" 2>&1
+check "... 300 connections of another user: none greeted" "$(cat "$WORK/abstract.out")" "greeted 0"
+wait "$job"
+check "... the job's exit code is its own" "$?" 0
+check "... the summary counts the refused connections" \
+  "$(python3 -c "import json; print(json.load(open('$WORK/space.json'))['rejected_connections']['count'] >= 300)")" True
+
 # --- 2. Two hosts on the namespace rig: TCP, bound to the advertised address.
 if [ -n "${GL_RIG:-}" ] && [ -f "$GL_RIG/ssh/ssh_config" ] && ip netns list 2> /dev/null | grep -q "^${NSP}n1"; then
   on_node1() {
@@ -136,6 +172,48 @@ if [ -n "${GL_RIG:-}" ] && [ -f "$GL_RIG/ssh/ssh_config" ] && ip netns list 2> /
     "$(python3 -c "import json; r=json.load(open('$WORK/attacked2.json'))['ranks']; print(sum(1 for x in r if x.get('exit_code') == 0), len(r))")" "4 4"
   check "... the victim lives" "$(kill -0 "$victim" 2> /dev/null && echo alive)" alive
   check "... gpulaunch stayed under 100 MB" "$([ "${peak:-0}" -lt 102400 ] && echo yes)" yes
+
+  # --- 3. A flood at start-up: 4 hosts, the second user holds 300 (from
+  #     node2) and 2,000 (from node1) connections to the listener from the
+  #     moment it appears, reopening any the server closes. The job ends
+  #     with its own exit code, and the summary names the strangers.
+  hosts4=node1:1,node2:1,node3:1,node4:1
+  start=$(date +%s%N)
+  on_node1 "$GL" --allow-run-as-root -H "$hosts4" --summary "$WORK/clean4.json" sh -c 'exit 3' > /dev/null 2>&1
+  clean4_rc=$?
+  clean4_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  check "4 hosts, no flood: the job's own exit code 3" "$clean4_rc" 3
+  for flood in "2 300" "1 2000"; do
+    from=${flood% *} count=${flood#* }
+    start=$(date +%s%N)
+    on_node1 "$GL" --allow-run-as-root -H "$hosts4" --summary "$WORK/flood$count.json" sh -c 'exit 3' \
+      > /dev/null 2> "$WORK/flood$count.err" &
+    job=$!
+    port=
+    for _ in $(seq 200); do
+      gl=$(pgrep -n -f -- "--summary $WORK/flood$count.json")
+      for i in $(ls -l "/proc/$gl/fd" 2> /dev/null | sed -n 's/.*socket:\[\([0-9]*\)\]/\1/p'); do
+        port=$(awk -v inode="$i" '$4 == "0A" && $10 == inode {split($2, a, ":"); print a[2]}' "/proc/$gl/net/tcp" 2> /dev/null)
+        [ -n "$port" ] && break
+      done
+      [ -n "$port" ] && break
+      sleep 0.02
+    done
+    ip netns exec "${NSP}n$from" runuser -u "$ATTACKER" -- python3 "$WORK/flood.py" 10.200.0.1 "$((16#${port:-0}))" \
+      "$count" 25 > "$WORK/flood$count.out" 2>&1 &
+    attacker=$!
+    wait "$job"
+    rc=$?
+    took_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    kill "$attacker" 2> /dev/null
+    wait "$attacker" 2> /dev/null
+    echo "note: 4 hosts, $count held connections from node$from: ${took_ms} ms (no flood: ${clean4_ms} ms)"
+    check "flood of $count from node$from: the job's own exit code" "$rc" "$clean4_rc"
+    check "... the summary's exit code too" "$(summary_field "$WORK/flood$count.json" exit_code)" 3
+    check "... and the refused connections, from node$from's address" \
+      "$(python3 -c "import json; r=json.load(open('$WORK/flood$count.json')).get('rejected_connections', {}); print(r.get('from', {}).get('10.200.0.$from', 0) > 0)")" True
+    check "... said on stderr" "$(grep -c '^gpulaunch: note: [0-9]* connection(s) to the job.s control channel' "$WORK/flood$count.err")" 1
+  done
 else
   echo "hostile_peer: the namespace rig is not up; the two-host cases were skipped"
 fi

@@ -7,6 +7,7 @@
 
 #include "common/env.h"
 #include "common/file_write.h"
+#include "common/output_dir.h"
 #include "common/link_table.h"
 #include "common/strings.h"
 #include "common/utc_time.h"
@@ -60,9 +61,10 @@ Status SaveLinks(const std::string& path, const LinkTable& measured) {
   GL_ASSIGN_OR_RETURN(std::optional<LinkTable> old, ReadLinkTableIfPresent(path));
   LinkTable t = old ? std::move(*old) : LinkTable();
   t.MergeFrom(measured);
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  return WriteFileAtomically(path, WriteLinkTable(t));
+  const std::filesystem::path where(path);
+  GL_ASSIGN_OR_RETURN(const OutputDir folder,
+                      OutputDir::Open(where.has_parent_path() ? where.parent_path().string() : "."));
+  return folder.WriteFile(where.filename().string(), WriteLinkTable(t));
 }
 
 }  // namespace
