@@ -11,9 +11,18 @@ cd "$ROOT"
 scripts/install-deps.sh --test
 WERROR=ON scripts/build.sh
 
+# What /tmp held before the tests: afterwards, anything new that the suite
+# did not mean to leave fails the run (check_tmp_left_clean below).
+tmp_before=$(mktemp)
+ls -A /tmp > "$tmp_before"
 export RIG
 RIG=$(mktemp -d /tmp/gpulaunch-rig.XXXXXX)
 chmod 755 "$RIG"
+# Open MPI's session folders (ompi.HOST.UID, one per rig host too: the
+# namespaces share /tmp) go under the rig, which teardown removes: a killed
+# mpirun or orted leaves its own behind otherwise.
+mkdir -p "$RIG/ompi-tmp"
+export OMPI_MCA_orte_tmpdir_base=$RIG/ompi-tmp
 # Whether the machine itself stopped running while the tests ran: a virtual
 # machine whose CPUs are not scheduled for tens of seconds makes the kernel
 # log "workqueue lockup" or "soft lockup". A test that timed out during such
@@ -28,10 +37,28 @@ report_machine_stalls() {
   echo "test.sh: note: the kernel reported that this machine stalled while the tests ran:"
   echo "$stalls" | sed 's/^/  /'
 }
+# New entries in /tmp since the tests began, but for the ones a run is meant
+# to leave: gpulaunch's own topology cache (gpulaunch-UID, kept between
+# launches by design), and the files of the shell tool or CI around us.
+check_tmp_left_clean() {
+  local left
+  left=$(ls -A /tmp | sort | comm -13 <(sort "$tmp_before") - |
+         grep -v -E "^(gpulaunch-$(id -u)|$(basename "$tmp_before"))$" || true)
+  if [ -n "$left" ]; then
+    echo "test.sh: FAIL: the tests left these in /tmp (each test must remove what it makes):"
+    echo "$left" | sed 's/^/  /'
+    return 1
+  fi
+  echo "test.sh: /tmp holds nothing new after the tests"
+}
 cleanup() {
+  local rc=$?
   report_machine_stalls
   # The rig's pid file lives in $RIG: remove $RIG only once teardown worked.
   "$ROOT/.ci/rig/rig-down.sh" && rm -rf "$RIG"
+  check_tmp_left_clean || rc=1
+  rm -f "$tmp_before"
+  exit "$rc"
 }
 trap cleanup EXIT
 if [ "$(id -u)" -eq 0 ] && "$ROOT/.ci/rig/netns-up.sh"; then

@@ -174,6 +174,7 @@ void ControlServer::PollOnce(int timeout_ms) {
   for (const auto& p : peers_) fds.push_back({p->fd, POLLIN, 0});
   const int ready = poll(fds.data(), fds.size(), timeout_ms);
   const auto now = ControlClock::now();
+  pass_time_ = now;  // what this pass hears is dated alike (RankToBlame breaks the tie)
   std::vector<std::unique_ptr<Peer>> kept;
   for (size_t i = 0; i < peers_.size(); ++i) {
     Peer& peer = *peers_[i];
@@ -257,7 +258,7 @@ void ControlServer::DropPeer(Peer& peer) {
     auto it = records_.find(peer.rank);
     if (it != records_.end() && !peer.exit_seen && it->second.refusal.empty()) {
       it->second.lost = true;
-      it->second.ended_at = ControlClock::now();
+      it->second.ended_at = pass_time_ == ControlClock::time_point{} ? ControlClock::now() : pass_time_;
     }
   }
   close(peer.fd);

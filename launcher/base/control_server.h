@@ -235,6 +235,7 @@ class ControlServer {
   int malformed_metrics_ = 0;
   int rejected_ = 0;
   std::map<std::string, int> rejected_from_;
+  ControlClock::time_point pass_time_{};  // serving thread only: when the current poll pass woke
 };
 
 }  // namespace gpulaunch

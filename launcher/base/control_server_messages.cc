@@ -95,7 +95,9 @@ bool ControlServer::HandleMessage(Peer& peer, const ControlMessage& m) {
   std::lock_guard<std::mutex> lock(mu_);
   RankRecord& r = records_[m.rank];
   r.rank = m.rank;
-  const auto now = ControlClock::now();
+  // Dated by the pass that read it, as a connection that closed in the
+  // same pass is: arrival order within a pass says nothing of cause.
+  const auto now = pass_time_ == ControlClock::time_point{} ? ControlClock::now() : pass_time_;
   switch (m.kind) {
     case Kind::kCheckin:
       peer.checked_in = true;

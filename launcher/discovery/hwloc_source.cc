@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -87,6 +88,12 @@ std::optional<std::string>& EngineXmlOfThisMachine() {
   return xml;
 }
 
+// The cache entry that XML came from; nullopt when discovered live.
+std::optional<std::string>& EngineXmlCacheEntry() {
+  static std::optional<std::string> path;
+  return path;
+}
+
 struct LocalTopology {
   HostTopology host;                      // as hwloc gives it (Convert)
   std::optional<std::string> engine_xml;  // this machine as it is: the cache is usable
@@ -99,9 +106,17 @@ StatusOr<LocalTopology> LoadLocal() {
   const std::optional<std::string> cache = TopologyCachePath();
   if (cache) {
     if (std::optional<CachedTopology> entry = ReadCachedTopology(*cache)) {
+      EngineXmlCacheEntry() = *cache;
       return LocalTopology{std::move(entry->host), std::move(entry->engine_xml)};
     }
+    // An entry of ours that is there but does not read back (cut short,
+    // edited, corrupt) is dropped, said once, and rebuilt below.
+    if (DropCachedTopology(*cache)) {
+      std::cerr << "gpulaunch: warning: the topology cache entry " << *cache
+                << " could not be read back; dropped it, discovering this host again\n";
+    }
   }
+  EngineXmlCacheEntry().reset();
   GL_ASSIGN_OR_RETURN(TopologyPtr topo, Open());
   // The OpenGL and OpenCL plugins add only OS devices this launcher does not
   // read (GPUs come from their PCI devices, names and UUIDs from NVML), and
@@ -246,6 +261,8 @@ StatusOr<HostTopology> LoadHwlocXmlText(const std::string& xml, const std::strin
 }
 
 std::optional<std::string> LocalTopologyXmlForEngine() { return EngineXmlOfThisMachine(); }
+
+std::optional<std::string> LocalTopologyCacheEntry() { return EngineXmlCacheEntry(); }
 
 StatusOr<std::string> ExportLocalHwlocXml() {
   GL_ASSIGN_OR_RETURN(TopologyPtr topo, Open());

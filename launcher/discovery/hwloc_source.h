@@ -31,6 +31,13 @@ StatusOr<HostTopology> LoadHwlocXmlText(const std::string& xml, const std::strin
 // HWLOC_XMLFILE), or when DiscoverLocalHost has not run.
 std::optional<std::string> LocalTopologyXmlForEngine();
 
+// The topology cache entry LocalTopologyXmlForEngine's XML was read from,
+// or nullopt when it was discovered live in this process. An engine that
+// fails before any rank starts may have failed on it: the launch drops it
+// (DropCachedTopology, topology_cache.h) so that the next one discovers
+// the host afresh.
+std::optional<std::string> LocalTopologyCacheEntry();
+
 // Exports this machine's topology as hwloc XML (I/O objects included).
 StatusOr<std::string> ExportLocalHwlocXml();
 

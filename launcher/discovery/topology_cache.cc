@@ -137,6 +137,12 @@ std::optional<CachedTopology> ReadCachedTopology(const std::string& path) {
   return DecodeEntry(ReadFileOrEmpty(path), path);
 }
 
+bool DropCachedTopology(const std::string& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) return false;
+  return unlink(path.c_str()) == 0;
+}
+
 void StoreCachedTopology(const std::string& path, const CachedTopology& entry) {
   if (!WriteFileAtomically(path, EncodeEntry(entry)).ok()) return;
   // Keep the newest few: a new cgroup (a Slurm job, a container) makes a new

@@ -56,6 +56,10 @@ struct CachedTopology {
 // The entry, or nullopt when it is missing, cut short or unreadable.
 std::optional<CachedTopology> ReadCachedTopology(const std::string& path);
 
+// Removes the entry at `path` when it is a file of this user's (never a
+// link or another's); true when one was removed.
+bool DropCachedTopology(const std::string& path);
+
 // Keeps `entry` (atomically; best effort: a failure is silent, the next
 // launch discovers live again), and removes all but the 16 newest entries of
 // the folder.

@@ -18,9 +18,12 @@
 #include "launcher/base/exit_codes.h"
 #include "launcher/base/host_identity.h"
 #include "launcher/base/open_file_limit.h"
+#include "launcher/job/job_folder.h"
 #include "launcher/job/job_monitor.h"
 #include "launcher/job/job_watch.h"
 #include "launcher/base/process.h"
+#include "launcher/discovery/hwloc_source.h"
+#include "launcher/discovery/topology_cache.h"
 #include "launcher/job/run_report.h"
 #include "launcher/base/slot_table.h"
 
@@ -204,7 +207,7 @@ LaunchOutcome StopOutcome(const JobRunResult& result, const MonitorVerdict& verd
     job.user_signal = result.user_signal;
     if (out.exit_code != 0) out.exit_code = 128 + result.user_signal;
   } else if (out.exit_code == kExitLaunchFailure && checked_in == 0) {
-    std::cerr << "gpulaunch: the engine failed before any rank started (see its messages above); exit "
+    std::cerr << "gpulaunch: the engine failed before any rank started (see what it printed, if anything, above); exit "
               << out.exit_code << "\n";
   }
   job.stop = out.stop;
@@ -264,9 +267,11 @@ void Report(const RunSettings& o, const JobOutcome& job, const std::map<int, Ran
 
 LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, const EngineSettings& engine_settings,
                                const RunSettings& o) {
-  std::string dir_template = (fs::temp_directory_path() / "gpulaunch.XXXXXX").string();
-  if (!mkdtemp(dir_template.data())) return Failed(Internal("cannot create a job directory under /tmp"));
-  const JobDir job_dir{dir_template};
+  // Removes what earlier launches of this user left when they were killed
+  // (job_folder.h), then makes this one's.
+  auto made = MakeJobFolder(fs::temp_directory_path());
+  if (!made.ok()) return Failed(made.status());
+  const JobDir job_dir{*made};
 
   const std::string advertise = AdvertisedAddress(plan);
   // Each rank's row is served by the control server when its shim asks
@@ -353,6 +358,15 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
     std::cerr << "gpulaunch: warning: " << mismatched.size() << " rank(s) reported a different plan hash\n";
   }
   LaunchOutcome out = StopOutcome(result, watch.verdict(), checked_in, o, job);
+  // An engine that read this host's topology from gpulaunch's cache and
+  // failed before any rank started may have failed on that entry: it is
+  // dropped, so that the next launch discovers the host afresh.
+  if (out.exit_code == kExitLaunchFailure && checked_in == 0 && engine_settings.local_topology_xml) {
+    if (const auto entry = LocalTopologyCacheEntry(); entry && DropCachedTopology(*entry)) {
+      std::cerr << "gpulaunch: " << engine.Name() << " was given this host's topology from gpulaunch's cache ("
+                << *entry << "); that entry is dropped, and the next launch discovers the host afresh\n";
+    }
+  }
   if (result.engine_killed_after_job && out.stop == StopReason::kNone &&
       EveryRankSucceeded(records, plan.placement.ranks.size())) {
     // The engine hung after its job (JobWatch::Over): the ranks' codes are the job's.

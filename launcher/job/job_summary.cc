@@ -205,12 +205,17 @@ std::optional<RootCause> StopCause(const JobOutcome& job, const std::map<int, Ra
 // host), the teardown's victims and the failure that started it arrive
 // together, in socket order. A rank that its shim had passed a stop signal
 // ended because it was told to, so it is blamed only when no rank failed on
-// its own.
+// its own. What one poll pass of the server hears carries one timestamp:
+// within it, a reported failure comes before a closed connection.
 const RankRecord* RankToBlame(const std::map<int, RankRecord>& ranks) {
   const RankRecord* first = nullptr;
   for (const auto& [rank, r] : ranks) {
     if (!Failed(r) && !r.lost) continue;
-    const bool earlier = !first || r.ended_at < first->ended_at;
+    // Heard in the same pass (one timestamp): a rank that reported how it
+    // failed comes before one whose connection closed, which is what a
+    // teardown does to the others (Hydra SIGKILLs every shim at once).
+    const bool earlier = !first || r.ended_at < first->ended_at ||
+                         (r.ended_at == first->ended_at && first->lost && !r.lost);
     if (!first || (first->told_to_stop && !r.told_to_stop) || (first->told_to_stop == r.told_to_stop && earlier)) {
       first = &r;
     }
@@ -227,7 +232,7 @@ RootCause EngineEndedEarlyCause(const JobOutcome& job, const std::map<int, RankR
                    std::to_string(cut.size()) + " of " + std::to_string(job.planned_hosts.size()) +
                    " ranks did not end on their own: they were stopped while they ran, or vanished (" +
                    RankList(job, ranks, cut) + "); the job did not complete";
-  cause.notes.push_back("see the engine's messages above; the summary says how each rank ended");
+  cause.notes.push_back("see what the engine printed above, if anything; the summary says how each rank ended");
   return cause;
 }
 
@@ -283,7 +288,7 @@ std::optional<RootCause> FindRootCause(const JobOutcome& job, const std::map<int
   }
   RootCause cause;
   cause.headline = "the engine failed (gpulaunch exits " + std::to_string(job.exit_code) +
-                   ") while no rank reported a failure; see the engine's messages above";
+                   ") while no rank reported a failure; see what it printed above, if anything";
   return cause;
 }
 

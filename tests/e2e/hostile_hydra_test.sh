@@ -32,7 +32,8 @@ trap cleanup EXIT
 useradd -M -s /usr/sbin/nologin "$ATTACKER" || { echo "hostile_hydra: useradd failed"; exit 1; }
 cp "$SRC/tests/e2e/hostile/attack_hydra.py" "$WORK/attack.py"
 # The rank: how many listening sockets it holds (state 0A in /proc/net/tcp),
-# then a wait long enough for the attacks.
+# then a wait long enough for the attacks. Hydra relays the ranks' output
+# in the pieces it reads, so two ranks' lines may share one: count matches.
 cat > "$WORK/rank.py" <<'PY'
 import os, sys, time
 inodes = set()
@@ -106,7 +107,7 @@ run_one_host() {
 run_one_host clean 1
 clean_rc=$?
 check "one host, no attacker: exit 0" "$clean_rc" 0
-check "... no rank holds a listening socket (Hydra's is close-on-exec)" "$(grep -c 'rank listeners=0' "$WORK/clean.out")" 2
+check "... no rank holds a listening socket (Hydra's is close-on-exec)" "$(grep -o 'rank listeners=0' "$WORK/clean.out" | wc -l)" 2
 run_one_host attacked 8 &
 job=$!
 if find_hydra "$job"; then
@@ -127,8 +128,8 @@ wait "$job"
 check "one host, attacked: the exit code is the clean run's" "$?" "$clean_rc"
 check "... the summary's exit code too" "$(summary_field "$WORK/attacked.json" exit_code)" "$(summary_field "$WORK/clean.json" exit_code)"
 check "... no root cause was printed" "$(grep -c 'root cause' "$WORK/attacked.err")" 0
-check "... the ranks ran to their end" "$(grep -c 'rank listeners=0' "$WORK/attacked.out")" 2
-check "... and saw the user's own variables" "$(grep -c 'private=hf_token_of_the_user' "$WORK/attacked.out")" 2
+check "... the ranks ran to their end" "$(grep -o 'rank listeners=0' "$WORK/attacked.out" | wc -l)" 2
+check "... and saw the user's own variables" "$(grep -o 'private=hf_token_of_the_user' "$WORK/attacked.out" | wc -l)" 2
 
 # The job's own user is out of scope (it can read the environment anyway),
 # but what Hydra sends to a proxy 0 it takes for real must hold no secret.
@@ -160,7 +161,7 @@ if [ -n "${GL_RIG:-}" ] && [ -f "$GL_RIG/ssh/ssh_config" ] && ip netns list 2> /
   run_two_hosts clean2 1
   clean2_rc=$?
   check "two hosts, no attacker: exit 0" "$clean2_rc" 0
-  check "... every rank ran, none holds a listener" "$(grep -c 'rank listeners=0' "$WORK/clean2.out")" 4
+  check "... every rank ran, none holds a listener" "$(grep -o 'rank listeners=0' "$WORK/clean2.out" | wc -l)" 4
   run_two_hosts attacked2 8 &
   job=$!
   if find_hydra "$job"; then

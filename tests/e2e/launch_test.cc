@@ -19,6 +19,7 @@
 
 #include "common/strings.h"
 #include "launcher/base/process.h"
+#include "launcher/job/job_folder.h"
 #include "tests/e2e/launch_helpers.h"
 
 namespace fs = std::filesystem;
@@ -202,8 +203,8 @@ TEST(Launch, LayoutGivesEveryRankItsCoordinates) {
 TEST(Launch, NetworkFileGivesEveryRankItsLeafSwitch) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
-  const fs::path dir = fs::path(::testing::TempDir()) / "network-launch";
-  fs::create_directories(dir);
+  const TempDir scratch("network-launch");  // removed at the end: the suite leaves nothing in /tmp
+  const fs::path dir = scratch.path;
   {
     std::ofstream(dir / "topology.conf") << "# two leaves under a spine\nSwitchName=rack7 Nodes=" << host
                                          << "\nSwitchName=rack8 Nodes=elsewhere\nSwitchName=spine Switches=rack[7-8]\n";
@@ -294,8 +295,8 @@ TEST(Launch, HostOrderIsKeptUnlessTheNetworkDecides) {
     EXPECT_NE(run.out.find("note: hosts in the order given (no network tree"), std::string::npos) << run.out;
   }
   // Two hosts' worth of ranks; node3 and node1 share a leaf, node2 is alone.
-  const fs::path dir = fs::path(::testing::TempDir()) / "host-order";
-  fs::create_directories(dir);
+  const TempDir scratch("host-order");
+  const fs::path dir = scratch.path;
   std::ofstream(dir / "net.conf") << "SwitchName=a Nodes=node2\nSwitchName=b Nodes=node1,node3\n"
                                      "SwitchName=top Switches=a,b\n";
   const CapturedRun tree = Launch({"-n", "16", "--dry-run", "-H", "node2:8,node1:8,node3:8", "--topology-file", xml,
@@ -530,6 +531,47 @@ TEST(Launch, HpccFromDebianCompletes) {
   EXPECT_NE(out.find("0 tests completed and failed residual checks"), std::string::npos);
   EXPECT_NE(out.find("CommWorldProcs=4"), std::string::npos);
   fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gpulaunch
+
+namespace gpulaunch {
+namespace {
+
+// Job folders that a killed gpulaunch left are removed by the next launch of
+// the same user; a live launch's folder, and one without an owner file, stay.
+TEST(Launch, AJobFolderOfAGpulaunchThatIsGoneIsRemovedByTheNextLaunch) {
+  const TempDir tmp("job-folders");
+  const auto make = [&](const std::string& name, const std::string& owner) {
+    const fs::path dir = tmp.path / name;
+    fs::create_directory(dir);
+    fs::permissions(dir, fs::perms::owner_all);
+    if (!owner.empty()) std::ofstream(dir / "owner") << owner;
+    std::ofstream(dir / "rankfile") << "rank 0=x slot=0\n";
+    return dir;
+  };
+  // A live process of ours with its real start time: its folder stays.
+  const pid_t live = StartInBackground({"sleep", "60"});
+  const auto live_start = ProcessStartTime(live);
+  ASSERT_TRUE(live_start.has_value());
+  const fs::path dead = make("gpulaunch.Dead01", "999999999 12345\n");
+  const fs::path reused = make("gpulaunch.Reuse1", std::to_string(live) + " " + std::to_string(*live_start + 1) + "\n");
+  const fs::path alive = make("gpulaunch.Alive1", std::to_string(live) + " " + std::to_string(*live_start) + "\n");
+  const fs::path unowned = make("gpulaunch.NoOwnr", "");
+  const CapturedRun run = RunCaptured({kLaunch, "-n", "1", "--allow-run-as-root", "--no-summary", "/bin/true"},
+                                      EnvironmentWith({{"TMPDIR", tmp.path.string()}}), 60000);
+  kill(live, SIGKILL);
+  waitpid(live, nullptr, 0);
+  EXPECT_EQ(ExitCode(run), 0) << run.err;
+  EXPECT_FALSE(fs::exists(dead)) << "its gpulaunch is gone";
+  EXPECT_FALSE(fs::exists(reused)) << "its pid now names another process";
+  EXPECT_TRUE(fs::exists(alive / "rankfile")) << "a live launch's folder was touched";
+  EXPECT_TRUE(fs::exists(unowned / "rankfile")) << "a folder without an owner is not known to be stale";
+  // And the launch removed its own.
+  int left = 0;
+  for (const auto& e : fs::directory_iterator(tmp.path)) left += e.path().filename().string().rfind("gpulaunch.", 0) == 0;
+  EXPECT_EQ(left, 2);
 }
 
 }  // namespace

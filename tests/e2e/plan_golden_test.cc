@@ -15,6 +15,7 @@
 
 #include "common/strings.h"
 #include "launcher/base/process.h"
+#include "tests/e2e/launch_helpers.h"
 
 namespace gpulaunch {
 namespace {
@@ -180,15 +181,16 @@ TEST(PlanCommand, ALongHostListOfOneTopologyStaysSmall) {
 }
 
 TEST(PlanCommand, BadInputExitsTwoWithTheReason) {
-  std::ofstream(::testing::TempDir() + "/bad.topology.conf") << "SwitchName=a Nodes=node[1-2]\nSwitchName=b Nodes=x y\n";
-  std::ofstream(::testing::TempDir() + "/bad.xml") << "<?xml version=\"1.0\"?>\n<topology>\n <object type=\"Machine\">\n</topology>\n";
+  const TempDir scratch("bad-input");  // removed at the end: the suite leaves nothing in /tmp
+  std::ofstream(scratch / "bad.topology.conf") << "SwitchName=a Nodes=node[1-2]\nSwitchName=b Nodes=x y\n";
+  std::ofstream(scratch / "bad.xml") << "<?xml version=\"1.0\"?>\n<topology>\n <object type=\"Machine\">\n</topology>\n";
   const std::pair<std::vector<std::string>, std::string> cases[] = {
       {{"-n", "64", "--synthetic", "node:2 gpu:8"}, "needs 64 GPUs (64 ranks x 1) but the 2 eligible hosts offer 16 usable free GPUs: short by 48"},
       {{"-n", "8", "--layout", "tp=3", "--synthetic", "node:2 gpu:8"}, "does not divide"},
       {{"-n", "8", "--synthetic", "node:2 gpu:8", "--policy", "random"}, "unknown policy 'random'"},
       {{"-n", "8", "--synthetic", "node:2 gpux:8"}, "'gpux:8' has no known key"},
-      {{"-n", "4", "--synthetic", "node:2 gpu:8", "--network", ::testing::TempDir() + "/bad.topology.conf"}, "bad.topology.conf:2: 'y' is not KEY=VALUE"},
-      {{"-n", "4", "--topology-file", ::testing::TempDir() + "/bad.xml", "-H", "a"}, "bad.xml:4: </topology> closes <object> opened on line 3"},
+      {{"-n", "4", "--synthetic", "node:2 gpu:8", "--network", scratch / "bad.topology.conf"}, "bad.topology.conf:2: 'y' is not KEY=VALUE"},
+      {{"-n", "4", "--topology-file", scratch / "bad.xml", "-H", "a"}, "bad.xml:4: </topology> closes <object> opened on line 3"},
       {{"--synthetic", "node:1"}, "needs -n N"},
       {{"-n", "2", "--layout", "auto", "--synthetic", "node:1 gpu:2", "--model", "gpt9"}, "unknown model 'gpt9'"},
       {{"-n", "2", "-H", "a,b", "--topology-file", "c=" + kData + "/topologies/hwloc/mpibind/g4dnmetal.xml"},
