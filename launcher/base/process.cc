@@ -259,7 +259,13 @@ class EngineSupervision {
   void TakeSignals() {
     unsigned char msg[2];
     while (read(g_signal_pipe[0], msg, sizeof msg) == sizeof msg) {
-      if (msg[0] != SIGCHLD) Handle(msg[0], msg[1] == 1);
+      if (msg[0] != SIGCHLD) {
+        const bool first_stop = IsStop(msg[0]) && stop_requests_ == 0 && !Stopping();
+        Handle(msg[0], msg[1] == 1);
+        // After the ranks were told: what the caller writes at once (the
+        // summary, before Slurm's SIGKILL may come) must not delay them.
+        if (first_stop && o_.on_first_stop) o_.on_first_stop(msg[0]);
+      }
     }
   }
 

@@ -60,6 +60,10 @@ struct JobRunOptions {
   // engine. When it delivered, the engine is left alone; ranks still running
   // `kill_grace_ms` later get SIGKILL through it, then the engine too.
   std::function<bool(int sig)> signal_all_ranks;
+  // Called once, right after the first SIGINT/SIGTERM/SIGHUP from outside
+  // was passed on (not for --timeout or the watchdog): the caller writes
+  // what must exist even if a SIGKILL follows (Slurm's, KillWait later).
+  std::function<void(int sig)> on_first_stop;
   int kill_grace_ms = 10000;
   // --timeout: after this long the job is stopped as if by SIGTERM (0: never);
   // what still runs 2 x kill_grace_ms + 3 s later is killed.

@@ -25,6 +25,7 @@
 #include "launcher/core/options.h"
 #include "launcher/check/preflight.h"
 #include "launcher/check/storage_check.h"
+#include "slurm/kill_wait.h"
 
 namespace gpulaunch {
 namespace {
@@ -160,6 +161,23 @@ constexpr const char* kHydraControlPortWarning =
     "launch with Open MPI (--launcher mpirun) or srun where the job's network is shared with others "
     "(docs/security.md)\n";
 
+// Inside an allocation: what Slurm's configuration lets through
+// (docs/launch.md, "Stopped by Slurm").
+void WarnAboutSlurmsHardEnds() {
+  const CapturedRun config = RunCaptured({"scontrol", "show", "config"}, EnvironmentWith({}), 5000);
+  if (!config.Succeeded()) return;
+  if (ParseProctrackType(config.out) == "proctrack/linuxproc") {
+    std::cerr << "warning: slurm: ProctrackType is proctrack/linuxproc: when a step is SIGKILLed at once "
+                 "(scancel --signal=KILL, kill -9 of gpulaunch), a process that escaped its rank (setsid, a "
+                 "double fork) can outlive it, since neither Slurm nor the killed shim can find it; "
+                 "proctrack/cgroup closes that (docs/launch.md)\n";
+  }
+  if (const auto kill_wait = ParseKillWaitSeconds(config.out); kill_wait && *kill_wait < 1 + kStopMarginS) {
+    std::cerr << "warning: slurm: KillWait is " << *kill_wait << " s: a job stopped by scancel or its time limit "
+              << "has under " << kStopMarginS << " s to stop its ranks and write its summary\n";
+  }
+}
+
 int RunPreflight(const CheckOptions& o, const HostCommandTarget& target) {
   std::optional<std::map<std::string, HostFacts>> baseline;
   if (o.compare) {
@@ -194,6 +212,7 @@ int RunPreflight(const CheckOptions& o, const HostCommandTarget& target) {
   }
   std::cout << std::flush;
   if (hydra) std::cerr << kHydraControlPortWarning;
+  if (InSlurmAllocation()) WarnAboutSlurmsHardEnds();
   if (o.save) {
     if (Status s = WriteFileAtomically(*o.save, BaselineJson(probes)); !s.ok()) {
       std::cerr << "gpulaunch: check --save: " << s.message() << "\n";

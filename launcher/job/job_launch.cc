@@ -19,6 +19,7 @@
 #include "launcher/base/host_identity.h"
 #include "launcher/base/open_file_limit.h"
 #include "launcher/job/job_folder.h"
+#include "slurm/kill_wait.h"
 #include "launcher/job/job_monitor.h"
 #include "launcher/job/job_watch.h"
 #include "launcher/base/process.h"
@@ -99,6 +100,14 @@ SlotTable MakeSlotTable(const LaunchPlan& plan, const std::string& advertise, co
   return table;
 }
 
+// KillWait of the cluster this allocation runs on (scontrol show config,
+// 5 s at most), or nullopt when scontrol does not answer.
+std::optional<int> SlurmKillWaitSeconds() {
+  const CapturedRun config = RunCaptured({"scontrol", "show", "config"}, EnvironmentWith({}), 5000);
+  if (!config.Succeeded()) return std::nullopt;
+  return ParseKillWaitSeconds(config.out);
+}
+
 // The address ranks reach this host by: loopback for a one-host job, else
 // the local address on the route to the first remote host.
 std::string AdvertisedAddress(const LaunchPlan& plan) {
@@ -133,7 +142,22 @@ StatusOr<JobRunOptions> EngineRun(const LaunchPlan& plan, const Engine& engine, 
     engine_env.emplace(name, value);
   }
 
-  const int kill_grace_ms = o.kill_grace_s.value_or(engine.DefaultKillGraceS()) * 1000;
+  int kill_grace_ms = o.kill_grace_s.value_or(engine.DefaultKillGraceS()) * 1000;
+  // Inside an allocation, slurmstepd SIGKILLs the step KillWait after its
+  // SIGTERM (scancel, the time limit): the default grace is cut to fit, so
+  // that the stop sequence and the summary end before it (--kill-grace is
+  // the user's word and stays).
+  if (!o.kill_grace_s && InSlurmAllocation()) {
+    if (const std::optional<int> kill_wait = SlurmKillWaitSeconds()) {
+      const int fitted = KillGraceWithinKillWait(kill_grace_ms, *kill_wait);
+      if (fitted < kill_grace_ms) {
+        std::cerr << "gpulaunch: note: Slurm's KillWait is " << *kill_wait << " s: the kill grace is "
+                  << fitted / 1000 << " s instead of " << kill_grace_ms / 1000
+                  << " s, so that a stop ends before Slurm's SIGKILL\n";
+      }
+      kill_grace_ms = fitted;
+    }
+  }
   engine_env[kKillGraceEnv] = std::to_string(kill_grace_ms);
   JobRunOptions run;
   run.argv = engine_job.argv;
@@ -334,6 +358,23 @@ LaunchOutcome LaunchPlannedJob(const LaunchPlan& plan, const Engine& engine, con
   JobWatch watch(plan, o, control, job, run->kill_grace_ms);
   run->watchdog = [&watch] { return watch.Poll(); };
   run->job_over = [&watch] { return watch.Over(); };
+  // At the first stop signal (scancel, Slurm's time limit, a user's kill),
+  // the summary is written at once, naming the cause; the full one replaces
+  // it at the end if there is time (under Slurm, KillWait).
+  run->on_first_stop = [&](int sig) {
+    if (o.summary_path.empty()) return;
+    JobOutcome early = job;
+    early.provisional = true;
+    early.stop = StopReason::kUserSignal;
+    early.user_signal = sig;
+    early.exit_code = 128 + sig;
+    early.ended = ControlClock::now();
+    RootCause cause;
+    cause.headline = StoppedBySignalHeadline(sig);
+    cause.notes.push_back("the ranks were told to stop too; this summary was written when the signal came, and "
+                          "gpulaunch replaces it once every rank has ended (\"provisional\" is then gone)");
+    (void)WriteFileAtomically(o.summary_path, SummaryJson(early, control.Records(), cause), kPrivateFileMode);
+  };
   job.started = ControlClock::now();
   job.started_wall = std::chrono::system_clock::now();
   const JobRunResult result = RunJob(*run);

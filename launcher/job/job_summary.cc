@@ -9,6 +9,7 @@
 #include "common/json.h"
 #include "common/utc_time.h"
 #include "common/strings.h"
+#include "launcher/engine/engine.h"
 
 namespace gpulaunch {
 namespace {
@@ -190,7 +191,7 @@ std::optional<RootCause> StopCause(const JobOutcome& job, const std::map<int, Ra
       cause.headline = "the job ran past --timeout " + std::to_string(job.limit_s) + " s and was stopped";
       return cause;
     case StopReason::kUserSignal:
-      cause.headline = "the job was stopped by " + SignalName(job.user_signal) + " sent to gpulaunch";
+      cause.headline = StoppedBySignalHeadline(job.user_signal);
       return cause;
     case StopReason::kRefused:
     case StopReason::kNone:
@@ -365,6 +366,7 @@ std::string SummaryJson(const JobOutcome& job, const std::map<int, RankRecord>& 
   root.Set("runtime_s", Seconds(job.ended - job.started));
   // How every rank's descendants were found and stopped (launcher/shim/descendants.h).
   root.Set("helper_tracking", "subreaper");
+  if (job.provisional) root.Set("provisional", true);
   if (job.rejected_connections > 0) {
     Json rejected = Json::Object();
     rejected.Set("count", job.rejected_connections);
@@ -420,6 +422,11 @@ std::string RejectedConnectionsNote(const JobOutcome& job) {
          " connection(s) to the job's control channel did not prove they belong to the job and were closed, from " +
          (from.empty() ? std::string("unknown addresses") : from) +
          "; a flood of them can delay the start (docs/security.md)\n";
+}
+
+std::string StoppedBySignalHeadline(int sig) {
+  return "the job was stopped by " + SignalName(sig) + " sent to gpulaunch" +
+         (InSlurmAllocation() ? std::string(" (under Slurm: scancel, the time limit or a preemption)") : std::string());
 }
 
 }  // namespace gpulaunch

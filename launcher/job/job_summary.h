@@ -40,6 +40,9 @@ struct JobOutcome {
   // Connections to the control channel that never proved they belong to the
   // job and were closed (a stranger, a flood), and where they came from.
   int rejected_connections = 0;
+  // Written at the first stop signal, before the ranks ended: the summary
+  // says so ("provisional": true) and is replaced when the job is over.
+  bool provisional = false;
   std::map<std::string, int> rejected_from;
   ControlClock::time_point started{};      // when the engine was started
   std::chrono::system_clock::time_point started_wall{};
@@ -90,5 +93,10 @@ std::string SignalName(int sig);
 // One line about the connections that were closed unauthenticated (how
 // many, from where), or "" when there were none.
 std::string RejectedConnectionsNote(const JobOutcome& job);
+
+// "the job was stopped by SIGTERM sent to gpulaunch", naming Slurm's reasons
+// inside an allocation: the root cause of a stop from outside, in the
+// provisional summary written at once and in the final one alike.
+std::string StoppedBySignalHeadline(int sig);
 
 }  // namespace gpulaunch

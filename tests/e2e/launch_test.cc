@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -572,6 +573,40 @@ TEST(Launch, AJobFolderOfAGpulaunchThatIsGoneIsRemovedByTheNextLaunch) {
   int left = 0;
   for (const auto& e : fs::directory_iterator(tmp.path)) left += e.path().filename().string().rfind("gpulaunch.", 0) == 0;
   EXPECT_EQ(left, 2);
+}
+
+}  // namespace
+}  // namespace gpulaunch
+
+namespace gpulaunch {
+namespace {
+
+// A stop signal from outside (scancel's SIGTERM, Slurm's time limit) gets the
+// summary written at once, naming the cause, so that a SIGKILL that follows
+// (Slurm's, KillWait later) cannot lose it.
+TEST(Launch, TheFirstStopSignalWritesTheSummaryAtOnce) {
+  const TempDir dir("early-summary");
+  const std::string marker = "gl-e2e-early-summary-" + std::to_string(getpid());
+  // Its job folder in the test's own (a SIGKILLed gpulaunch leaves it).
+  const pid_t gl = StartInBackground({"/usr/bin/env", "TMPDIR=" + dir.path.string(), kLaunch, "-n", "2", "--oversubscribe", "--allow-run-as-root", "--summary",
+                                      dir / "summary.json", "sh", "-c",
+                                      "touch " + dir.path.string() + "/started.$RANK; sleep 60", marker});
+  ASSERT_EQ(WaitForFiles(dir.path.string(), "started", 2, 60000), 2);
+  kill(gl, SIGTERM);
+  bool written = false;
+  for (int i = 0; i < 200 && !written; ++i) {
+    written = fs::exists(dir / "summary.json");
+    if (!written) usleep(50 * 1000);
+  }
+  kill(gl, SIGKILL);  // as Slurm would after KillWait: no time to finish
+  waitpid(gl, nullptr, 0);
+  ASSERT_TRUE(written) << "no summary within 10 s of the stop signal";
+  const auto summary = nlohmann::json::parse(ReadText(dir / "summary.json"));
+  EXPECT_EQ(summary.value("provisional", false), true) << summary.dump();
+  EXPECT_EQ(summary["exit_code"], 143);
+  EXPECT_NE(summary["root_cause"]["text"].get<std::string>().find("stopped by SIGTERM sent to gpulaunch"), std::string::npos)
+      << summary.dump();
+  EXPECT_TRUE(WaitUntilGone(marker, kGoneAfterExitMs).empty()) << "ranks outlived a SIGKILLed gpulaunch";
 }
 
 }  // namespace

@@ -157,6 +157,11 @@ if [ -n "${GL_SLURM_CLUSTER_CONF:-}" ] && ip netns list 2> /dev/null | grep -q "
       check "slurm, every helper, ended by scancel: each rank's processes gone within $((GRACE + 2)) s of its stop (${took} ms)" \
         "$late" none
       for _ in $(seq 600); do ended && break; sleep 0.2; done
+      # Slurm SIGKILLs the batch step KillWait (5 s) after its SIGTERM: the
+      # summary, written at the first SIGTERM, names the cause whatever came next.
+      check "slurm, scancel: the summary names the stop" \
+        "$(python3 -c "import json,sys; print('stopped by SIGTERM sent to gpulaunch (under Slurm' in json.load(open(sys.argv[1]))['root_cause']['text'])" \
+             "$dir/summary.json" 2>&1)" True
       continue
     else  # from the job's end, as Slurm reports it
       for _ in $(seq 600); do ended && break; sleep 0.2; done
