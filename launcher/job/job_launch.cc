@@ -66,7 +66,8 @@ LaunchOutcome Failed(const Status& s) {
 
 
 // A Unix socket's path must fit sockaddr_un and the slot table's fields
-// (which '|' and spaces separate); else the job listens on loopback TCP.
+// (which '|' and spaces separate); else a one-host job listens on an
+// abstract Unix socket (LaunchPlannedJob).
 bool UnixSocketPathFits(const fs::path& path) {
   const std::string p = path.string();
   return p.size() < 100 && p.find_first_of("| \t\n") == std::string::npos;
