@@ -136,18 +136,32 @@ TEST(HydraEngine, TheJobNamesHydrasRankVariablesAndItsCommandReadsTheHostfile) {
   EXPECT_EQ(std::vector<std::string>(local.begin() + 5, local.begin() + 10),
             (std::vector<std::string>{"-launcher", "fork", "-genvnone", "-iface", "lo"}));
 
-  const std::filesystem::path dir = ::testing::TempDir() + "/gl_hydra_job";
+  // An installation of its own (BIN/ and BIN/../lib/gpulaunch/), removed
+  // whatever the test's outcome: the suite leaves nothing in /tmp.
+  struct Scratch {
+    std::filesystem::path root = std::filesystem::path(::testing::TempDir()) /
+                                 ("gl_hydra_job." + std::to_string(getpid()));
+    ~Scratch() {
+      std::error_code ec;
+      std::filesystem::remove_all(root, ec);
+    }
+  } scratch;
+  const std::filesystem::path dir = scratch.root / "job";
+  const std::filesystem::path bin = scratch.root / "bin";
   std::filesystem::create_directories(dir);
+  std::filesystem::create_directories(bin);
+  s.shim = (bin / "gpulaunch-shim").string();
   HydraEngine hydra;
   // Without the listener library beside the shim, Hydra does not start.
   auto refused = hydra.PrepareJob(plan, s, dir);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("libgpulaunch-hydra-listener.so"), std::string::npos);
-  s.shim = kBin + "/gpulaunch-shim";
+  std::filesystem::create_directories(HydraListenerLibrary(bin).parent_path());
+  std::ofstream(HydraListenerLibrary(bin)) << "";  // PrepareJob checks that it is there
   auto job = hydra.PrepareJob(plan, s, dir);
   ASSERT_TRUE(job.ok()) << job.status().message();
   // mpiexec.hydra alone gets the library and the address; it drops both.
-  EXPECT_EQ(job->env.at("LD_PRELOAD").rfind(HydraListenerLibrary(kBin).string(), 0), 0u);
+  EXPECT_EQ(job->env.at("LD_PRELOAD").rfind(HydraListenerLibrary(bin).string(), 0), 0u);
   EXPECT_EQ(job->env.at("GPULAUNCH_HYDRA_LISTEN_ADDR"), "127.0.0.1");
   EXPECT_EQ(job->env.at(kEngineIdentityEnv), "PMI_RANK PMI_SIZE") << "interleaved: no local rank to check";
   std::ifstream hostfile(dir / "hostfile");
