@@ -195,26 +195,28 @@ bool HydraEngine::SignalAllRanks(ControlServer& control, int, int sig) const { r
 // library's settings go in through env(1), as mpiexec.hydra's own.
 std::vector<std::string> HydraEngine::OnHostArgv(const std::string& host, const std::vector<std::string>& program, bool,
                                                  const std::vector<std::string>&) const {
-  std::vector<std::string> argv = HydraCommandPrefix({host});
+  const HydraListen listen = HydraListenFor({host}, false);
+  std::vector<std::string> argv = HydraCommandPrefix(listen);
   argv.insert(argv.end(), {"-hosts", host, "-n", "1"});
   AddLauncher(argv, false, SelfBinDir());
-  AddControlPortFlags(argv, HydraListenFor({host}, false));
+  AddControlPortFlags(argv, listen);
   argv.insert(argv.end(), program.begin(), program.end());
   return argv;
 }
 
 std::vector<std::string> HydraEngine::OnEachHostArgv(const std::vector<std::string>& hosts, const std::string& program,
                                                      bool) const {
-  std::vector<std::string> argv = HydraCommandPrefix(hosts);
+  const HydraListen listen = HydraListenFor(hosts, false);
+  std::vector<std::string> argv = HydraCommandPrefix(listen);
   argv.insert(argv.end(), {"-hosts", Join(hosts, ","), "-n", std::to_string(hosts.size())});
   AddLauncher(argv, false, SelfBinDir());
-  AddControlPortFlags(argv, HydraListenFor(hosts, false));
+  AddControlPortFlags(argv, listen);
   argv.insert(argv.end(), {"-prepend-rank", program});
   return argv;
 }
 
-std::vector<std::string> HydraCommandPrefix(const std::vector<std::string>& hosts) {
-  const auto env = HydraListenerEnvironment(SelfBinDir(), HydraListenFor(hosts, false));
+std::vector<std::string> HydraCommandPrefix(const HydraListen& listen) {
+  const auto env = HydraListenerEnvironment(SelfBinDir(), listen);
   if (!env.ok()) return {kHydraProgram};  // said by the launch itself; a probe without it still runs
   std::vector<std::string> argv = {"env"};
   for (const auto& [name, value] : *env) argv.push_back(name + "=" + value);

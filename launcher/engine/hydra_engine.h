@@ -85,8 +85,9 @@ std::vector<std::string> BuildHydraArgv(const LaunchPlan& plan, const EngineSett
                                         const std::string& hostfile, const HydraListen& listen);
 
 // `env LD_PRELOAD=... GPULAUNCH_HYDRA_LISTEN_ADDR=... mpiexec.hydra` for a
-// command on `hosts` (OnHostArgv), or mpiexec.hydra alone when the listener
-// cannot be set up (the launch itself refuses then).
-std::vector<std::string> HydraCommandPrefix(const std::vector<std::string>& hosts);
+// command whose control port listens at `listen` (OnHostArgv), or
+// mpiexec.hydra alone when the listener cannot be set up (the launch itself
+// refuses then).
+std::vector<std::string> HydraCommandPrefix(const HydraListen& listen);
 
 }  // namespace gpulaunch
