@@ -61,6 +61,7 @@ std::optional<ControlMessage> ParseControlLine(const std::string& line) {
     m.host = SafeReceived(*host);
     m.plan_hash = SafeReceived(*plan_hash);
     if (IsStep(*step)) m.slurm_step = *step;
+    m.in_cgroup = in.Next() == std::optional<std::string_view>("cgroup");
     return m;
   }
   if (word == "refuse") {
@@ -132,7 +133,7 @@ std::optional<ControlMessage> ParseControlLine(const std::string& line) {
 CheckinLineParts CheckinLineAround(const ControlMessage& m) {
   return {"checkin " + std::to_string(m.rank) + " ",
           " " + std::to_string(m.world) + " " + m.host + " " + m.plan_hash + " " +
-              (m.slurm_step.empty() ? "-" : m.slurm_step) + "\n"};
+              (m.slurm_step.empty() ? "-" : m.slurm_step) + (m.in_cgroup ? " cgroup" : "") + "\n"};
 }
 
 std::string FormatControlLine(const ControlMessage& m) {

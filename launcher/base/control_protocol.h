@@ -21,11 +21,12 @@
 //                                      one rank a host (its engine's local rank 0)
 //                                      adds its host's fingerprint
 //                                      (host_fingerprint.h)
-//   checkin <rank> <pid> <world> <host> <plan hash> <slurm JOB.STEP | ->
+//   checkin <rank> <pid> <world> <host> <plan hash> <slurm JOB.STEP | -> [cgroup]
 //       the job process <pid> is about to exec; <world> is the world size the
 //       engine told this rank (a mismatch with the plan means the engine did
 //       not start the job it was asked to, e.g. N singletons under srun
-//       without PMIx)
+//       without PMIx); `cgroup` when the rank runs in a cgroup of its own,
+//       which outlives a SIGKILL of its shim (launcher/base/rank_cgroup.h)
 //   refuse <rank> <host> <reason>      the shim would not start the rank
 //   beat <rank>                        the job made progress (rate-limited)
 //   singleton <rank>                   the job's MPI_Init gave it a world of 1
@@ -88,6 +89,7 @@ struct ControlMessage {
   std::string host;
   std::string plan_hash;
   std::string slurm_step;   // "JOB.STEP", or empty
+  bool in_cgroup = false;   // checkin: the rank runs in a cgroup of its own (launcher/base/rank_cgroup.h)
   bool signaled = false;    // exit: `value` is a signal number, else an exit code; helper: it took SIGKILL
   bool told_to_stop = false; // exit: a stop signal reached it through the shim first
   int value = 0;            // exit: the code or signal; helper: ms after the rank ended

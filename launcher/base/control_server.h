@@ -36,6 +36,7 @@ struct RankRecord {
   std::string host;
   std::string plan_hash;
   std::string refusal;                 // why the shim refused to start it, if it did
+  bool in_cgroup = false;              // it runs in a cgroup of its own (launcher/base/rank_cgroup.h)
   ControlClock::time_point checked_in{};
   ControlClock::time_point last_beat{};  // {} until the first heartbeat
   bool ended = false;                  // an exit report arrived

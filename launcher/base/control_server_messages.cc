@@ -147,6 +147,7 @@ void ControlServer::RecordCheckIn(Peer& peer, const ControlMessage& m, RankRecor
   r.world = m.world;
   r.host = m.host;
   r.plan_hash = m.plan_hash;
+  r.in_cgroup = m.in_cgroup;
   r.checked_in = now;
   if (pidfd >= 0) pidfds_[m.rank] = pidfd;
   if (!m.slurm_step.empty() && !o_.slurm_job_id.empty() && m.slurm_step.rfind(o_.slurm_job_id + ".", 0) == 0) {

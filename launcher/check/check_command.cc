@@ -18,6 +18,7 @@
 #include "common/link_table.h"
 #include "launcher/base/child_environment.h"
 #include "launcher/base/process.h"
+#include "launcher/base/rank_cgroup.h"
 #include "common/strings.h"
 #include "launcher/base/exit_codes.h"
 #include "launcher/check/health_check.h"
@@ -166,11 +167,18 @@ constexpr const char* kHydraControlPortWarning =
 void WarnAboutSlurmsHardEnds() {
   const CapturedRun config = RunCaptured({"scontrol", "show", "config"}, EnvironmentWith({}), 5000);
   if (!config.Succeeded()) return;
+  // A rank's own cgroup (launcher/base/rank_cgroup.h) holds what escaped
+  // its rank even then; probed on this host, as the shims would make it.
   if (ParseProctrackType(config.out) == "proctrack/linuxproc") {
-    std::cerr << "warning: slurm: ProctrackType is proctrack/linuxproc: when a step is SIGKILLed at once "
-                 "(scancel --signal=KILL, kill -9 of gpulaunch), a process that escaped its rank (setsid, a "
-                 "double fork) can outlive it, since neither Slurm nor the killed shim can find it; "
-                 "proctrack/cgroup closes that (docs/launch.md)\n";
+    if (const std::string why = WhyNoRankCgroup(); !why.empty()) {
+      std::cerr << "warning: slurm: ProctrackType is proctrack/linuxproc and a rank's shim cannot make a cgroup "
+                   "of its own here ("
+                << why
+                << "): when a step is SIGKILLed at once (scancel --signal=KILL, kill -9 of gpulaunch), a process "
+                   "that escaped its rank (setsid, a double fork) can outlive it, since neither Slurm nor the "
+                   "killed shim can find it; proctrack/cgroup, or a cgroup v2 subtree delegated to the job's "
+                   "user, closes that (docs/launch.md)\n";
+    }
   }
   if (const auto kill_wait = ParseKillWaitSeconds(config.out); kill_wait && *kill_wait < 1 + kStopMarginS) {
     std::cerr << "warning: slurm: KillWait is " << *kill_wait << " s: a job stopped by scancel or its time limit "

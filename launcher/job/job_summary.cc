@@ -364,8 +364,19 @@ std::string SummaryJson(const JobOutcome& job, const std::map<int, RankRecord>& 
   root.Set("exit_code", job.exit_code);
   root.Set("started_at", UtcTimestamp(job.started_wall, true));
   root.Set("runtime_s", Seconds(job.ended - job.started));
-  // How every rank's descendants were found and stopped (launcher/shim/descendants.h).
-  root.Set("helper_tracking", "subreaper");
+  // How every rank's descendants were found and stopped (launcher/shim/descendants.h),
+  // and whether every started rank was also held by a cgroup of its own,
+  // which outlives a SIGKILL of its shim (launcher/base/rank_cgroup.h).
+  bool every_started_in_cgroup = false;
+  for (const auto& [rank, r] : ranks) {
+    if (r.pid <= 0) continue;
+    if (!r.in_cgroup) {
+      every_started_in_cgroup = false;
+      break;
+    }
+    every_started_in_cgroup = true;
+  }
+  root.Set("helper_tracking", every_started_in_cgroup ? "subreaper+cgroup" : "subreaper");
   if (job.provisional) root.Set("provisional", true);
   if (job.rejected_connections > 0) {
     Json rejected = Json::Object();
@@ -394,6 +405,7 @@ std::string SummaryJson(const JobOutcome& job, const std::map<int, RankRecord>& 
     e.Set("host", HostOf(job, ranks, rank));
     e.Set("state", State(r, first_failure, job.stop != StopReason::kNone));
     if (r && r->pid > 0) e.Set("pid", r->pid);
+    if (r && r->in_cgroup) e.Set("in_cgroup", true);
     if (r && r->ended) e.Set(r->signaled ? "signal" : "exit_code", r->signaled ? Json(SignalName(r->exit_value)) : Json(r->exit_value));
     if (r && r->ended && r->told_to_stop) e.Set("told_to_stop", true);
     if (r && !r->refusal.empty()) e.Set("refusal", r->refusal);

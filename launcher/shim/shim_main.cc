@@ -29,6 +29,7 @@
 #include "launcher/shim/getent_lookup.h"
 #include "launcher/shim/hydra_launch_agent.h"
 #include "launcher/shim/inherited_fd_entries.h"
+#include "launcher/base/rank_cgroup.h"
 #include "launcher/shim/rank_supervisor.h"
 
 using namespace gpulaunch;
@@ -96,7 +97,7 @@ Status Apply(const SlotTable& table, const RankSlot& slot) {
 // The check-in line, which the job process sends just before it execs
 // (rank_supervisor.h); nothing to send without a control connection.
 CheckInLine CheckIn(ControlClient& control, const SlotTable& table, const EngineIdentity& id,
-                    const std::string& hostname) {
+                    const std::string& hostname, bool in_cgroup) {
   ControlMessage m;
   m.kind = ControlMessage::Kind::kCheckin;
   m.rank = id.rank;
@@ -106,6 +107,7 @@ CheckInLine CheckIn(ControlClient& control, const SlotTable& table, const Engine
   const std::optional<std::string> slurm_job = GetEnv("SLURM_JOB_ID");
   const std::optional<std::string> slurm_step = GetEnv("SLURM_STEP_ID");
   if (slurm_job && slurm_step) m.slurm_step = *slurm_job + "." + *slurm_step;
+  m.in_cgroup = in_cgroup;
   CheckinLineParts parts = CheckinLineAround(m);
   parts.after_pid.pop_back();  // the newline: the job process puts the tag before it
   return {control.connected() ? control.fd() : -1, &control.session(), std::move(parts.before_pid),
@@ -153,9 +155,16 @@ int main(int argc, char** argv) {
   }
   DropEngineOnlyEnvironment();  // before anything starts a process: the job and getent see the user's environment
   // Everything the rank starts stays in this process's tree, whatever it
-  // does to escape (descendants.h). GPULAUNCH_TEST_NO_SUBREAPER=1 leaves the
-  // step out: only the tests that prove it matters set it.
-  if (!EnvIs("GPULAUNCH_TEST_NO_SUBREAPER", "1")) BecomeSubreaper();
+  // does to escape (descendants.h), and in a cgroup of its own where one can
+  // be made, which outlives a SIGKILL of this process (rank_cgroup.h): the
+  // cgroup first, its watcher must not be our child.
+  // GPULAUNCH_TEST_NO_SUBREAPER=1 leaves both out: only the tests that prove
+  // they matter set it.
+  bool in_cgroup = false;
+  if (!EnvIs("GPULAUNCH_TEST_NO_SUBREAPER", "1")) {
+    in_cgroup = ContainInOwnCgroup().contained;
+    BecomeSubreaper();
+  }
   unsetenv("GPULAUNCH_TEST_NO_SUBREAPER");
   RestoreJobFileLimit();        // and the open-file limit the user had
   DropDaemonLaunchAgent();
@@ -228,7 +237,7 @@ int main(int argc, char** argv) {
   // process of the step, the job included; Open MPI signals only the shim's
   // process group (rank_supervisor.h).
   options.forward_signals = !(HasEnv("SLURM_STEP_ID") && !HasEnv("OMPI_COMM_WORLD_SIZE"));
-  options.check_in = CheckIn(control, *table, *id, hostname);
+  options.check_in = CheckIn(control, *table, *id, hostname, in_cgroup);
   // Open MPI's daemons must not see a rank end before every rank started.
   options.wait_for_every_start = id->open_mpi;
   // The engine's /proc entries left on this process, dropped while the rank

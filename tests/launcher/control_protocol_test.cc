@@ -25,6 +25,14 @@ TEST(ControlProtocol, EveryMessageReadsBackAsWritten) {
   EXPECT_EQ(back->world, 16);
   EXPECT_EQ(back->host, "node2");
   EXPECT_EQ(back->slurm_step, "60.1");
+  EXPECT_FALSE(back->in_cgroup);
+  checkin.in_cgroup = true;  // the rank runs in a cgroup of its own
+  ASSERT_EQ(FormatControlLine(checkin), "checkin 3 4242 16 node2 abc123 60.1 cgroup\n");
+  back = ParseControlLine("checkin 3 4242 16 node2 abc123 60.1 cgroup");
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(back->in_cgroup);
+  EXPECT_EQ(back->slurm_step, "60.1");
+  checkin.in_cgroup = false;
 
   // Cut where the pid goes, for the job process to fill in (rank_supervisor.h).
   const CheckinLineParts parts = CheckinLineAround(checkin);

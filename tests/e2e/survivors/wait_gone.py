@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Waits until no process carrying GPULAUNCH_JOB_ID=ID in its environment is
-left, up to BOUND_MS after each rank's stop. Each rank's clock starts when
-DIR/stopped.RANK was written (the rank touches it when the stop reaches it),
-or at START_MS when given instead. Prints the
-longest time any rank's processes took to go, in ms, then the late ranks
-("none", or their numbers). A process already in the
+"""Waits until no process carrying GPULAUNCH_JOB_ID=ID in its environment,
+or the marker gl-survivor-ID-rRANK in its argv, is left, up to BOUND_MS after
+each rank's stop. Each rank's clock starts when DIR/stopped.RANK was written
+(the rank touches it when the stop reaches it), or at START_MS when given
+instead. Prints the longest time any rank's processes took to go, in ms,
+then the late ranks ("none", or their numbers). A process already in the
 kernel's exit path (PF_EXITING: it was killed and runs no code of its own any
 more; on a loaded machine tearing its memory down took seconds) counts as gone.
 Usage: wait_gone.py ID BOUND_MS RANKS (DIR | --start START_MS)"""
@@ -26,22 +26,35 @@ def exiting(pid):
     except (OSError, IndexError, ValueError):
         return True
 
+def read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []
+
+def rank_of(pid, job_id):
+    """The job rank whose process `pid` is ("?" for one of the job's that
+    names none), or None: by GPULAUNCH_JOB_ID in its environment, or by the
+    marker gl-survivor-ID-rRANK in its argv (a helper that cleared its
+    environment, helpers_job.sh)."""
+    env = read("/proc/%d/environ" % pid)
+    if b"GPULAUNCH_JOB_ID=" + job_id.encode() in env:
+        return next((e[5:].decode() for e in env if e.startswith(b"RANK=")), "?")
+    marker = b"gl-survivor-" + job_id.encode() + b"-r"
+    for arg in read("/proc/%d/cmdline" % pid):
+        if arg.startswith(marker):
+            return arg[len(marker):].decode()
+    return None
+
 def by_rank(job_id):
     """rank -> live pids of the job (one scan of /proc)."""
-    want = b"GPULAUNCH_JOB_ID=" + job_id.encode()
     out = {}
-    for path in glob.glob("/proc/[0-9]*/environ"):
-        try:
-            with open(path, "rb") as f:
-                env = f.read().split(b"\0")
-        except OSError:
-            continue
-        if want not in env:
-            continue
+    for path in glob.glob("/proc/[0-9]*"):
         pid = int(path.split("/")[2])
-        if exiting(pid):
+        rank = rank_of(pid, job_id)
+        if rank is None or exiting(pid):
             continue
-        rank = next((e[5:].decode() for e in env if e.startswith(b"RANK=")), "?")
         out.setdefault(rank, []).append(pid)
     return out
 
