@@ -18,21 +18,21 @@
 #include "launcher/base/exit_codes.h"
 #include "launcher/base/host_identity.h"
 #include "launcher/base/open_file_limit.h"
-#include "launcher/job/job_folder.h"
-#include "slurm/kill_wait.h"
-#include "launcher/job/job_monitor.h"
-#include "launcher/job/job_watch.h"
 #include "launcher/base/process.h"
+#include "launcher/base/slot_table.h"
 #include "launcher/discovery/hwloc_source.h"
 #include "launcher/discovery/topology_cache.h"
+#include "launcher/job/job_folder.h"
+#include "launcher/job/job_monitor.h"
+#include "launcher/job/job_watch.h"
+#include "launcher/job/kill_grace.h"
+#include "launcher/job/launch_verdict.h"
 #include "launcher/job/run_report.h"
-#include "launcher/base/slot_table.h"
 
 namespace fs = std::filesystem;
 
 namespace gpulaunch {
 namespace {
-
 
 std::string NewJobId() {
   std::random_device rd;
@@ -63,7 +63,6 @@ LaunchOutcome Failed(const Status& s) {
   out.exit_code = Fail(s);
   return out;
 }
-
 
 // A Unix socket's path must fit sockaddr_un and the slot table's fields
 // (which '|' and spaces separate); else a one-host job listens on an
@@ -101,14 +100,6 @@ SlotTable MakeSlotTable(const LaunchPlan& plan, const std::string& advertise, co
   return table;
 }
 
-// KillWait of the cluster this allocation runs on (scontrol show config,
-// 5 s at most), or nullopt when scontrol does not answer.
-std::optional<int> SlurmKillWaitSeconds() {
-  const CapturedRun config = RunCaptured({"scontrol", "show", "config"}, EnvironmentWith({}), 5000);
-  if (!config.Succeeded()) return std::nullopt;
-  return ParseKillWaitSeconds(config.out);
-}
-
 // The address ranks reach this host by: loopback for a one-host job, else
 // the local address on the route to the first remote host.
 std::string AdvertisedAddress(const LaunchPlan& plan) {
@@ -143,22 +134,8 @@ StatusOr<JobRunOptions> EngineRun(const LaunchPlan& plan, const Engine& engine, 
     engine_env.emplace(name, value);
   }
 
-  int kill_grace_ms = o.kill_grace_s.value_or(engine.DefaultKillGraceS()) * 1000;
-  // Inside an allocation, slurmstepd SIGKILLs the step KillWait after its
-  // SIGTERM (scancel, the time limit): the default grace is cut to fit, so
-  // that the stop sequence and the summary end before it (--kill-grace is
-  // the user's word and stays).
-  if (!o.kill_grace_s && InSlurmAllocation()) {
-    if (const std::optional<int> kill_wait = SlurmKillWaitSeconds()) {
-      const int fitted = KillGraceWithinKillWait(kill_grace_ms, *kill_wait);
-      if (fitted < kill_grace_ms) {
-        std::cerr << "gpulaunch: note: Slurm's KillWait is " << *kill_wait << " s: the kill grace is "
-                  << fitted / 1000 << " s instead of " << kill_grace_ms / 1000
-                  << " s, so that a stop ends before Slurm's SIGKILL\n";
-      }
-      kill_grace_ms = fitted;
-    }
-  }
+  // Cut to fit Slurm's KillWait inside an allocation (kill_grace.h).
+  const int kill_grace_ms = LaunchKillGraceMs(o.kill_grace_s, engine.DefaultKillGraceS());
   engine_env[kKillGraceEnv] = std::to_string(kill_grace_ms);
   JobRunOptions run;
   run.argv = engine_job.argv;
@@ -210,82 +187,6 @@ void KillSurvivors(ControlServer& control) {
     std::cerr << "gpulaunch: rank " << rank << "'s process " << pid << " outlived the engine; killing it\n";
   }
   if (!alive.empty()) control.SignalLocalRanks(SIGKILL);
-}
-
-// The launch's exit code and stop reason from the engine's result and the
-// watchdog's verdict, recorded in `job` for the summary.
-LaunchOutcome StopOutcome(const JobRunResult& result, const MonitorVerdict& verdict, int checked_in,
-                          const RunSettings& o, JobOutcome& job) {
-  LaunchOutcome out;
-  out.exit_code = JobExitCode(result.wait_status, checked_in > 0);
-  if (result.timed_out) {
-    out.stop = StopReason::kTimeout;
-    job.limit_s = *o.timeout_s;
-    out.exit_code = kExitTimeout;
-  } else if (result.stopped_by_watchdog) {
-    out.stop = verdict.stop;
-    job.stalled = verdict.stalled;
-    job.limit_s = verdict.stop == StopReason::kStall ? o.stall_timeout_s : o.startup_timeout_s;
-    out.exit_code = verdict.stop == StopReason::kStall ? kExitTimeout : kExitLaunchFailure;
-  } else if (result.user_signal) {
-    out.stop = StopReason::kUserSignal;
-    job.user_signal = result.user_signal;
-    if (out.exit_code != 0) out.exit_code = 128 + result.user_signal;
-  } else if (out.exit_code == kExitLaunchFailure && checked_in == 0) {
-    std::cerr << "gpulaunch: the engine failed before any rank started (see what it printed, if anything, above); exit "
-              << out.exit_code << "\n";
-  }
-  job.stop = out.stop;
-  job.exit_code = out.exit_code;
-  return out;
-}
-
-// Every one of the `world` ranks reported that it ended with code 0.
-bool EveryRankSucceeded(const std::map<int, RankRecord>& records, size_t world) {
-  if (records.size() < world) return false;
-  for (const auto& [rank, r] : records)
-    if (!r.ended || r.signaled || r.exit_value != 0) return false;
-  return true;
-}
-
-// The root cause, the exit code it implies, the hosts to leave out of a
-// restart, and whether a restart may help.
-void Blame(const std::map<int, RankRecord>& records, int checked_in, JobOutcome& job, LaunchOutcome& out) {
-  out.cause = FindRootCause(job, records);
-  // The engine's code can name a rank our teardown stopped; the job's code is
-  // the first failure's.
-  if (out.stop == StopReason::kNone && out.cause && out.cause->rank >= 0 && records.count(out.cause->rank)) {
-    const RankRecord& r = records.at(out.cause->rank);
-    if (r.ended && (r.signaled || r.exit_value != 0)) {
-      out.exit_code = r.signaled ? 128 + r.exit_value : r.exit_value;
-    } else if (r.lost) {
-      out.exit_code = kExitLaunchFailure;  // its host or shim vanished: not the job's own doing
-    }
-    job.exit_code = out.exit_code;
-  }
-  bool refused = false;
-  for (const auto& [rank, r] : records) {
-    refused = refused || !r.refusal.empty();
-    if (r.lost) out.failed_hosts.insert(r.host);
-  }
-  if (out.cause && out.cause->rank >= 0 && static_cast<size_t>(out.cause->rank) < job.planned_hosts.size()) {
-    out.failed_hosts.insert(job.planned_hosts[static_cast<size_t>(out.cause->rank)]);
-  }
-  out.restartable = out.exit_code != 0 && checked_in > 0 && !refused &&
-                    (out.stop == StopReason::kNone || out.stop == StopReason::kStall);
-}
-
-// gpulaunch-summary.json, then the root-cause block.
-void Report(const RunSettings& o, const JobOutcome& job, const std::map<int, RankRecord>& records,
-            const LaunchOutcome& out) {
-  if (!o.summary_path.empty()) {
-    if (Status s = WriteFileAtomically(o.summary_path, SummaryJson(job, records, out.cause), kPrivateFileMode); !s.ok()) {
-      std::cerr << "gpulaunch: warning: " << s.message() << "\n";
-    }
-  }
-  if (out.cause) {
-    std::cerr << RenderRootCause(*out.cause, o.summary_path.empty() ? "" : fs::absolute(o.summary_path).string());
-  }
 }
 
 }  // namespace
