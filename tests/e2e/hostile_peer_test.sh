@@ -39,7 +39,6 @@ chmod 755 "$WORK/attack.py" "$WORK/flood.py"
 setsid sleep 1000 < /dev/null > /dev/null 2>&1 &
 victim=$!
 
-summary_field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d.get(sys.argv[2]))" "$1" "$2"; }
 # The job's secret is 64 hex digits; no process's argv may carry one.
 argv_with_secret() {
   local n=0
@@ -87,9 +86,7 @@ fi
 check "... no argv carries the job's secret" "$(argv_with_secret)" 0
 peak=$(peak_kb "$job")
 wait "$job"
-check "one host, attacked: the exit code is the clean run's" "$?" "$clean_rc"
-check "... the summary's exit code too" "$(summary_field "$WORK/attacked.json" exit_code)" "$(summary_field "$WORK/clean.json" exit_code)"
-check "... no root cause was printed" "$(grep -c 'root cause' "$WORK/job.err")" 0
+check_same_end "one host, attacked" "$?" "$clean_rc" "$WORK/attacked.json" "$WORK/clean.json" "$WORK/job.err"
 check "... the victim lives" "$(kill -0 "$victim" 2> /dev/null && echo alive)" alive
 check "... gpulaunch stayed under 100 MB" "$([ "${peak:-0}" -lt 102400 ] && echo yes)" yes
 
@@ -165,9 +162,7 @@ if [ -n "${GL_RIG:-}" ] && [ -f "$GL_RIG/ssh/ssh_config" ] && ip netns list 2> /
   check "... no argv carries the job's secret" "$(argv_with_secret)" 0
   peak=$(peak_kb "$gl")
   wait "$job"
-  check "two hosts, attacked: the exit code is the clean run's" "$?" "$clean2_rc"
-  check "... the summary's exit code too" "$(summary_field "$WORK/attacked2.json" exit_code)" "$(summary_field "$WORK/clean2.json" exit_code)"
-  check "... no root cause was printed" "$(grep -c 'root cause' "$WORK/job2.err")" 0
+  check_same_end "two hosts, attacked" "$?" "$clean2_rc" "$WORK/attacked2.json" "$WORK/clean2.json" "$WORK/job2.err"
   check "... every rank ended with code 0" \
     "$(python3 -c "import json; r=json.load(open('$WORK/attacked2.json'))['ranks']; print(sum(1 for x in r if x.get('exit_code') == 0), len(r))")" "4 4"
   check "... the victim lives" "$(kill -0 "$victim" 2> /dev/null && echo alive)" alive

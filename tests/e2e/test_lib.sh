@@ -5,6 +5,8 @@
 #   check "what" "$got" "$want"       # ok or FAIL, counted; returns 1 on a failure,
 #   ok "what"; bad "what (why)"       #   so a caller can show what it has: check ... || tail F
 #   finish multihost                  # the summary line; the script's status (last command)
+#   check_same_end WHAT RC CLEAN_RC ATTACKED.json CLEAN.json ATTACKED.err
+#                                     # an attacked job ended as the clean run did
 passed=0
 failed=0
 ok() { echo "ok   - $1"; passed=$((passed + 1)); }
@@ -27,4 +29,15 @@ need_netns_rig() {
     echo "$1: netns rig not up (run .ci/rig/netns-up.sh and set GL_RIG); skipped"
     exit 77
   fi
+}
+
+# A field of a gpulaunch summary (JSON), as Python prints it.
+summary_field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d.get(sys.argv[2]))" "$1" "$2"; }
+
+# An attacked job ended as its clean run did: the same exit code (RC against
+# CLEAN_RC), the same exit code in its summary, and no root cause printed.
+check_same_end() {
+  check "$1: the exit code is the clean run's" "$2" "$3"
+  check "... the summary's exit code too" "$(summary_field "$4" exit_code)" "$(summary_field "$5" exit_code)"
+  check "... no root cause was printed" "$(grep -c 'root cause' "$6")" 0
 }
