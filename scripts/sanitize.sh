@@ -3,14 +3,14 @@
 # UndefinedBehaviorSanitizer, and every parser's libFuzzer target for a fixed
 # budget, in a separate clang build (build-asan/). The end-to-end tests stay
 # with the regular build: they time real launches, which sanitizers slow.
-# Environment: BUILD_DIR (default build-asan), GL_FUZZ_SECONDS (default 20).
+# Environment: BUILD_DIR (default build-asan), GL_FUZZ_SECONDS (default 10).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 BUILD_DIR=${BUILD_DIR:-build-asan}
 CC=clang CXX=clang++ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DGPULAUNCH_SANITIZE=ON -DGPULAUNCH_FUZZ=ON -DGPULAUNCH_CUDA=OFF -DGPULAUNCH_BUILD_BENCHMARKS=OFF \
-  -DGL_FUZZ_SECONDS="${GL_FUZZ_SECONDS:-20}" > /dev/null
+  -DGL_FUZZ_SECONDS="${GL_FUZZ_SECONDS:-10}" > /dev/null
 targets=(common_test policies_test launcher_test discovery_test linkcheck_test slurm_test partitioner_test runtime_test
          transformer_model_test gl_fuzzers)
 cmake --build "$BUILD_DIR" -j "$(nproc)" --target "${targets[@]}"
