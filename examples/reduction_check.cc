@@ -20,6 +20,9 @@
 //                    they ran on other hosts
 //   --offset O       keep data and result O elements into their buffers
 //   --split K        reduce elements [0,K) and [K,E) as two separate tensors
+//   --algorithm auto|flat
+//                    det mode: the reducer's default (auto: it climbs the
+//                    ranks' hosts and switches, which libgpurt knows), or flat
 // Diagnostics (plan fingerprint, ranks, identity of every rank's bits) go to
 // stderr; the exit status is 1 when ranks disagree.
 #include <mpi.h>
@@ -53,6 +56,7 @@ struct Options {
   int permute = -1;
   size_t offset = 0;
   size_t split = 0;
+  ReduceAlgorithm algorithm = ReduceAlgorithm::kAuto;
 };
 
 uint64_t Mix(uint64_t x) {  // splitmix64
@@ -92,13 +96,16 @@ void FillLeaf(const Options& o, int leaf, size_t first, size_t count, T* out) {
 }
 
 // Reduces elements [first, first+count) into out (count elements).
+// `config`: the deterministic reducer's own, as Create resolved it (det mode).
 template <typename T>
-Status ReducePart(Communicator& comm, const Options& o, size_t first, size_t count, T* out) {
+Status ReducePart(Communicator& comm, const Options& o, size_t first, size_t count, T* out, ReduceConfig* config) {
   std::vector<T> leaf_buf(o.offset + count);
   T* leaf = leaf_buf.data() + o.offset;  // --offset: misaligned on purpose
   if (o.mode == "det") {
     GL_ASSIGN_OR_RETURN(DeterministicReducer reducer,
-                        DeterministicReducer::Create(comm, {o.leaves, o.f32 ? ElementType::kFloat32 : ElementType::kFloat64}));
+                        DeterministicReducer::Create(comm, {o.leaves, o.f32 ? ElementType::kFloat32 : ElementType::kFloat64,
+                                                            o.algorithm}));
+    *config = reducer.config();
     auto sum = LeafSum<T>::ForRank(count, o.leaves, comm.rank(), comm.size());
     for (int l = sum.first_leaf(); l < sum.end_leaf(); ++l) {
       FillLeaf(o, l, first, count, leaf);
@@ -127,15 +134,15 @@ Status ReducePart(Communicator& comm, const Options& o, size_t first, size_t cou
 }
 
 template <typename T>
-Status Run(Communicator& comm, const Options& o, std::string* hash) {
+Status Run(Communicator& comm, const Options& o, std::string* hash, ReduceConfig* config) {
   std::vector<T> result_buf(o.offset + o.elements);
   T* result = result_buf.data() + o.offset;
   const size_t split = std::min(o.split, o.elements);
   if (split > 0) {
-    GL_RETURN_IF_ERROR(ReducePart<T>(comm, o, 0, split, result));
-    GL_RETURN_IF_ERROR(ReducePart<T>(comm, o, split, o.elements - split, result + split));
+    GL_RETURN_IF_ERROR(ReducePart<T>(comm, o, 0, split, result, config));
+    GL_RETURN_IF_ERROR(ReducePart<T>(comm, o, split, o.elements - split, result + split, config));
   } else {
-    GL_RETURN_IF_ERROR(ReducePart<T>(comm, o, 0, o.elements, result));
+    GL_RETURN_IF_ERROR(ReducePart<T>(comm, o, 0, o.elements, result, config));
   }
   *hash = Sha256Hex(std::string_view(reinterpret_cast<const char*>(result), o.elements * sizeof(T)));
   return Status::Ok();
@@ -143,7 +150,7 @@ Status Run(Communicator& comm, const Options& o, std::string* hash) {
 
 int Usage(const char* why) {
   std::fprintf(stderr, "reduction_check: %s\nusage: reduction_check [--elements E] [--seed S] [--leaves L] "
-               "[--dtype f32|f64] [--mode det|mpi|exact] [--permute P] [--offset O] [--split K]\n", why);
+               "[--dtype f32|f64] [--mode det|mpi|exact] [--permute P] [--offset O] [--split K] [--algorithm auto|flat]\n", why);
   return 2;
 }
 
@@ -164,6 +171,8 @@ int main(int argc, char** argv) {
       else if (a == "--permute") o.permute = std::stoi(v);
       else if (a == "--offset") o.offset = std::stoull(v);
       else if (a == "--split") o.split = std::stoull(v);
+      else if (a == "--algorithm" && (v == "auto" || v == "flat"))
+        o.algorithm = v == "flat" ? ReduceAlgorithm::kFlat : ReduceAlgorithm::kAuto;
       else return Usage(("unknown option or value: " + a + " " + v).c_str());
     } catch (const std::exception&) {
       return Usage(("bad number for " + a + ": " + v).c_str());
@@ -187,7 +196,12 @@ int main(int argc, char** argv) {
     comm = permuted.get();
   }
   std::string hash;
-  const Status s = o.f32 ? Run<float>(*comm, o, &hash) : Run<double>(*comm, o, &hash);
+  // The plan a default reducer takes here (the hosts' hierarchy when the
+  // ranks span hosts); in det mode, the one it took.
+  ReduceConfig plan =
+      WithCommunicatorsPlacement(*comm, {o.leaves, o.f32 ? ElementType::kFloat32 : ElementType::kFloat64, o.algorithm});
+  plan.algorithm = ResolvedAlgorithm(plan);
+  const Status s = o.f32 ? Run<float>(*comm, o, &hash, &plan) : Run<double>(*comm, o, &hash, &plan);
   if (!s.ok()) {
     std::fprintf(stderr, "reduction_check: rank %d: %s\n", comm->rank(), s.message().c_str());
     return 1;
@@ -198,10 +212,9 @@ int main(int argc, char** argv) {
   bool identical = true;
   for (int r = 1; r < comm->size(); ++r) identical &= std::memcmp(all.data(), all.data() + 64 * r, 64) == 0;
   if (comm->rank() == 0) {
-    const ReduceConfig cfg{o.leaves, o.f32 ? ElementType::kFloat32 : ElementType::kFloat64};
     std::fprintf(stderr, "reduction_check: mode %s, %d rank(s), %zu elements, plan %s (%s), every rank %s\n",
-                 o.mode.c_str(), comm->size(), o.elements, ReductionFingerprint(cfg).c_str(),
-                 ReductionPlanText(cfg).c_str(), identical ? "holds identical bits" : "DOES NOT hold identical bits");
+                 o.mode.c_str(), comm->size(), o.elements, ReductionFingerprint(plan).c_str(),
+                 ReductionPlanText(plan).c_str(), identical ? "holds identical bits" : "DOES NOT hold identical bits");
     std::printf("sha256 %s\n", hash.c_str());
     std::fflush(stdout);
   }

@@ -14,10 +14,21 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
 namespace gpulaunch::rt {
+
+// Where a communicator's members run, by rank of that communicator: a label
+// of each one's host and of its host's leaf switch (equal labels: the same
+// host, the same switch; the values mean nothing else). Empty: not known.
+// The reductions climb this hierarchy when not told another
+// (deterministic_reducer.h, ReduceConfig).
+struct MemberPlacement {
+  std::vector<int> host_of_rank;
+  std::vector<int> switch_of_rank;  // empty: not known, even with hosts known
+};
 
 class Communicator {
  public:
@@ -49,7 +60,23 @@ class Communicator {
 
   // Ranks with the same color form a new communicator, ordered by (key, old
   // rank). A negative color returns nullptr (not a member of any group).
-  virtual StatusOr<std::unique_ptr<Communicator>> Split(int color, int key) = 0;
+  // When this communicator knows where its members run, the new one knows
+  // where its own do (one Allgather of an int over it, made by SplitImpl's
+  // result).
+  StatusOr<std::unique_ptr<Communicator>> Split(int color, int key);
+
+  // Where the members run; empty unless set here or inherited through Split.
+  const MemberPlacement& placement() const { return placement_; }
+  // Each vector empty or of size() entries (else the placement stays
+  // unknown and this says so); libgpurt's Runtime sets the world's.
+  Status SetPlacement(MemberPlacement placement);
+
+ protected:
+  // The transport's split, as Split says; Split adds the placement.
+  virtual StatusOr<std::unique_ptr<Communicator>> SplitImpl(int color, int key) = 0;
+
+ private:
+  MemberPlacement placement_;
 };
 
 }  // namespace gpulaunch::rt

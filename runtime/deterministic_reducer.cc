@@ -141,10 +141,21 @@ std::string ReductionPlanText(const ReduceConfig& c) {
          " kernel=elementwise-add";
 }
 
+ReduceConfig WithCommunicatorsPlacement(const Communicator& comm, const ReduceConfig& c) {
+  if (!c.host_of_rank.empty() || c.algorithm == ReduceAlgorithm::kFlat || comm.placement().host_of_rank.empty()) {
+    return c;
+  }
+  ReduceConfig placed = c;
+  placed.host_of_rank = comm.placement().host_of_rank;
+  if (placed.switch_of_rank.empty()) placed.switch_of_rank = comm.placement().switch_of_rank;
+  return placed;
+}
+
 std::string ReductionFingerprint(const ReduceConfig& c) { return Sha256Hex(ReductionPlanText(c)).substr(0, 16); }
 
-StatusOr<DeterministicReducer> DeterministicReducer::Create(Communicator& comm, const ReduceConfig& requested) {
-  if (requested.leaves < 1) return InvalidArgument("a reduction needs at least one leaf");
+StatusOr<DeterministicReducer> DeterministicReducer::Create(Communicator& comm, const ReduceConfig& asked) {
+  if (asked.leaves < 1) return InvalidArgument("a reduction needs at least one leaf");
+  const ReduceConfig requested = WithCommunicatorsPlacement(comm, asked);
   GL_ASSIGN_OR_RETURN(RankHierarchy hierarchy, HierarchyOf(requested, comm.size()));
   ReduceConfig config = requested;
   config.algorithm = ResolvedAlgorithm(requested);
@@ -247,11 +258,13 @@ Status Gather(Communicator& comm, const T* in, size_t count, T* out, int root) {
 
 StatusOr<double> ExactAllreduceSum(Communicator& comm, const Superaccumulator& mine,
                                    const std::vector<int>& host_of_rank, const std::vector<int>& switch_of_rank) {
-  const ReduceConfig config(1, ElementType::kFloat64, ReduceAlgorithm::kAuto, host_of_rank, switch_of_rank);
-  if (host_of_rank.size() == static_cast<size_t>(comm.size()) &&
+  const ReduceConfig config = WithCommunicatorsPlacement(
+      comm, ReduceConfig(1, ElementType::kFloat64, ReduceAlgorithm::kAuto, host_of_rank, switch_of_rank));
+  if (config.host_of_rank.size() == static_cast<size_t>(comm.size()) &&
       ResolvedAlgorithm(config) == ReduceAlgorithm::kHierarchical) {
     double total = 0;
-    GL_RETURN_IF_ERROR(ExactAllreduce(comm, std::vector<Superaccumulator>{mine}, &total, host_of_rank, switch_of_rank));
+    GL_RETURN_IF_ERROR(ExactAllreduce(comm, std::vector<Superaccumulator>{mine}, &total, config.host_of_rank,
+                                      config.switch_of_rank));
     return total;
   }
   constexpr size_t kWords = Superaccumulator::kWireWords;
@@ -266,8 +279,9 @@ StatusOr<double> ExactAllreduceSum(Communicator& comm, const Superaccumulator& m
 template <typename T>
 Status ExactAllreduce(Communicator& comm, const std::vector<Superaccumulator>& mine, T* out,
                       const std::vector<int>& host_of_rank, const std::vector<int>& switch_of_rank) {
-  const ReduceConfig config(1, ElementType::kFloat64, ReduceAlgorithm::kAuto, host_of_rank, switch_of_rank);
-  if (host_of_rank.size() == static_cast<size_t>(comm.size()) &&
+  const ReduceConfig config = WithCommunicatorsPlacement(
+      comm, ReduceConfig(1, ElementType::kFloat64, ReduceAlgorithm::kAuto, host_of_rank, switch_of_rank));
+  if (config.host_of_rank.size() == static_cast<size_t>(comm.size()) &&
       ResolvedAlgorithm(config) == ReduceAlgorithm::kHierarchical) {
     GL_ASSIGN_OR_RETURN(const RankHierarchy hierarchy, HierarchyOf(config, comm.size()));
     ReduceTraffic traffic;

@@ -52,11 +52,13 @@ struct ReduceConfig {
   ElementType type;
   ReduceAlgorithm algorithm;
   // Host of every rank of the communicator, by rank: any labels, only which
-  // ranks share one matters (e.g. HostIndices(runtime.hosts()) mapped onto a
-  // group's ranks). Empty: unknown, taken as one host.
+  // ranks share one matters. Empty: the communicator's own placement
+  // (Communicator::placement(): libgpurt's world and every group split from
+  // it know theirs), unless the algorithm is kFlat; with none known, one host.
   std::vector<int> host_of_rank;
   // Leaf switch of every rank, by rank (any labels), e.g. from
-  // Runtime::switches(); empty: unknown. Used by the hierarchical algorithm
+  // Runtime::switches(); empty: the communicator's placement's when
+  // host_of_rank was taken from it too, else unknown. Used by the hierarchical algorithm
   // when switches group hosts (RankHierarchy); ranks of one host must name
   // the same switch.
   std::vector<int> switch_of_rank;
@@ -75,6 +77,10 @@ ReduceAlgorithm ResolvedAlgorithm(const ReduceConfig& config);
 std::string ReductionPlanText(const ReduceConfig& config);
 // First 16 hex digits of the SHA-256 of the plan text.
 std::string ReductionFingerprint(const ReduceConfig& config);
+
+// `config` with the communicator's placement filled in where it names no
+// hosts and its algorithm is not kFlat (what Create and the exact sums use).
+ReduceConfig WithCommunicatorsPlacement(const Communicator& comm, const ReduceConfig& config);
 
 class DeterministicReducer {
  public:
@@ -128,6 +134,7 @@ Status Gather(Communicator& comm, const T* in, size_t count, T* out, int root);
 
 // Exact (L3) sums: the correctly rounded sum of every rank's accumulated
 // values, the same bits everywhere and for any order or rank count.
+// `host_of_rank` and `switch_of_rank` empty: the communicator's placement.
 // With `host_of_rank` naming more than one host, the accumulators are merged
 // inside each host first and one a host crosses (to rank 0, which rounds and
 // spreads the result down the hierarchy): (hosts - 1) accumulators between

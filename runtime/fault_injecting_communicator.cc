@@ -73,7 +73,7 @@ Status FaultInjectingCommunicator::Broadcast(void* data, size_t bytes, int root)
   return inner_->Broadcast(data, bytes, root);
 }
 
-StatusOr<std::unique_ptr<Communicator>> FaultInjectingCommunicator::Split(int color, int key) {
+StatusOr<std::unique_ptr<Communicator>> FaultInjectingCommunicator::SplitImpl(int color, int key) {
   GL_RETURN_IF_ERROR(Tick("split"));
   GL_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> child, inner_->Split(color, key));
   if (!child) return child;

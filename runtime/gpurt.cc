@@ -6,11 +6,11 @@
 #include <cstring>
 
 #include "runtime/heartbeat.h"
+#include "runtime/hierarchical_reduce.h"
 #include "runtime/mpi_communicator.h"
 #include "runtime/step_profiler.h"
 
 namespace gpulaunch::rt {
-
 Runtime::~Runtime() {
   world_.reset();
   int finalized = 0;
@@ -65,6 +65,9 @@ StatusOr<std::unique_ptr<Runtime>> Init(int* argc, char*** argv, const InitOptio
   if (!every_switch_known) rt->switches_.clear();
   StepProfiler::ConfigureFromEnvironment(world->rank());
   rt->world_ = ProfileCommunicator(std::move(world), "world");
+  // The world knows where its ranks run, and so does every group split from
+  // it: reductions climb hosts and switches unless told otherwise.
+  GL_RETURN_IF_ERROR(rt->world_->SetPlacement({HostIndices(rt->hosts_), HostIndices(rt->switches_)}));
   if (options.select_gpu) rt->gpu_ = SelectGpu(rt->env_.local_rank);
   return rt;
 }

@@ -126,7 +126,7 @@ Status MpiCommunicator::Broadcast(void* data, size_t bytes, int root) {
   return Status::Ok();
 }
 
-StatusOr<std::unique_ptr<Communicator>> MpiCommunicator::Split(int color, int key) {
+StatusOr<std::unique_ptr<Communicator>> MpiCommunicator::SplitImpl(int color, int key) {
   MPI_Comm child = MPI_COMM_NULL;
   GL_RETURN_IF_ERROR(Check(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &child), "MPI_Comm_split"));
   if (child == MPI_COMM_NULL) return std::unique_ptr<Communicator>();

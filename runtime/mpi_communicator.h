@@ -30,7 +30,7 @@ class MpiCommunicator : public Communicator {
   Status Barrier() override;
   Status Allgather(const void* in, size_t bytes, void* out) override;
   Status Broadcast(void* data, size_t bytes, int root) override;
-  StatusOr<std::unique_ptr<Communicator>> Split(int color, int key) override;
+  StatusOr<std::unique_ptr<Communicator>> SplitImpl(int color, int key) override;
 
  private:
   MPI_Comm comm_;

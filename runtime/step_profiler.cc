@@ -82,7 +82,7 @@ class ProfiledCommunicator : public Communicator {
   Status Broadcast(void* data, size_t bytes, int root) override {
     return Timed(bytes, [&] { return inner_->Broadcast(data, bytes, root); });
   }
-  StatusOr<std::unique_ptr<Communicator>> Split(int color, int key) override { return inner_->Split(color, key); }
+  StatusOr<std::unique_ptr<Communicator>> SplitImpl(int color, int key) override { return inner_->Split(color, key); }
 
  private:
   template <typename Call>

@@ -116,7 +116,7 @@ Status ThreadCommunicator::Broadcast(void* data, size_t bytes, int root) {
   return Recv(root, kInternalTag + 1, data, bytes);
 }
 
-StatusOr<std::unique_ptr<Communicator>> ThreadCommunicator::Split(int color, int key) {
+StatusOr<std::unique_ptr<Communicator>> ThreadCommunicator::SplitImpl(int color, int key) {
   const int seq = splits_++;
   int mine[3] = {color, key, rank_};
   std::vector<int> all(3 * static_cast<size_t>(size()));

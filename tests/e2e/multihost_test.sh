@@ -157,6 +157,27 @@ on_node1 "$BIN/gpulaunch" --allow-run-as-root -H node1:2,node2:2,node3:2,node4:2
 check "training, dp=8 over 2 leaf switches: same loss log and weights as one process" \
   "$(cmp -s "$WORK/train1m8.loss" "$WORK/train8.loss" && cmp -s "$WORK/train1m8.w" "$WORK/train8.w" && echo same)" same
   # absolute: nsenter -m starts in /
+# 3d. The reducer a job makes with no host map of its own (reduction_check's
+#     DeterministicReducer::Create(world, {leaves, type})) climbs the hosts
+#     libgpurt knows: over 2 hosts x 4 ranks, 8 MiB, it sends about what
+#     MPI_Allreduce sends between the hosts (their eth0 tx_bytes), where the
+#     flat algorithm (asked for) sends about 4 times that; the same bits both ways.
+hosts_tx() { local n sum=0; for n in 1 2; do sum=$((sum + $(ip netns exec "${NSP}n$n" cat /sys/class/net/eth0/statistics/tx_bytes))); done; echo "$sum"; }
+for run in auto flat mpi; do
+  mode=det; [ "$run" = mpi ] && mode=mpi
+  before=$(hosts_tx)
+  on_node1 "$BIN/gpulaunch" --allow-run-as-root --oversubscribe -H node1:4,node2:4 "$BIN/reduction_check" \
+    --elements 2097152 --dtype f32 --mode "$mode" --algorithm "${run/mpi/auto}" > "$WORK/bytes-$run.out" 2> "$WORK/bytes-$run.err"
+  echo $(($(hosts_tx) - before)) > "$WORK/bytes-$run"
+done
+echo "    bytes between the hosts: default reducer $(cat "$WORK/bytes-auto"), flat $(cat "$WORK/bytes-flat"), MPI_Allreduce $(cat "$WORK/bytes-mpi")"
+check "default reducer over 2 hosts: the hosts' hierarchy" \
+  "$(grep -c 'mode det, 8 rank(s), .*algo=hier-rs-ag hosts=2 .*holds identical bits' "$WORK/bytes-auto.err")" 1
+check "... at most 1.25 times MPI_Allreduce's bytes between the hosts" \
+  "$([ $(($(cat "$WORK/bytes-auto") * 4)) -le $(($(cat "$WORK/bytes-mpi") * 5)) ] && echo yes)" yes
+check "... where the flat algorithm sends at least twice MPI_Allreduce's" \
+  "$([ $(($(cat "$WORK/bytes-flat"))) -ge $(($(cat "$WORK/bytes-mpi") * 2)) ] && echo yes)" yes
+check "... with the same bits" "$(cat "$WORK/bytes-auto.out")" "$(cat "$WORK/bytes-flat.out")"
 # 4. A remote rank's exit code is the job's.
 on_node1 "$BIN/gpulaunch" --allow-run-as-root --hostfile "$WORK/hosts" "$BIN/rank_report" --quiet \
   --exit-rank 9 --exit-code 5 > /dev/null 2>&1

@@ -102,6 +102,36 @@ void SplitGroupsByColorOrderedByKey(Communicator& c) {
   ASSERT_TRUE(c.Barrier().ok());  // the parent still works
 }
 
+// A communicator placed (each member's host and switch) hands every split
+// its own members' part, in the split's order; one never placed hands none.
+void SplitsKnowWhereTheirMembersRun(Communicator& c) {
+  const int n = c.size(), r = c.rank();
+  auto copy = c.Split(0, r);  // the same members, to place without touching `c`
+  ASSERT_TRUE(copy.ok() && *copy);
+  Communicator& w = **copy;
+  EXPECT_EQ(w.placement().host_of_rank.size(), c.placement().host_of_rank.size());
+  MemberPlacement placement;
+  for (int k = 0; k < n; ++k) {
+    placement.host_of_rank.push_back(100 + k / 2);
+    placement.switch_of_rank.push_back(7 + k / 4);
+  }
+  EXPECT_FALSE(w.SetPlacement({std::vector<int>(static_cast<size_t>(n) + 1, 0), {}}).ok());
+  ASSERT_TRUE(w.SetPlacement(placement).ok());
+  auto child = w.Split(r % 2, n - r);  // by parity, backwards
+  ASSERT_TRUE(child.ok() && *child);
+  Communicator& g = **child;
+  std::vector<int> old_ranks(static_cast<size_t>(g.size()));
+  ASSERT_TRUE(g.Allgather(&r, sizeof r, old_ranks.data()).ok());
+  std::vector<int> want_hosts, want_switches;
+  for (int o : old_ranks) {
+    want_hosts.push_back(100 + o / 2);
+    want_switches.push_back(7 + o / 4);
+  }
+  EXPECT_EQ(g.placement().host_of_rank, want_hosts);
+  EXPECT_EQ(g.placement().switch_of_rank, want_switches);
+  ASSERT_TRUE(c.Barrier().ok());
+}
+
 void WrongSizeIsAnErrorNotACorruption(Communicator& c) {
   if (c.size() < 2) return;
   const int r = c.rank();
@@ -128,6 +158,7 @@ void RunCommunicatorConformance(Communicator& c) {
   PostedSendsNeverWaitForTheReceiver(c);
   CollectivesAgree(c);
   SplitGroupsByColorOrderedByKey(c);
+  SplitsKnowWhereTheirMembersRun(c);
   WrongSizeIsAnErrorNotACorruption(c);
   ASSERT_TRUE(c.Barrier().ok());
 }

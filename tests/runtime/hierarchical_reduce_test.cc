@@ -207,6 +207,68 @@ TEST(HierarchicalReducer, RanksThatDisagreeAboutHostsOrAlgorithmRefuse) {
   });
 }
 
+// A reducer told nothing climbs its communicator's placement (libgpurt's
+// Runtime sets the world's, and every split inherits it): the same plan and
+// the same bytes between hosts as one given the host map; an explicit map,
+// or kFlat, still wins.
+TEST(HierarchicalReducer, ADefaultReducerClimbsTheCommunicatorsPlacement) {
+  const std::vector<int> hosts = {0, 0, 1, 1, 2, 2}, switches = {0, 0, 0, 0, 1, 1};
+  const int world = static_cast<int>(hosts.size());
+  const size_t count = 1000;
+  struct Run {
+    std::vector<std::string> plans;
+    std::vector<uint64_t> between_hosts;
+    std::vector<std::vector<float>> results;
+  };
+  // config: what Create is given; through_split: over an identity split of the placed world.
+  const auto run = [&](const ReduceConfig& config, bool through_split) {
+    Run out{std::vector<std::string>(world), std::vector<uint64_t>(world),
+            std::vector<std::vector<float>>(world, std::vector<float>(count))};
+    RunOnThreads(world, [&](Communicator& placed_world) {
+      ASSERT_TRUE(placed_world.SetPlacement({hosts, switches}).ok());
+      std::unique_ptr<Communicator> split;
+      if (through_split) {
+        auto s = placed_world.Split(0, placed_world.rank());
+        ASSERT_TRUE(s.ok() && *s);
+        split = std::move(s).value();
+        EXPECT_EQ(split->placement().host_of_rank, hosts);
+      }
+      Communicator& c = through_split ? *split : placed_world;
+      auto reducer = DeterministicReducer::Create(c, config);
+      ASSERT_TRUE(reducer.ok()) << reducer.status().ToString();
+      auto sum = LeafSum<float>::ForRank(count, config.leaves, c.rank(), c.size());
+      for (int l = sum.first_leaf(); l < sum.end_leaf(); ++l) ASSERT_TRUE(sum.AddLeaf(Leaf<float>(l, count).data()).ok());
+      ASSERT_TRUE(reducer->Allreduce(sum, out.results[c.rank()].data()).ok());
+      out.plans[c.rank()] = ReductionPlanText(reducer->config());
+      out.between_hosts[c.rank()] = reducer->traffic().inter_host_bytes;
+    });
+    return out;
+  };
+  const Outcome told = AllreduceOn(hosts, 64, count, ReduceAlgorithm::kAuto, switches);
+  const Outcome flat = AllreduceOn(hosts, 64, count, ReduceAlgorithm::kFlat, switches);
+  uint64_t told_bytes = 0, flat_bytes = 0;
+  for (int r = 0; r < world; ++r) {
+    told_bytes += told.traffic[r].inter_host_bytes;
+    flat_bytes += flat.traffic[r].inter_host_bytes;
+  }
+  ASSERT_LT(told_bytes, flat_bytes);
+  for (const bool through_split : {false, true}) {
+    SCOPED_TRACE(through_split ? "over a split of the placed world" : "over the placed world");
+    const Run by_default = run({64, ElementType::kFloat32}, through_split);
+    uint64_t bytes = 0;
+    for (int r = 0; r < world; ++r) bytes += by_default.between_hosts[r];
+    EXPECT_EQ(by_default.plans[0], told.plans[0]);
+    EXPECT_EQ(bytes, told_bytes);
+    EXPECT_EQ(by_default.results, told.results);
+    // kFlat is the user's word: the flat plan and its bytes.
+    const Run asked_flat = run({64, ElementType::kFloat32, ReduceAlgorithm::kFlat}, through_split);
+    EXPECT_EQ(asked_flat.plans[0], flat.plans[0]);
+    // So is an explicit map, whatever the placement says.
+    const Run asked_map = run({64, ElementType::kFloat32, ReduceAlgorithm::kAuto, {0, 1, 0, 1, 0, 1}}, through_split);
+    EXPECT_EQ(asked_map.plans[0], AllreduceOn({0, 1, 0, 1, 0, 1}, 64, count, ReduceAlgorithm::kAuto).plans[0]);
+  }
+}
+
 TEST(HierarchicalReducer, HostLabelsDoNotMatterOnlyWhoSharesAHost) {
   const Outcome a = AllreduceOn({5, 5, 9, 9}, 64, 10, ReduceAlgorithm::kAuto);
   const Outcome b = AllreduceOn({0, 0, 1, 1}, 64, 10, ReduceAlgorithm::kAuto);

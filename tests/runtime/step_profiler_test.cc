@@ -119,7 +119,7 @@ class GatedCommunicator : public Communicator {
   Status Barrier() override { return inner_.Barrier(); }
   Status Allgather(const void* in, size_t bytes, void* out) override { return inner_.Allgather(in, bytes, out); }
   Status Broadcast(void* data, size_t bytes, int root) override { return inner_.Broadcast(data, bytes, root); }
-  StatusOr<std::unique_ptr<Communicator>> Split(int color, int key) override { return inner_.Split(color, key); }
+  StatusOr<std::unique_ptr<Communicator>> SplitImpl(int color, int key) override { return inner_.Split(color, key); }
 
  private:
   Communicator& inner_;
