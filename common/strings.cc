@@ -226,4 +226,10 @@ std::string EscapeControlBytes(std::string_view text, bool keep_newlines) {
   return out;
 }
 
+std::string FormatFixed(double v, int digits) {
+  char buf[352];  // the largest double printed with digits <= 20
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
 }  // namespace gpulaunch

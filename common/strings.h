@@ -18,6 +18,8 @@ std::vector<std::string> Split(std::string_view s, char sep);
 // Splits on `sep` only outside [...] brackets: "a[1,2],b" -> {"a[1,2]", "b"}.
 std::vector<std::string> SplitOutsideBrackets(std::string_view s, char sep);
 std::string Join(const std::vector<std::string>& parts, std::string_view sep);
+// `v` with `digits` digits after the point ("%.*f").
+std::string FormatFixed(double v, int digits);
 bool StartsWith(std::string_view s, std::string_view prefix);
 // ASCII letters lowered (config keys that are case-insensitive).
 std::string AsciiLower(std::string_view s);

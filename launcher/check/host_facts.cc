@@ -36,7 +36,7 @@ std::string FirstLine(const std::string& path) {
 }
 
 // First line of a command's output, or "" when it does not run.
-std::string CommandLine(const std::vector<std::string>& argv) {
+std::string FirstOutputLine(const std::vector<std::string>& argv) {
   const CapturedRun run = RunCaptured(argv, EnvironmentWith({}), 5000);
   if (!run.Succeeded()) return "";
   const auto lines = Split(run.out, '\n');
@@ -178,9 +178,9 @@ HostFacts GatherHostFacts(const std::string& host, const std::string& binary) {
   f.host = host;
   f.hostname = LocalHostname();
   f.gpulaunch_version = GPULAUNCH_VERSION;
-  const std::string mpi = CommandLine({"mpirun", "--version"});  // "mpirun (Open MPI) 4.1.4"
+  const std::string mpi = FirstOutputLine({"mpirun", "--version"});  // "mpirun (Open MPI) 4.1.4"
   f.mpi_version = mpi.empty() ? "none" : mpi;
-  const std::string ucx = CommandLine({"ucx_info", "-v"});  // "# Version 1.13.1"
+  const std::string ucx = FirstOutputLine({"ucx_info", "-v"});  // "# Version 1.13.1"
   f.ucx_version = ucx.empty() ? "none" : std::string(Trim(ucx.substr(ucx.find_last_of(' ') + 1)));
   const NvmlReport nvml = QueryNvml();
   f.nvml = nvml.available;

@@ -50,7 +50,7 @@ std::string EncodeEntry(const std::string& fingerprint, const HostTopology& t) {
   return entry.Write();
 }
 
-std::optional<CachedProbe> DecodeEntry(const std::string& text, const std::string& origin) {
+std::optional<CachedProbe> DecodeProbeEntry(const std::string& text, const std::string& origin) {
   const auto entry = ParseJson(text, origin);  // cut short: not valid JSON
   if (!entry.ok() || !entry->is(Json::Type::kObject)) return std::nullopt;
   auto text_of = [&](const char* key) -> std::optional<std::string> {
@@ -97,7 +97,7 @@ std::optional<CachedProbe> ReadCachedProbe(const std::string& host, const std::s
   // (Linux 6.13 and later stamp files with the fine one), which reads as a
   // second in the future across a second's boundary: allowed, a later one not.
   if (age > kMaxCachedProbeAge || age.count() < -2) return std::nullopt;
-  return DecodeEntry(ReadFileOrEmpty(*path), *path);
+  return DecodeProbeEntry(ReadFileOrEmpty(*path), *path);
 }
 
 void StoreCachedProbe(const std::string& host, const std::string& probe_path, const std::string& output,

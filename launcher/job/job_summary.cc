@@ -16,12 +16,6 @@ namespace {
 
 double Seconds(ControlClock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-std::string Fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
 bool Failed(const RankRecord& r) { return r.ended && (r.signaled || r.exit_value != 0); }
 
 std::string HowItEnded(const RankRecord& r) {
@@ -283,7 +277,7 @@ std::optional<RootCause> FindRootCause(const JobOutcome& job, const std::map<int
   if (first) {
     std::string what = HowItEnded(*first);
     if (first->ended || first->lost) {
-      what += ", " + Fixed(Seconds(first->ended_at - first->checked_in), 2) + " s after it started";
+      what += ", " + FormatFixed(Seconds(first->ended_at - first->checked_in), 2) + " s after it started";
     }
     return Blamed(job, ranks, first->rank, what);
   }

@@ -28,18 +28,12 @@ std::string Percent(double f) {
   return buf;
 }
 
-std::string Fixed(double v, int digits) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
 std::string Bytes(uint64_t b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(b);
   int u = 0;
   while (v >= 1024 && u < 4) v /= 1024, ++u;
-  return Fixed(v, u == 0 ? 0 : 1) + " " + units[u];
+  return FormatFixed(v, u == 0 ? 0 : 1) + " " + units[u];
 }
 
 // Tensor-parallel groups whose ranks run on more than one host, described.
@@ -144,7 +138,7 @@ void AddWarnings(const RunProfile& p, RunReport& r) {
   if (r.ranks > 1 && r.slowest_compute_s > kStragglerFactor * r.median_compute_s) {
     r.warnings.push_back(share + ", mostly waiting: rank " + std::to_string(r.slowest_rank) + " on " +
                          (r.slowest_host.empty() ? "?" : r.slowest_host) + " computes " +
-                         Fixed(r.slowest_compute_s / std::max(r.median_compute_s, 1e-9), 1) +
+                         FormatFixed(r.slowest_compute_s / std::max(r.median_compute_s, 1e-9), 1) +
                          "x as long as the median rank (" + Ms(r.slowest_compute_s) + " against " +
                          Ms(r.median_compute_s) +
                          " per step) and the others wait for it in their collectives; check that host for other "
@@ -175,7 +169,7 @@ void AddWarnings(const RunProfile& p, RunReport& r) {
     const auto top = std::max_element(r.groups.begin(), r.groups.end(),
                                       [](const GroupSummary& a, const GroupSummary& b) { return a.share < b.share; });
     r.warnings.push_back(top->group + " communication takes " + Percent(top->share) +
-                         " of the step at " + Fixed(top->gbps, 2) +
+                         " of the step at " + FormatFixed(top->gbps, 2) +
                          " Gbps: check the links between the hosts it crosses (NIC speed, the MTU on every hop, a "
                          "NIC not local to its GPU) or do more work per step");
   }
@@ -202,7 +196,7 @@ std::string RenderRunReport(const RunReport& r) {
   out += "  communication share of the step: " + Percent(r.comm_share);
   for (size_t i = 0; i < r.groups.size(); ++i) {
     const GroupSummary& g = r.groups[i];
-    out += (i ? "; " : " (") + g.group + " " + Percent(g.share) + ", " + Bytes(g.bytes) + ", " + Fixed(g.gbps, 2) +
+    out += (i ? "; " : " (") + g.group + " " + Percent(g.share) + ", " + Bytes(g.bytes) + ", " + FormatFixed(g.gbps, 2) +
            " Gbps";
     if (g.inter_host_bytes_per_step > 0) {
       out += ", " + Bytes(static_cast<uint64_t>(g.inter_host_bytes_per_step)) + " a step to other hosts";
@@ -279,7 +273,7 @@ std::string PrometheusText(const RunProfile& p, const RunReport& r) {
   Family quantiles{"gpulaunch_step_time_seconds", "gauge",
                    "Step time (the slowest rank's) at a quantile over the measured steps, seconds.", ""};
   const std::string job = "job=\"" + LabelValue(p.job_id) + "\"";
-  auto num = [](double v) { return Fixed(v, 9); };
+  auto num = [](double v) { return FormatFixed(v, 9); };
   for (const auto& [rank, list] : p.steps) {
     const std::string host = rank < static_cast<int>(p.host_of_rank.size()) ? p.host_of_rank[rank] : "";
     const std::string labels = job + ",rank=\"" + std::to_string(rank) + "\",host=\"" + LabelValue(host) + "\"";

@@ -35,7 +35,7 @@ struct ReplayOptions {
   bool help = false;
 };
 
-const SubcommandParser& Parser() {
+const SubcommandParser& ReplayParser() {
   static const SubcommandParser* parser = [] {
     auto* p = new SubcommandParser(
         "sim --replay",
@@ -90,8 +90,8 @@ const SubcommandParser& Parser() {
   return *parser;
 }
 
-StatusOr<ReplayOptions> Parse(const std::vector<std::string>& args) {
-  const SubcommandParser& p = Parser();
+StatusOr<ReplayOptions> ParseReplayOptions(const std::vector<std::string>& args) {
+  const SubcommandParser& p = ReplayParser();
   GL_ASSIGN_OR_RETURN(po::variables_map vm, p.Parse(args));
   ReplayOptions o;
   if (SubcommandParser::WantsHelp(vm)) {
@@ -243,11 +243,11 @@ bool WantsReplay(const std::vector<std::string>& args) {
 }
 
 int RunSimReplay(const std::vector<std::string>& args) {
-  auto parsed = Parse(args);
+  auto parsed = ParseReplayOptions(args);
   if (!parsed.ok()) return Fail(parsed.status());
   const ReplayOptions& o = *parsed;
   if (o.help) {
-    std::cout << Parser().Help();
+    std::cout << ReplayParser().Help();
     return kExitOk;
   }
   StatusOr<GpuPool> pool = GpuPool();
