@@ -168,6 +168,7 @@ int RunSlurmConfigCommand(const std::vector<std::string>& args) {
   if (*policy) {
     if (Status fits = CheckPolicyFits(**policy, static_cast<int>(cluster->hosts.size())); !fits.ok()) return Fail(fits);
     if (Status enforceable = CheckPolicySlurmCanEnforce(**policy); !enforceable.ok()) return Fail(enforceable);
+    if (Status ahead = CheckPolicyReservationsAhead(**policy, std::time(nullptr)); !ahead.ok()) return Fail(ahead);
   }
   std::vector<std::pair<std::string, std::string>> files = {{"topology.conf", SlurmTopologyConf(*cluster)},
                                                             {"gres.conf", GresConfOrNote(*cluster)}};

@@ -161,9 +161,22 @@ ensure_reservation() {  # NAME START MINUTES NODES ACCOUNT
       *) scontrol update ReservationName="$1" Flags=MAGNETIC > /dev/null; say "updated reservation $1: Flags=MAGNETIC" ;;
     esac
   else
+    # A window that has passed is not created again in the past; one that
+    # has begun is created from now for what is left of it.
+    start=$2 minutes=$3
+    if [ "$start" != now ] && begin=$(date -d "$start" +%s 2> /dev/null); then
+      now=$(date +%s) end=$((begin + minutes * 60))
+      if [ "$end" -le "$now" ]; then
+        say "skipped reservation $1: its window ($2, $3 min) has passed; remove it from the policy"
+        return 0
+      elif [ "$begin" -lt "$now" ]; then
+        start=now minutes=$(( (end - now + 59) / 60 ))
+        say "reservation $1 began at $2: created from now for the $minutes min left of its window"
+      fi
+    fi
     # MAGNETIC: the team's jobs use it without naming it.
-    scontrol create reservation ReservationName="$1" StartTime="$2" Duration="$3" NodeCnt="$4" Accounts="$5" \
-      Flags=MAGNETIC > /dev/null
+    scontrol create reservation ReservationName="$1" StartTime="$start" Duration="$minutes" NodeCnt="$4" \
+      Accounts="$5" Flags=MAGNETIC > /dev/null
     say "created reservation $1"
   fi
 }
@@ -233,46 +246,63 @@ std::string SlurmPolicyConf(const PolicyFile& p) {
 std::string SlurmPolicyJobSubmitLua(const PolicyFile& p) {
   std::string teams;
   for (const PolicyTeam& t : p.teams) teams += "  [\"" + t.name + "\"] = \"gl-" + t.name + "\",\n";
+  // Slurm folds account names to lower case (sbatch -A ML runs as account
+  // ml), so the account is folded before the lookup; partition names are
+  // compared exactly, as Slurm compares them, and anything but the team's
+  // two is refused. 2000 is ESLURM_INVALID_PARTITION_NAME: scontrol update
+  // prints it ("Invalid partition name specified"), where 22.05 shows no
+  // log_user text from job_modify and slurm.ERROR says "Unspecified error".
   return "-- Written by gpulaunch slurm-config --policy. Install it as job_submit.lua beside slurm.conf, with\n"
-         "-- JobSubmitPlugins=lua. A job of a policy team (its account, or its user's default account) that\n"
-         "-- names no partition gets its team's partition and gl-borrowed: Slurm starts it in the first where it\n"
-         "-- fits, the team's own while the team is within its nominal GPUs. A job that names any other partition\n"
-         "-- is refused, on submission and when a pending job is moved, so no team's job runs where the pool\n"
+         "-- JobSubmitPlugins=lua. A job of a policy team (its account, or its user's default account, in any\n"
+         "-- spelling: Slurm folds account names to lower case) that names no partition gets its team's partition\n"
+         "-- and gl-borrowed: Slurm starts it in the first where it fits, the team's own while the team is within\n"
+         "-- its nominal GPUs. A job of a team that names any other partition is refused, on submission and when a\n"
+         "-- job is moved (to another partition, or to a team's account), so no team's job runs where the pool\n"
          "-- cannot preempt it. Jobs of other accounts pass unchanged.\n"
          "local team_partition = {\n" +
          teams +
          "}\n"
          "\n"
-         "local function allowed(team, own, partitions)\n"
+         "local INVALID_PARTITION = 2000  -- ESLURM_INVALID_PARTITION_NAME\n"
+         "\n"
+         "local function team_of(account)\n"
+         "  if account == nil or account == \"\" then return nil end\n"
+         "  return string.lower(account)\n"
+         "end\n"
+         "\n"
+         "-- The partitions a team's job may name: its own and gl-borrowed, compared exactly.\n"
+         "local function refusal(team, own, partitions)\n"
          "  for p in string.gmatch(partitions, \"[^,]+\") do\n"
          "    if p ~= own and p ~= \"gl-borrowed\" then\n"
-         "      slurm.log_user(\"gpulaunch policy: team %s's jobs run in %s or gl-borrowed, not in %s\", team, own, p)\n"
-         "      return false\n"
+         "      return string.format(\"gpulaunch policy: team %s's jobs run in %s or gl-borrowed, not in %s\", team, own, p)\n"
          "    end\n"
          "  end\n"
-         "  return true\n"
+         "  return nil\n"
          "end\n"
          "\n"
          "function slurm_job_submit(job_desc, part_list, submit_uid)\n"
-         "  local team = job_desc.account\n"
-         "  if team == nil or team == \"\" then team = job_desc.default_account end\n"
+         "  local team = team_of(job_desc.account) or team_of(job_desc.default_account)\n"
          "  local own = team and team_partition[team]\n"
          "  if own == nil then return slurm.SUCCESS end\n"
          "  if job_desc.partition == nil or job_desc.partition == \"\" then\n"
          "    job_desc.partition = own .. \",gl-borrowed\"\n"
          "    return slurm.SUCCESS\n"
          "  end\n"
-         "  if allowed(team, own, job_desc.partition) then return slurm.SUCCESS end\n"
-         "  return slurm.ERROR\n"
+         "  local why = refusal(team, own, job_desc.partition)\n"
+         "  if why == nil then return slurm.SUCCESS end\n"
+         "  slurm.log_user(\"%s\", why)\n"
+         "  return INVALID_PARTITION\n"
          "end\n"
          "\n"
          "function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)\n"
-         "  if job_desc.partition == nil then return slurm.SUCCESS end\n"
-         "  local team = job_desc.account\n"
-         "  if team == nil or team == \"\" then team = job_rec.account end\n"
+         "  if job_desc.partition == nil and job_desc.account == nil then return slurm.SUCCESS end\n"
+         "  local team = team_of(job_desc.account) or team_of(job_rec.account)\n"
          "  local own = team and team_partition[team]\n"
-         "  if own == nil or allowed(team, own, job_desc.partition) then return slurm.SUCCESS end\n"
-         "  return slurm.ERROR\n"
+         "  if own == nil then return slurm.SUCCESS end\n"
+         "  local why = refusal(team, own, job_desc.partition or job_rec.partition or \"\")\n"
+         "  if why == nil then return slurm.SUCCESS end\n"
+         "  slurm.log_info(\"%s (job %u, uid %u)\", why, job_rec.job_id, modify_uid)\n"
+         "  return INVALID_PARTITION\n"
          "end\n"
          "\n"
          "return slurm.SUCCESS\n";

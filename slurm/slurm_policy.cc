@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/json.h"
+#include "common/strings.h"
 
 namespace gpulaunch {
 namespace {
@@ -15,6 +16,17 @@ namespace {
 const std::regex& NamePattern() {
   static const std::regex name("^[A-Za-z][A-Za-z0-9_-]{0,31}$");
   return name;
+}
+
+// Slurm keeps account names, and by default user names, in lower case
+// (sacctmgr folds them; sbatch -A ML runs as account ml), so a team or user
+// written with capitals would not be the Slurm object the scripts compare
+// with: refused, saying which spelling to write.
+Status NotFoldedBySlurm(const std::string& name, const char* what, const char* slurm_object, const std::string& where) {
+  if (AsciiLower(name) == name) return Status::Ok();
+  return InvalidArgument(where + ": " + what + " \"" + name + "\" has capitals; it is a Slurm " + slurm_object +
+                         ", and Slurm keeps " + slurm_object + " names in lower case (sacctmgr folds them): write \"" +
+                         AsciiLower(name) + "\"");
 }
 
 const std::regex& TimePattern() {
@@ -87,6 +99,7 @@ Status ReadTeamUsers(const Json& t, const std::string& origin, const std::string
     if (!u.is(Json::Type::kString) || !std::regex_match(u.AsString(), NamePattern())) {
       return InvalidArgument(where + ": user names must be like \"alice\"");
     }
+    GL_RETURN_IF_ERROR(NotFoldedBySlurm(u.AsString(), "user", "user", origin + ":" + std::to_string(u.line())));
     const auto [it, fresh] = team_of_user.emplace(u.AsString(), team.name);
     if (!fresh) {
       return InvalidArgument(origin + ":" + std::to_string(u.line()) + ": user " + u.AsString() +
@@ -107,6 +120,7 @@ StatusOr<PolicyTeam> ReadTeam(const Json& t, const std::string& origin) {
   PolicyTeam team;
   team.where = where;
   GL_ASSIGN_OR_RETURN(team.name, Text(t, "name", where, NamePattern(), "\"ml\" (a letter, then letters, digits, _ or -)"));
+  GL_RETURN_IF_ERROR(NotFoldedBySlurm(team.name, "team", "account", where));
   if (team.name == "borrowed") {
     return InvalidArgument(where + ": a team may not be called \"borrowed\": its Slurm partition gl-borrowed is the "
                            "borrowed tier's");
@@ -180,6 +194,26 @@ Status CheckPolicyFits(const PolicyFile& p, int nodes) {
       return InvalidArgument(r.where + ": reservation " + r.name + " asks for " + std::to_string(r.nodes) +
                              " nodes, and the cluster has " + std::to_string(nodes));
     }
+  }
+  return Status::Ok();
+}
+
+Status CheckPolicyReservationsAhead(const PolicyFile& p, std::time_t now) {
+  for (const PolicyReservation& r : p.reservations) {
+    if (r.start == "now") continue;
+    std::tm start{};
+    start.tm_year = std::stoi(r.start.substr(0, 4)) - 1900;
+    start.tm_mon = std::stoi(r.start.substr(5, 2)) - 1;
+    start.tm_mday = std::stoi(r.start.substr(8, 2));
+    start.tm_hour = std::stoi(r.start.substr(11, 2));
+    start.tm_min = std::stoi(r.start.substr(14, 2));
+    start.tm_sec = r.start.size() > 16 ? std::stoi(r.start.substr(17, 2)) : 0;
+    start.tm_isdst = -1;
+    if (std::mktime(&start) >= now) continue;
+    char here[32];
+    std::strftime(here, sizeof here, "%Y-%m-%dT%H:%M:%S", std::localtime(&now));
+    return InvalidArgument(r.where + ": reservation " + r.name + " starts at " + r.start + ", which has passed (it is " +
+                           here + " here): give a later \"start\", or \"now\", or remove it");
   }
   return Status::Ok();
 }

@@ -13,6 +13,7 @@
 // never carry anything a shell would interpret.
 #pragma once
 
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,11 @@ StatusOr<PolicyFile> ParsePolicyFile(const std::string& text, const std::string&
 
 // What the cluster cannot hold: a reservation of more nodes than it has.
 Status CheckPolicyFits(const PolicyFile& policy, int nodes);
+
+// A reservation whose start has passed (local time, as slurmctld reads
+// StartTime; "now" never has): Slurm would create it in the past, so it is
+// refused, saying to give a later start or "now".
+Status CheckPolicyReservationsAhead(const PolicyFile& policy, std::time_t now);
 
 // What Slurm cannot enforce: a lend limit (Slurm lends every idle GPU; the
 // simulator's --quota still takes one).

@@ -44,7 +44,8 @@ cleanup() {
   rm -f "$S/job_submit.lua"
   on1 scontrol reconfigure > /dev/null 2>&1
   on1 sacctmgr -i delete user "$UA" "$UB" > /dev/null 2>&1
-  on1 sacctmgr -i delete account "$TA" "$TB" "$TC" > /dev/null 2>&1
+  on1 sacctmgr -i delete user "$UA" where account="pto$$" > /dev/null 2>&1
+  on1 sacctmgr -i delete account "$TA" "$TB" "$TC" "pto$$" > /dev/null 2>&1
   on1 sacctmgr -i delete qos "gl-$TA" "gl-$TB" "gl-$TC" > /dev/null 2>&1
   userdel "$UA" 2> /dev/null; userdel "$UB" 2> /dev/null
   rm -rf "$WORK"
@@ -125,26 +126,60 @@ check "team A's jobs without a partition: 2 in gl-$TA, 1 in gl-borrowed, the 4th
   on1 squeue
 on1 scancel "$a4"
 
-# 2. The guarantee against what a user of team A can type: another team's
-#    partition, the site's partitions (one never preempted), a mix, a QOS or
-#    account not theirs, and moving a pending job. Each is refused; what is
-#    allowed (their own tiers) stays within the limits.
-refused=0; tried=0
-for args in "-p gl-$TB" "-p urgent" "-p debug" "-p gl-$TA,urgent" "-p gl-borrowed,debug" "--qos=gl-$TA" \
-            "-A $TB" "-A $TB -p gl-$TB"; do
-  tried=$((tried + 1))
-  # shellcheck disable=SC2086 # the options are words
-  j=$(submit "$UA" -N1 --gres=gpu:4 $args)
-  if [ -z "$j" ]; then refused=$((refused + 1)); else echo "  accepted: sbatch $args (job $j: $(state_of "$j"))"; on1 scancel "$j"; fi
+# 2. The guarantee against what a user of team A can type, swept: every
+#    account (its own, the other team's, in any case: Slurm folds account
+#    names), partition (the team's, the other team's, the site's, mixes, in
+#    any case) and QOS spelling, submitted held (-H: nothing runs). Accepted
+#    must be exactly the documented set: its own account or none, its own
+#    tiers or none, its association's QOS (normal) or none; and an accepted
+#    job must be recorded in account A and A's tiers.
+up() { printf '%s' "$1" | tr '[:lower:]' '[:upper:]'; }
+cap() { printf '%s%s' "$(up "${1:0:1}")" "${1:1}"; }
+accounts=("" "$TA" "$(up "$TA")" "$(cap "$TA")" "$TB" "$(up "$TB")")
+partitions=("" "gl-$TA" "GL-$(up "$TA")" "gl-borrowed" "GL-BORROWED" "gl-$TB" "Gl-$TB" urgent URGENT debug
+            "gl-$TA,gl-borrowed" "gl-borrowed,gl-$TA" "gl-$TA,urgent" "gl-borrowed,debug" "gl-$TA,gl-$TB" "gl-$TA,Gl-$TA")
+qoses=("" normal NORMAL "gl-$TA" "GL-$(up "$TA")" "gl-$TB")
+wanted_account() { [ -z "$1" ] || [ "$(printf '%s' "$1" | tr '[:upper:]' '[:lower:]')" = "$TA" ]; }
+wanted_partition() { case "$1" in "" | "gl-$TA" | gl-borrowed | "gl-$TA,gl-borrowed" | "gl-borrowed,gl-$TA") return 0 ;; esac; return 1; }
+wanted_qos() { case "$1" in "" | normal | NORMAL) return 0 ;; esac; return 1; }
+: > "$WORK/sweep"
+for acct in "${accounts[@]}"; do
+  for part in "${partitions[@]}"; do
+    for qos in "${qoses[@]}"; do
+      args=(-N1 --gres=gpu:1 -H)
+      [ -n "$acct" ] && args+=(-A "$acct")
+      [ -n "$part" ] && args+=(-p "$part")
+      [ -n "$qos" ] && args+=(--qos "$qos")
+      want=refused
+      wanted_account "$acct" && wanted_partition "$part" && wanted_qos "$qos" && want=accepted
+      j=$(submit "$UA" "${args[@]}")
+      got=refused
+      if [ -n "$j" ]; then
+        rec=$(on1 squeue -h -j "$j" -o '%a %P %q')
+        on1 scancel "$j"
+        got=accepted
+        case "$rec" in "$TA gl-$TA,gl-borrowed normal" | "$TA gl-$TA normal" | "$TA gl-borrowed normal" | \
+                       "$TA gl-borrowed,gl-$TA normal") ;; *) got="accepted as $rec" ;; esac
+      fi
+      echo "-A '$acct' -p '$part' --qos '$qos': $got" >> "$WORK/sweep"
+      [ "$got" = "$want" ] || echo "  sbatch -A '$acct' -p '$part' --qos '$qos': $got, documented: $want"
+    done
+  done
 done
-check "team A's user: every partition, QOS and account outside its tiers refused" "$refused" "$tried"
+tried=$(( ${#accounts[@]} * ${#partitions[@]} * ${#qoses[@]} ))
+check "team A's user, $tried spellings of account x partition x QOS: accepted exactly the documented 60, in A's tiers" \
+  "$(grep -c ': accepted$' "$WORK/sweep"):$(grep -c ': refused$' "$WORK/sweep")" "60:$((tried - 60))"
+check "... a refusal says why: the team's tiers, and Slurm's 'Invalid partition name specified'" \
+  "$(submit "$UA" -N1 --gres=gpu:1 -H -A "$(up "$TA")" -p urgent; cat "$WORK/refused")" \
+  "sbatch: error: gpulaunch policy: team $TA's jobs run in gl-$TA or gl-borrowed, not in urgent
+sbatch: error: Batch job submission failed: Invalid partition name specified"
 p1=$(submit "$UA" -N1 --gres=gpu:4 -p "gl-$TA")
 wait_for 20 "$p1" "^PENDING gl-$TA QOSGrpGRES"
 check "... its own partition alone, above nominal: waits on QOSGrpGRES (the partition QOS)" \
   "$(state_of "$p1")" "PENDING gl-$TA QOSGrpGRES"
 as "$UA" scontrol update JobId="$p1" Partition=urgent > "$WORK/move.out" 2>&1
-check "... moving it to partition urgent is refused" "$?:$(state_of "$p1" | cut -d' ' -f2)" "1:gl-$TA" ||
-  cat "$WORK/move.out"
+check "... moving it to partition urgent is refused, saying so" \
+  "$?:$(state_of "$p1" | cut -d' ' -f2):$(cat "$WORK/move.out")" "1:gl-$TA:Invalid partition name specified for job $p1"
 on1 scancel "$p1"
 
 # 3. The owner's jobs start after reclaim within the documented bound
@@ -171,7 +206,7 @@ wait_for 20 "$b3" 'AssocGrpGRES'
 check "team B at its 8 (borrow limit 0): a 9th GPU waits on AssocGrpGRES" "$(state_of "$b3" | cut -d' ' -f3)" AssocGrpGRES
 check "... scontrol show assoc_mgr: account $TB uses 8 of its 8 GPUs" \
   "$(on1 scontrol show assoc_mgr accounts="$TB" flags=assoc | grep -m1 -o 'GrpTRES=[^ ]*' | grep -oE 'gres/gpu=8\(8\)')" \
-  "gres/gpu=8(8)"
+  "gres/gpu=8(8)" || on1 scontrol show assoc_mgr accounts="$TB" flags=assoc | grep -m2 -E 'ClusterName|GrpTRES='
 on1 scancel -u "$UA"; on1 scancel -u "$UB"
 sleep 2
 
@@ -224,5 +259,53 @@ on1 sh "$WORK/out/apply.sh" > "$WORK/apply5.out" 2>&1
 check "the policy without it again: its partition and QOS deleted, its account kept, nothing else changed" \
   "$?:$(grep -cE "deleted (partition|QOS) gl-$TC" "$WORK/apply5.out"):$(on1 scontrol -o show partition "gl-$TC" 2> /dev/null | grep -c "^PartitionName="):$(on1 sacctmgr -n -P show account where name="$TC" format=Account):$(grep -vE "unchanged|deleted|account $TC is kept|updated partition gl-borrowed" "$WORK/apply5.out" | wc -l)" \
   "0:2:0:$TC:0" || cat "$WORK/apply5.out"
+
+# 7. A reservation whose window has passed is not created again in the past,
+#    and one that has begun is created for what is left of it. apply.sh runs
+#    with a clock moved to those times (a `date` ahead of PATH that shifts
+#    `date +%s` only), its reservation deleted first as Slurm does at the end.
+policy "{\"name\": \"later$$\", \"team\": \"$TB\", \"nodes\": 1, \"start\": \"2030-01-01T10:00:00\", \"minutes\": 60}"
+"$BIN/gpulaunch" slurm-config --synthetic "leaf:2 node:2" --out "$WORK/out4" --policy "$WORK/policy.json" \
+  --slurm-conf "$GL_SLURM_CLUSTER_CONF" > /dev/null 2>&1
+on1 scontrol delete ReservationName="gl-later$$"
+mkdir "$WORK/clock"
+cat > "$WORK/clock/date" <<SH
+#!/bin/sh
+if [ "\$*" = "+%s" ]; then echo \$(( \$(/bin/date +%s) + \$(cat "$WORK/clock/offset") )); else exec /bin/date "\$@"; fi
+SH
+chmod 755 "$WORK/clock/date"
+echo $(( $(date -d 2030-01-01T11:00:00 +%s) - $(date +%s) )) > "$WORK/clock/offset"
+on1 env PATH="$WORK/clock:$PATH" sh "$WORK/out4/apply.sh" > "$WORK/apply6.out" 2>&1
+check "apply.sh after the reservation's window: skipped, saying so, not created" \
+  "$?:$(grep -c "skipped reservation gl-later$$: its window (2030-01-01T10:00:00, 60 min) has passed" "$WORK/apply6.out"):$(on1 scontrol -o show reservation "gl-later$$" 2> /dev/null | grep -c ReservationName)" \
+  "0:1:0" || cat "$WORK/apply6.out"
+echo $(( $(date -d 2030-01-01T10:40:00 +%s) - $(date +%s) )) > "$WORK/clock/offset"
+on1 env PATH="$WORK/clock:$PATH" sh "$WORK/out4/apply.sh" > "$WORK/apply7.out" 2>&1
+check "apply.sh 40 min into the window: created from now for the 20 min left" \
+  "$?:$(grep -c "began at 2030-01-01T10:00:00: created from now for the 20 min left" "$WORK/apply7.out"):$(on1 scontrol -o show reservation "gl-later$$" | grep -o 'Duration=[^ ]*')" \
+  "0:1:Duration=00:20:00" || cat "$WORK/apply7.out"
+policy "{\"name\": \"past$$\", \"team\": \"$TB\", \"nodes\": 1, \"start\": \"2020-01-01T10:00:00\", \"minutes\": 60}"
+"$BIN/gpulaunch" slurm-config --synthetic "leaf:2 node:2" --out "$WORK/out5" --policy "$WORK/policy.json" \
+  --slurm-conf "$GL_SLURM_CLUSTER_CONF" > "$WORK/config5.out" 2>&1
+check "slurm-config refuses a reservation that starts in the past: exit 2, nothing written" \
+  "$?:$(grep -c "reservation past$$ starts at 2020-01-01T10:00:00, which has passed" "$WORK/config5.out"):$(ls "$WORK/out5" 2> /dev/null | wc -l)" \
+  "2:1:0" || cat "$WORK/config5.out"
+
+# 8. A's user also in an account of the site's (outside the policy): its job
+#    in urgent is fine, but moving that job into A's account (in any
+#    spelling) is refused while it stays in urgent, and allowed into A's tier.
+TO=pto$$
+on1 sacctmgr -i add account "$TO" > /dev/null && on1 sacctmgr -i add user "$UA" account="$TO" > /dev/null
+o1=$(submit "$UA" -N1 --gres=gpu:1 -H -A "$TO" -p urgent)
+as "$UA" scontrol update JobId="$o1" Account="$(up "$TA")" > "$WORK/move2.out" 2>&1
+rc=$?  # before check's arguments, whose $(up) would reset it
+check "a site account's job in urgent: moving it into account $(up "$TA") is refused" \
+  "$rc:$(on1 squeue -h -j "$o1" -o '%a %P')" "1:$TO urgent" || cat "$WORK/move2.out"
+as "$UA" scontrol update JobId="$o1" Account="$(up "$TA")" Partition="gl-$TA" > "$WORK/move3.out" 2>&1
+rc=$?
+check "... and into account $TA together with partition gl-$TA is allowed" \
+  "$rc:$(on1 squeue -h -j "$o1" -o '%a %P')" "0:$TA gl-$TA" || cat "$WORK/move3.out"
+on1 scancel "$o1"
+on1 sacctmgr -i delete user "$UA" where account="$TO" > /dev/null; on1 sacctmgr -i delete account "$TO" > /dev/null
 
 finish "slurm policy"

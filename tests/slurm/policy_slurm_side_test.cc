@@ -153,6 +153,11 @@ TEST(PolicySlurmSide, JobSubmitLuaKnowsEachTeamsPartition) {
   EXPECT_NE(lua.find("  [\"ml\"] = \"gl-ml\",\n  [\"infra\"] = \"gl-infra\",\n"), std::string::npos) << lua;
   EXPECT_NE(lua.find("job_desc.partition = own .. \",gl-borrowed\""), std::string::npos);
   EXPECT_NE(lua.find("function slurm_job_modify("), std::string::npos);
+  // Slurm folds account names: the lookup folds them too, on submission and
+  // on a move (sbatch -A ML, scontrol update Account=ML).
+  EXPECT_NE(lua.find("return string.lower(account)"), std::string::npos);
+  EXPECT_NE(lua.find("team_of(job_desc.account) or team_of(job_desc.default_account)"), std::string::npos);
+  EXPECT_NE(lua.find("team_of(job_desc.account) or team_of(job_rec.account)"), std::string::npos);
 }
 
 }  // namespace

@@ -89,12 +89,35 @@ TEST(SlurmPolicy, BadFilesSayWhereAndWhat) {
        "\"grace_s\" must be a whole number from 0 to 86400"},
       {R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a", "nominal": -1e300}]})",
        "\"nominal\" must be a whole number"},
+      // Slurm folds account (and user) names: a team "TQA" would be account tqa.
+      {R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "TQa", "nominal": 4}]})",
+       "policy.json:1: team \"TQa\" has capitals; it is a Slurm account, and Slurm keeps account names in lower case "
+       "(sacctmgr folds them): write \"tqa\""},
+      {R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a", "nominal": 4,
+           "users": ["Alice"]}]})",
+       "policy.json:2: user \"Alice\" has capitals; it is a Slurm user"},
   };
   for (const auto& c : cases) {
     auto p = ParsePolicyFile(c.text, "policy.json");
     ASSERT_FALSE(p.ok()) << c.text;
     EXPECT_NE(p.status().message().find(c.says), std::string::npos) << p.status().message();
   }
+}
+
+TEST(SlurmPolicy, AReservationWhoseStartHasPassedIsRefused) {
+  auto p = ParsePolicyFile(R"({"format": "gpulaunch-policy/v1", "teams": [{"name": "a", "nominal": 4}],
+      "reservations": [{"name": "now", "team": "a", "start": "now"},
+                       {"name": "old", "team": "a", "start": "2026-12-01T10:00:00", "minutes": 60}]})",
+                           "policy.json");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  std::tm before{};
+  before.tm_year = 2026 - 1900, before.tm_mon = 11, before.tm_mday = 1, before.tm_hour = 9, before.tm_isdst = -1;
+  EXPECT_TRUE(CheckPolicyReservationsAhead(*p, std::mktime(&before)).ok());
+  std::tm after = before;
+  after.tm_hour = 10, after.tm_min = 30;
+  const Status late = CheckPolicyReservationsAhead(*p, std::mktime(&after));
+  EXPECT_EQ(late.message(), "policy.json:3: reservation old starts at 2026-12-01T10:00:00, which has passed (it is "
+                            "2026-12-01T10:30:00 here): give a later \"start\", or \"now\", or remove it");
 }
 
 }  // namespace
