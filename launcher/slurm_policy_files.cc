@@ -14,7 +14,9 @@ std::optional<SiteConf> AskRunningSlurmctld() {
   const CapturedRun config = RunCaptured({"scontrol", "show", "config"}, EnvironmentWith({}), 10000);
   if (!config.Succeeded()) return std::nullopt;
   const CapturedRun partitions = RunCaptured({"scontrol", "-o", "show", "partition"}, EnvironmentWith({}), 10000);
-  auto site = ParseRunningSlurmConfig(config.out, partitions.Succeeded() ? partitions.out : "");
+  const CapturedRun nodes = RunCaptured({"scontrol", "-o", "show", "node"}, EnvironmentWith({}), 10000);
+  auto site = ParseRunningSlurmConfig(config.out, partitions.Succeeded() ? partitions.out : "",
+                                      nodes.Succeeded() ? nodes.out : "");
   if (!site.ok()) return std::nullopt;
   return *site;
 }
@@ -62,14 +64,16 @@ StatusOr<PolicyFiles> MakePolicyFiles(const PolicyFile& policy, const std::optio
       changes_text += "note: " + include + ": not followed; check that the included file does not set these keys\n";
     }
   }
+  const TierBilling billing = TierBillingFor(site ? &*site : nullptr);
   PolicyFiles out;
   out.files = {{"site-changes.txt", changes_text},
-               {"apply.sh", SlurmPolicyApplyScript(policy)},
+               {"apply.sh", SlurmPolicyApplyScript(policy, billing)},
                {"job_submit.lua", SlurmPolicyJobSubmitLua(policy)},
-               {"slurm-policy.conf", SlurmPolicyConf(policy)}};
+               {"slurm-policy.conf", SlurmPolicyConf(policy, billing)}};
   out.summary = (site ? "site configuration: " + origin + "\n" : std::string()) +
                 (changes.empty() ? "" : "the site's slurm.conf must change before apply.sh (site-changes.txt):\n") +
-                (changes.empty() ? std::string() : changes_text) + SlurmDifferences(policy);
+                (changes.empty() ? std::string() : changes_text) + "tiers: " + billing.basis + "\n" +
+                SlurmDifferences(policy);
   return out;
 }
 

@@ -1,6 +1,8 @@
 #include "slurm/policy_slurm_side.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 
 #include "common/strings.h"
 
@@ -42,6 +44,9 @@ const std::vector<Need>& Needs() {
        "preemption is off while the global mode is OFF (the policy's partitions set their own mode); a site "
        "partition without PreemptMode of its own then becomes preemptible by a partition of higher PriorityTier "
        "on the same nodes"},
+      {"PriorityFlags", "", Judge::kHoldsAll, {"MAX_TRES"},
+       "a job in a team's tier counts as the largest share of a node it takes (GPUs, cores or memory: the "
+       "partition's TRESBillingWeights), not their sum; the site's other flags are kept"},
       {"JobSubmitPlugins", "", Judge::kHoldsAll, {"lua"},
        "job_submit.lua (installed beside slurm.conf) sends each team's jobs to its partitions and refuses others"},
   };
@@ -85,8 +90,19 @@ std::string Teams(const PolicyFile& p) {
 
 std::string TeamPartition(const PolicyTeam& t) { return "PartitionName=gl-" + t.name; }
 
-std::string TeamPartitionFields(const PolicyTeam& t) {
-  return "PriorityTier=1 PreemptMode=OFF AllowAccounts=" + t.name + " QoS=gl-" + t.name + " State=UP";
+std::string TeamPartitionFields(const PolicyTeam& t, const TierBilling& billing) {
+  const std::string weights = billing.Weights();
+  return "PriorityTier=1 PreemptMode=OFF AllowAccounts=" + t.name + " QoS=gl-" + t.name + " State=UP" +
+         (weights.empty() ? "" : " TRESBillingWeights=" + weights);
+}
+
+// A weight as TRESBillingWeights takes it, rounded up at the sixth
+// significant digit (never under-counting a node's share).
+std::string WeightText(double w) {
+  const double scale = std::pow(10.0, 5 - std::floor(std::log10(w)));
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", std::ceil(w * scale - 1e-9) / scale);
+  return text;
 }
 
 std::string BorrowedPartitionFields(const PolicyFile& p) {
@@ -202,6 +218,48 @@ remove_stale_teams() {  # TEAM...: the team partitions (and their QOS) of teams 
 
 }  // namespace
 
+std::string TierBilling::Weights() const {
+  if (cpu <= 0 && mem_gb <= 0) return "";
+  return (cpu > 0 ? "CPU=" + WeightText(cpu) + "," : "") + (mem_gb > 0 ? "Mem=" + WeightText(mem_gb) + "G," : "") +
+         "GRES/gpu=1";
+}
+
+std::string TierBilling::GrpTres(int gpus) const {
+  const std::string n = std::to_string(gpus);
+  return Weights().empty() ? "gres/gpu=" + n : "billing=" + n + ",gres/gpu=" + n;
+}
+
+TierBilling TierBillingFor(const SiteConf* site) {
+  TierBilling b;
+  if (!site) {
+    b.basis = "no site configuration read, so no node shapes: the tiers count GPUs only";
+    return b;
+  }
+  const SiteConfValue* select = site->Find("SelectTypeParameters");
+  const bool memory = select && AsciiLower(select->value).find("memory") != std::string::npos;
+  std::string shapes;
+  for (const SiteNode& n : site->nodes) {
+    if (n.gpus <= 0) continue;
+    b.cpu = std::max(b.cpu, static_cast<double>(n.gpus) / n.cpus);
+    // RealMemory unset (Slurm's 1 MB) says nothing of the node's memory.
+    if (memory && n.memory_mb > 1) b.mem_gb = std::max(b.mem_gb, n.gpus / (static_cast<double>(n.memory_mb) / 1024.0));
+    shapes += (shapes.empty() ? "" : ", ") + n.names + " (" + std::to_string(n.cpus) + " CPUs, " +
+              std::to_string(n.gpus) + " GPUs, " + std::to_string(n.memory_mb) + " MB)";
+  }
+  if (shapes.empty()) {
+    b.basis = site->origin + " names no node with GPUs" +
+              (site->includes.empty() ? "" : " (its Include lines were not followed)") +
+              ": the tiers count GPUs only, and a team's tier can keep other teams' GPUs idle through cores or "
+              "memory (docs/slurm.md)";
+    return b;
+  }
+  b.basis = "GPU nodes " + shapes + " in " + site->origin + ": a CPU counts as " + WeightText(b.cpu) + " GPU" +
+            (memory ? ", a GB of memory as " + WeightText(b.mem_gb) + " GPU"
+                    : "; memory is not counted (SelectTypeParameters=" + (select ? select->value : "unset") +
+                          " does not make it consumable)");
+  return b;
+}
+
 int SlurmGraceTime(int grace_s) { return std::max(0, grace_s - kSlurmTimeLimitPassSeconds); }
 
 int SlurmMeanReclaimDelayForGraceTime(int grace_time) {
@@ -232,13 +290,13 @@ std::string SiteChangesText(const std::vector<SiteChange>& changes, const std::s
   return s;
 }
 
-std::string SlurmPolicyConf(const PolicyFile& p) {
+std::string SlurmPolicyConf(const PolicyFile& p, const TierBilling& billing) {
   std::string s =
       "# gpulaunch policy: per team a partition whose jobs are never preempted, held by its partition QOS to the\n"
       "# team's nominal GPUs, and gl-borrowed for what goes above nominal, requeued when a team's partition needs\n"
       "# the GPUs (after GraceTime + up to 30 s). Include this file only after apply.sh ran: slurmctld exits at\n"
       "# start when a partition names a QOS that slurmdbd does not have (apply.sh creates them).\n";
-  for (const PolicyTeam& t : p.teams) s += TeamPartition(t) + " Nodes=ALL " + TeamPartitionFields(t) + "\n";
+  for (const PolicyTeam& t : p.teams) s += TeamPartition(t) + " Nodes=ALL " + TeamPartitionFields(t, billing) + "\n";
   s += "PartitionName=gl-borrowed Nodes=ALL " + BorrowedPartitionFields(p) + "\n";
   return s;
 }
@@ -308,7 +366,7 @@ std::string SlurmPolicyJobSubmitLua(const PolicyFile& p) {
          "return slurm.SUCCESS\n";
 }
 
-std::string SlurmPolicyApplyScript(const PolicyFile& p) {
+std::string SlurmPolicyApplyScript(const PolicyFile& p, const TierBilling& billing) {
   std::string s =
       "#!/bin/sh\n"
       "# Written by gpulaunch slurm-config --policy: the policy's accounts, partition QOS, partitions and\n"
@@ -322,6 +380,10 @@ std::string SlurmPolicyApplyScript(const PolicyFile& p) {
        "need AccountingStorageTRES gres/gpu\n"
        "need PreemptType preempt/partition_prio\n"
        "need JobSubmitPlugins lua\n"
+       "# slurmctld shows PriorityFlags only under priority/multifactor.\n"
+       "if [ \"$(key PriorityType)\" = priority/multifactor ]; then need PriorityFlags MAX_TRES\n"
+       "else say \"note: PriorityFlags is not shown under $(key PriorityType): slurm.conf must hold "
+       "PriorityFlags=MAX_TRES (site-changes.txt)\"; fi\n"
        "if [ -n \"$missing\" ]; then\n"
        "  echo \"apply.sh: slurmctld's configuration lacks what the policy needs; nothing was changed:$missing\" >&2\n"
        "  echo \"apply.sh: see site-changes.txt beside this script; GPU tracking and PreemptType need a slurmctld "
@@ -329,11 +391,13 @@ std::string SlurmPolicyApplyScript(const PolicyFile& p) {
        "  exit 1\n"
        "fi\n";
   for (const PolicyTeam& t : p.teams) {
-    s += "ensure_qos gl-" + t.name + " gres/gpu=" + std::to_string(t.nominal) + "\n";
+    s += "ensure_qos gl-" + t.name + " " + billing.GrpTres(t.nominal) + "\n";
     s += "ensure_account " + t.name + " gres/gpu=" + std::to_string(t.nominal + t.borrow_limit) + "\n";
     for (const std::string& u : t.users) s += "ensure_user " + u + " " + t.name + "\n";
   }
-  for (const PolicyTeam& t : p.teams) s += "ensure_partition gl-" + t.name + " " + TeamPartitionFields(t) + "\n";
+  for (const PolicyTeam& t : p.teams) {
+    s += "ensure_partition gl-" + t.name + " " + TeamPartitionFields(t, billing) + "\n";
+  }
   s += "ensure_partition gl-borrowed " + BorrowedPartitionFields(p) + "\n";
   for (const PolicyReservation& r : p.reservations) {
     s += "ensure_reservation gl-" + r.name + " " + r.start + " " + std::to_string(r.minutes) + " " +

@@ -4,8 +4,11 @@
 //
 //   per team T   partition gl-T (PriorityTier 1, never preempted,
 //                AllowAccounts=T) whose partition QOS gl-T holds
-//                GrpTRES=gres/gpu=<nominal>: the team's jobs there stay
-//                within its nominal GPUs, whatever QOS a user asks for;
+//                GrpTRES=billing=<nominal>,gres/gpu=<nominal>: the team's
+//                jobs there stay within its nominal GPUs, whatever QOS a
+//                user asks for, and a job counts as the largest share of a
+//                node it takes, in GPUs (TierBilling), so cores or memory
+//                cannot keep other teams' GPUs idle;
 //                account T with GrpTRES=gres/gpu=<nominal + borrow_limit>
 //                over every partition; its users' associations.
 //   gl-borrowed  PriorityTier 0, PreemptMode=REQUEUE, GraceTime from
@@ -46,6 +49,23 @@ int SlurmMeanReclaimDelay(int grace_s);
 // The same from a partition's GraceTime (what a running cluster shows).
 int SlurmMeanReclaimDelayForGraceTime(int grace_time);
 
+// How a team's own tier counts a job: with PriorityFlags=MAX_TRES, Slurm
+// bills it max(GPUs, CPUs x cpu, memory GB x mem_gb), so a job counts as the
+// largest share of a node it takes, in that node's GPUs. The weights are the
+// largest GPUs-per-CPU (and per GB, where memory is consumable) of the
+// site's GPU nodes, so taking all of any node's cores (or memory) counts at
+// least as its GPUs. Zero: not counted (nothing known of the nodes, or
+// memory not consumable).
+struct TierBilling {
+  double cpu = 0, mem_gb = 0;
+  std::string basis;  // what the weights come from, for people
+  // TRESBillingWeights ("CPU=2,GRES/gpu=1"); empty when nothing but GPUs counts.
+  std::string Weights() const;
+  // The partition QOS's GrpTRES for `gpus`, in sacctmgr's order.
+  std::string GrpTres(int gpus) const;
+};
+TierBilling TierBillingFor(const SiteConf* site);
+
 // A global slurm.conf key the policy needs otherwise than the site has it.
 struct SiteChange {
   std::string key;     // "AccountingStorageTRES"
@@ -61,8 +81,9 @@ std::vector<SiteChange> PolicySiteChanges(const SiteConf* site);
 // Lines for people: one change a paragraph, "none" when the list is empty.
 std::string SiteChangesText(const std::vector<SiteChange>& changes, const std::string& origin);
 
-std::string SlurmPolicyConf(const PolicyFile& policy);          // partition lines for slurm.conf
-std::string SlurmPolicyJobSubmitLua(const PolicyFile& policy);  // job_submit.lua
-std::string SlurmPolicyApplyScript(const PolicyFile& policy);   // apply.sh: idempotent sacctmgr + scontrol
+std::string SlurmPolicyConf(const PolicyFile& policy, const TierBilling& billing);  // partition lines for slurm.conf
+std::string SlurmPolicyJobSubmitLua(const PolicyFile& policy);                      // job_submit.lua
+// apply.sh: idempotent sacctmgr + scontrol
+std::string SlurmPolicyApplyScript(const PolicyFile& policy, const TierBilling& billing);
 
 }  // namespace gpulaunch

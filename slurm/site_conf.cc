@@ -33,6 +33,49 @@ void AddPartition(SiteConf& conf, std::map<std::string, std::string> fields, con
   conf.partitions.push_back(std::move(p));
 }
 
+int FieldInt(const std::map<std::string, std::string>& f, const char* key, int fallback) {
+  const auto it = f.find(key);
+  if (it == f.end()) return fallback;
+  const auto n = ParseInt(it->second);
+  return n && *n > 0 ? static_cast<int>(*n) : fallback;
+}
+
+// The GPUs of a Gres= value: "gpu:4", "gpu:a100:2,gpu:h100:2", "gpu:4(S:0)",
+// "gpu" alone (one); other resources ("mps:100") are not GPUs.
+int GpusOfGres(const std::string& gres) {
+  int gpus = 0;
+  for (std::string entry : Split(gres, ',')) {
+    entry = entry.substr(0, entry.find('('));
+    const std::vector<std::string> parts = Split(entry, ':');
+    if (parts.empty() || AsciiLower(parts[0]) != "gpu") continue;
+    if (parts.size() == 1) {
+      ++gpus;
+      continue;
+    }
+    const auto n = ParseInt(parts.back());
+    if (n && *n > 0) gpus += static_cast<int>(*n);
+  }
+  return gpus;
+}
+
+// A NodeName line over the DEFAULT line's fields (`defaults`).
+SiteNode NodeOf(const std::map<std::string, std::string>& line, const std::map<std::string, std::string>& defaults,
+                const std::string& where) {
+  std::map<std::string, std::string> f = defaults;
+  for (const auto& [k, v] : line) f[k] = v;
+  SiteNode node;
+  node.names = f["nodename"];
+  node.where = where;
+  const int threads = FieldInt(f, "threadspercore", 1);
+  const int sockets = f.count("socketsperboard") ? FieldInt(f, "boards", 1) * FieldInt(f, "socketsperboard", 1)
+                                                 : FieldInt(f, "sockets", 1);
+  node.cpus = FieldInt(f, "cputot", FieldInt(f, "cpus", sockets * FieldInt(f, "corespersocket", 1) * threads));
+  node.gpus = GpusOfGres(f.count("gres") ? f["gres"] : "");
+  const auto memory = f.count("realmemory") ? ParseInt(f["realmemory"]) : std::nullopt;
+  node.memory_mb = memory && *memory > 0 ? *memory : 1;
+  return node;
+}
+
 }  // namespace
 
 const SiteConfValue* SiteConf::Find(const std::string& key) const {
@@ -55,6 +98,7 @@ bool ListHolds(const std::string& list, const std::string& item) {
 StatusOr<SiteConf> ParseSlurmConf(const std::string& text, const std::string& origin) {
   SiteConf conf;
   conf.origin = origin;
+  std::map<std::string, std::string> node_defaults;
   GL_RETURN_IF_ERROR(ForEachConfigLine(text, origin, [&](int n, std::string_view line) -> Status {
     const std::string where = origin + ":" + std::to_string(n);
     if (AsciiLower(line.substr(0, 8)) == "include ") {
@@ -68,6 +112,14 @@ StatusOr<SiteConf> ParseSlurmConf(const std::string& text, const std::string& or
     const std::string key = AsciiLower(Trim(line.substr(0, eq)));
     if (key == "partitionname") {
       AddPartition(conf, Fields(line), where);
+    } else if (key == "nodename") {
+      std::map<std::string, std::string> fields = Fields(line);
+      if (AsciiLower(fields["nodename"]) == "default") {
+        fields.erase("nodename");
+        for (const auto& [k, v] : fields) node_defaults[k] = v;
+      } else {
+        conf.nodes.push_back(NodeOf(fields, node_defaults, where));
+      }
     } else if (key != "nodename" && key != "nodeset" && key != "downnodes" && key != "frontendname" &&
                key != "switchname") {
       conf.keys[key] = SiteConfValue{std::string(Trim(line.substr(eq + 1))), where};
@@ -77,7 +129,8 @@ StatusOr<SiteConf> ParseSlurmConf(const std::string& text, const std::string& or
   return conf;
 }
 
-StatusOr<SiteConf> ParseRunningSlurmConfig(const std::string& show_config, const std::string& show_partitions) {
+StatusOr<SiteConf> ParseRunningSlurmConfig(const std::string& show_config, const std::string& show_partitions,
+                                           const std::string& show_nodes) {
   SiteConf conf;
   conf.origin = "the running slurmctld";
   for (const std::string& line : Split(show_config, '\n')) {
@@ -91,6 +144,9 @@ StatusOr<SiteConf> ParseRunningSlurmConfig(const std::string& show_config, const
   for (const std::string& line : Split(show_partitions, '\n')) {
     if (!StartsWith(line, "PartitionName=")) continue;
     AddPartition(conf, Fields(line), "scontrol show partition");
+  }
+  for (const std::string& line : Split(show_nodes, '\n')) {
+    if (StartsWith(line, "NodeName=")) conf.nodes.push_back(NodeOf(Fields(line), {}, "scontrol show node"));
   }
   return conf;
 }

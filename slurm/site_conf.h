@@ -28,10 +28,19 @@ struct SitePartition {
   std::map<std::string, std::string> fields;  // keys lowercased: "prioritytier", "preemptmode", ...
 };
 
+// A node line's shape as Slurm counts it (NodeName=DEFAULT lines applied).
+struct SiteNode {
+  std::string names, where;
+  int cpus = 1;              // CPUs=, else Sockets x CoresPerSocket x ThreadsPerCore (scontrol: CPUTot)
+  int gpus = 0;              // the gpu entries of Gres= ("gpu:4", "gpu:a100:4(S:0-1)")
+  long long memory_mb = 1;   // RealMemory= (Slurm's default 1 MB when unset)
+};
+
 struct SiteConf {
   std::string origin;                           // the file, or "the running slurmctld"
   std::map<std::string, SiteConfValue> keys;    // global keys, lowercased
   std::vector<SitePartition> partitions;
+  std::vector<SiteNode> nodes;
   std::vector<std::string> includes;            // "FILE:LINE: Include PATH"
 
   // The value of a global key (any case), or null when the site does not set it.
@@ -43,9 +52,10 @@ struct SiteConf {
 StatusOr<SiteConf> ParseSlurmConf(const std::string& text, const std::string& origin);
 
 // A running cluster: `scontrol show config` ("Key = Value" lines; values
-// slurmctld reports as "(null)" count as not set) and `scontrol -o show
-// partition` (a partition a line).
-StatusOr<SiteConf> ParseRunningSlurmConfig(const std::string& show_config, const std::string& show_partitions);
+// slurmctld reports as "(null)" count as not set), `scontrol -o show
+// partition` and `scontrol -o show node` (one a line).
+StatusOr<SiteConf> ParseRunningSlurmConfig(const std::string& show_config, const std::string& show_partitions,
+                                           const std::string& show_nodes = "");
 
 // Whether the comma-separated `list` holds `item` (case-insensitive):
 // "associations,limits,qos" holds "limits".

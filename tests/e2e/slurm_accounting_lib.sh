@@ -19,7 +19,7 @@ need_cluster_with_accounting() {
 
 # Applies a pool policy to the cluster as docs/slurm.md tells an admin to:
 #   apply_pool_policy POLICY_JSON OUT_DIR
-# (slurm-config --policy into OUT_DIR, JobSubmitPlugins=lua and the script
+# (slurm-config --policy into OUT_DIR, PriorityFlags=MAX_TRES, JobSubmitPlugins=lua and the script
 # beside slurm.conf, apply.sh, slurm-policy.conf included). Needs BIN, NSP,
 # S and GL_SLURM_CLUSTER_CONF; keeps slurm.conf as it was in
 # OUT_DIR/slurm.conf.orig for remove_pool_policy. Returns 1, saying why, when
@@ -29,7 +29,7 @@ apply_pool_policy() {
   mkdir -p "$out" && cp "$GL_SLURM_CLUSTER_CONF" "$out/slurm.conf.orig" || return 1
   "$BIN/gpulaunch" slurm-config --synthetic "leaf:2 node:2" --out "$out" --policy "$policy" \
     --slurm-conf "$GL_SLURM_CLUSTER_CONF" > "$out/config.out" 2>&1 || { cat "$out/config.out"; return 1; }
-  echo "JobSubmitPlugins=lua" >> "$GL_SLURM_CLUSTER_CONF"
+  printf 'PriorityFlags=MAX_TRES\nJobSubmitPlugins=lua\n' >> "$GL_SLURM_CLUSTER_CONF"
   cp "$out/job_submit.lua" "$S/job_submit.lua"
   _pool_on1 scontrol reconfigure || return 1
   _pool_on1 sh "$out/apply.sh" > "$out/apply.out" 2>&1 || { cat "$out/apply.out"; return 1; }

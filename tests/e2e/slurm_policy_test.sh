@@ -70,9 +70,10 @@ check "slurm-config --policy --slurm-conf: exit 0, apply.sh, job_submit.lua, slu
   "$?:$(ls "$WORK/out" | grep -cxE 'apply.sh|job_submit.lua|slurm-policy.conf|site-changes.txt')" "0:4" ||
   cat "$WORK/config.out"
 # The rig's slurm.conf has accounting, GPU TRES and partition_prio: it lacks
-# only the lua plugin, and no key it sets is set again by the policy.
-check "... the site must add JobSubmitPlugins=lua, nothing else" \
-  "$(grep -E '^(add|.*: change) ' "$WORK/out/site-changes.txt")" "add JobSubmitPlugins=lua" ||
+# only MAX_TRES billing and the lua plugin, and no key it sets is set again.
+check "... the site must add PriorityFlags=MAX_TRES and JobSubmitPlugins=lua, nothing else" \
+  "$(grep -E '^(add|.*: change) ' "$WORK/out/site-changes.txt" | tr '\n' ' ')" \
+  "add PriorityFlags=MAX_TRES add JobSubmitPlugins=lua " ||
   cat "$WORK/out/site-changes.txt"
 check "... slurm-policy.conf sets no global key" "$(grep -vE '^(#|PartitionName=)' "$WORK/out/slurm-policy.conf" | wc -l)" 0
 
@@ -81,8 +82,8 @@ check "apply.sh before the site's change: exit 1, saying what is missing, nothin
   "$?:$(grep -c 'JobSubmitPlugins = (unset): needs lua' "$WORK/apply0.out"):$(on1 sacctmgr -n -P show account where name="$TA" | wc -l)" \
   "1:1:0" || cat "$WORK/apply0.out"
 
-# The admin's part: the plugin line and the script beside slurm.conf.
-echo "JobSubmitPlugins=lua" >> "$GL_SLURM_CLUSTER_CONF"
+# The admin's part: the two lines and the script beside slurm.conf.
+printf 'PriorityFlags=MAX_TRES\nJobSubmitPlugins=lua\n' >> "$GL_SLURM_CLUSTER_CONF"
 cp "$WORK/out/job_submit.lua" "$S/job_submit.lua"
 on1 scontrol reconfigure
 on1 sh "$WORK/out/apply.sh" > "$WORK/apply1.out" 2>&1
@@ -96,14 +97,15 @@ snapshot() {
 }
 snapshot > "$WORK/state1"
 on1 sh "$WORK/out/apply.sh" > "$WORK/apply2.out" 2>&1
-check "a second apply.sh: exit 0, every line 'unchanged'" \
-  "$?:$(grep -vc 'apply.sh: unchanged' "$WORK/apply2.out")" "0:0" || cat "$WORK/apply2.out"
+check "a second apply.sh: exit 0, every line 'unchanged' (bar the note on PriorityFlags)" \
+  "$?:$(grep -v 'apply.sh: note: PriorityFlags is not shown' "$WORK/apply2.out" | grep -vc 'apply.sh: unchanged')" "0:0" ||
+  cat "$WORK/apply2.out"
 snapshot > "$WORK/state2"
 check "... and Slurm's partitions, reservation, QOS and associations are as before" \
   "$(cmp -s "$WORK/state1" "$WORK/state2" && echo same)" same || diff "$WORK/state1" "$WORK/state2"
-check "... gl-$TA: never preempted, its QOS holds the team to 8 GPUs" \
-  "$(on1 scontrol -o show partition "gl-$TA" | grep -c "AllowAccounts=$TA .*QoS=gl-$TA .*PriorityTier=1 .*PreemptMode=OFF"):$(on1 sacctmgr -n -P show qos where name="gl-$TA" format=GrpTRES)" \
-  "1:gres/gpu=8"
+check "... gl-$TA: never preempted, its QOS holds the team to 8 GPUs, a job billed as its share of a node" \
+  "$(on1 scontrol -o show partition "gl-$TA" | grep -c "AllowAccounts=$TA .*QoS=gl-$TA .*PriorityTier=1 .*PreemptMode=OFF .*TRESBillingWeights=CPU=2,GRES/gpu=1"):$(on1 sacctmgr -n -P show qos where name="gl-$TA" format=GrpTRES)" \
+  "1:billing=8,gres/gpu=8"
 check "... account $TA: 12 GPUs in all (nominal 8 + borrow 4)" \
   "$(on1 sacctmgr -n -P show assoc where account="$TA" format=User,GrpTRES | grep '^|')" "|gres/gpu=12"
 # Slurm keeps the partitions across a restart once slurm-policy.conf is in
@@ -111,7 +113,7 @@ check "... account $TA: 12 GPUs in all (nominal 8 + borrow 4)" \
 echo "Include $WORK/out/slurm-policy.conf" >> "$GL_SLURM_CLUSTER_CONF"
 on1 scontrol reconfigure
 check "slurm-policy.conf included: slurmctld still answers, apply.sh still all unchanged" \
-  "$(on1 scontrol ping | grep -c UP):$(on1 sh "$WORK/out/apply.sh" 2>&1 | grep -vc 'apply.sh: unchanged')" "1:0"
+  "$(on1 scontrol ping | grep -c UP):$(on1 sh "$WORK/out/apply.sh" 2>&1 | grep -v 'apply.sh: note:' | grep -vc 'apply.sh: unchanged')" "1:0"
 
 # 1. A team alone fills the pool up to its limits: 8 GPUs in its own
 #    partition, 4 borrowed, and a fourth job of 4 waits on the account's
@@ -174,9 +176,9 @@ check "... a refusal says why: the team's tiers, and Slurm's 'Invalid partition 
   "sbatch: error: gpulaunch policy: team $TA's jobs run in gl-$TA or gl-borrowed, not in urgent
 sbatch: error: Batch job submission failed: Invalid partition name specified"
 p1=$(submit "$UA" -N1 --gres=gpu:4 -p "gl-$TA")
-wait_for 20 "$p1" "^PENDING gl-$TA QOSGrpGRES"
-check "... its own partition alone, above nominal: waits on QOSGrpGRES (the partition QOS)" \
-  "$(state_of "$p1")" "PENDING gl-$TA QOSGrpGRES"
+wait_for 20 "$p1" "^PENDING gl-$TA QOSGrpBilling"
+check "... its own partition alone, above nominal: waits on QOSGrpBilling (the partition QOS; billing is checked first)" \
+  "$(state_of "$p1")" "PENDING gl-$TA QOSGrpBilling"
 as "$UA" scontrol update JobId="$p1" Partition=urgent > "$WORK/move.out" 2>&1
 check "... moving it to partition urgent is refused, saying so" \
   "$?:$(state_of "$p1" | cut -d' ' -f2):$(cat "$WORK/move.out")" "1:gl-$TA:Invalid partition name specified for job $p1"
@@ -210,6 +212,32 @@ check "... scontrol show assoc_mgr: account $TB uses 8 of its 8 GPUs" \
 on1 scancel -u "$UA"; on1 scancel -u "$UB"
 sleep 2
 
+# 4b. A tier is a share of the nodes, not only of their GPUs: team A's
+#    CPU-only jobs (-c 1, no GPU) would fill every node's 2 cores and keep
+#    B's GPUs idle. A CPU counts as 2 GPUs here (4 GPUs / 2 CPUs a node), so
+#    A's tier holds 4 of them (8 = its nominal); the rest run borrowed, and
+#    B's GPU jobs within its nominal preempt them.
+cpu_jobs=()
+for _ in 1 2 3 4 5 6 7 8; do cpu_jobs+=("$(submit "$UA" -N1 -c 1)"); done
+wait_for 30 "${cpu_jobs[7]}" '^RUNNING'
+check "team A's 8 CPU-only jobs: 4 in gl-$TA (billing 2 each, 8 in all), 4 borrowed" \
+  "$(for j in "${cpu_jobs[@]}"; do state_of "$j" | cut -d' ' -f1-2; done | LC_ALL=C sort | uniq -c | awk '{print $1, $2, $3}' | tr '\n' ';')" \
+  "4 RUNNING gl-borrowed;4 RUNNING gl-$TA;" || on1 squeue
+check "... each billed as half a node's cores: 2" \
+  "$(on1 scontrol show job "${cpu_jobs[0]}" | grep -o 'billing=[0-9]*' | head -n 1)" "billing=2"
+t0=$(date +%s.%N)
+b1=$(submit "$UB" -N1 --gres=gpu:4); b2=$(submit "$UB" -N1 --gres=gpu:4)
+wait_for 40 "$b2" '^RUNNING' && wait_for 10 "$b1" '^RUNNING'
+reclaim=$(echo "$(date +%s.%N) - $t0" | bc)
+echo "  team B's 8 GPUs running $reclaim s after submission, past A's CPU-only jobs"
+check "team B (within nominal) gets its 8 GPUs though A's jobs held every core: both run in gl-$TB within 30 s" \
+  "$(state_of "$b1" | cut -d' ' -f1-2):$(state_of "$b2" | cut -d' ' -f1-2):$(echo "$reclaim <= 30" | bc)" \
+  "RUNNING gl-$TB:RUNNING gl-$TB:1" || on1 squeue
+check "... A's 4 jobs in gl-$TA still run" \
+  "$(for j in "${cpu_jobs[@]}"; do state_of "$j" | cut -d' ' -f1-2; done | grep -c "^RUNNING gl-$TA\$")" 4
+on1 scancel -u "$UA"; on1 scancel -u "$UB"
+sleep 2
+
 # 5. A reservation admits only its team during its window: the policy gains
 #    one that starts now; apply.sh creates it and leaves the rest unchanged.
 policy "{\"name\": \"now$$\", \"team\": \"$TB\", \"nodes\": 1, \"start\": \"now\", \"minutes\": 10}"
@@ -217,7 +245,7 @@ policy "{\"name\": \"now$$\", \"team\": \"$TB\", \"nodes\": 1, \"start\": \"now\
   --slurm-conf "$GL_SLURM_CLUSTER_CONF" > /dev/null 2>&1
 on1 sh "$WORK/out/apply.sh" > "$WORK/apply3.out" 2>&1
 check "apply.sh with a new reservation: creates it, the rest unchanged" \
-  "$?:$(grep -c 'created reservation' "$WORK/apply3.out"):$(grep -v 'apply.sh: unchanged' "$WORK/apply3.out" | grep -vc created)" \
+  "$?:$(grep -c 'created reservation' "$WORK/apply3.out"):$(grep -vE 'apply.sh: (unchanged|note:)' "$WORK/apply3.out" | grep -vc created)" \
   "0:1:0" || cat "$WORK/apply3.out"
 node=$(on1 scontrol -o show reservation "gl-now$$" | grep -o ' Nodes=[^ ]*' | cut -d= -f2)
 ja=$(submit "$UA" -N1 --gres=gpu:1 --reservation="gl-now$$")
@@ -257,7 +285,7 @@ check "a third team: apply.sh creates its QOS, account and partition" \
   "$?:$(grep -cE "created (QOS gl-$TC|account $TC|partition gl-$TC)" "$WORK/apply4.out")" "0:3" || cat "$WORK/apply4.out"
 on1 sh "$WORK/out/apply.sh" > "$WORK/apply5.out" 2>&1
 check "the policy without it again: its partition and QOS deleted, its account kept, nothing else changed" \
-  "$?:$(grep -cE "deleted (partition|QOS) gl-$TC" "$WORK/apply5.out"):$(on1 scontrol -o show partition "gl-$TC" 2> /dev/null | grep -c "^PartitionName="):$(on1 sacctmgr -n -P show account where name="$TC" format=Account):$(grep -vE "unchanged|deleted|account $TC is kept|updated partition gl-borrowed" "$WORK/apply5.out" | wc -l)" \
+  "$?:$(grep -cE "deleted (partition|QOS) gl-$TC" "$WORK/apply5.out"):$(on1 scontrol -o show partition "gl-$TC" 2> /dev/null | grep -c "^PartitionName="):$(on1 sacctmgr -n -P show account where name="$TC" format=Account):$(grep -vE "unchanged|deleted|account $TC is kept|updated partition gl-borrowed|apply.sh: note:" "$WORK/apply5.out" | wc -l)" \
   "0:2:0:$TC:0" || cat "$WORK/apply5.out"
 
 # 7. A reservation whose window has passed is not created again in the past,

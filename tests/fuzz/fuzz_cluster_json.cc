@@ -50,10 +50,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   if (auto policy = gpulaunch::ParsePolicyFile(text, "fuzz"); policy.ok()) {
-    (void)gpulaunch::SlurmPolicyConf(*policy);
+    (void)gpulaunch::SlurmPolicyConf(*policy, gpulaunch::TierBilling{0.5, 0.01, ""});
     (void)gpulaunch::SlurmPolicyJobSubmitLua(*policy);
     // The script's policy lines carry only names, numbers and Slurm's syntax.
-    const std::string apply = gpulaunch::SlurmPolicyApplyScript(*policy);
+    const std::string apply = gpulaunch::SlurmPolicyApplyScript(*policy, gpulaunch::TierBilling{0.5, 0.01, ""});
     const size_t calls = apply.find("\nneed ");  // after the helpers' definitions
     if (calls == std::string::npos) __builtin_trap();
     for (size_t at = apply.find("\nensure_", calls); at != std::string::npos; at = apply.find("\nensure_", at + 1)) {

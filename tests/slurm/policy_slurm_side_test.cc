@@ -54,7 +54,7 @@ TEST(PolicySlurmSide, AsksTheSiteOnlyForWhatItLacksKeepingItsOwnValues) {
   auto site = ParseSlurmConf(
       "AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageEnforce=associations\n"
       "AccountingStorageTRES=license/matlab\nGresTypes=gpu\nPreemptType=preempt/partition_prio\n"
-      "PreemptMode=CANCEL\nJobSubmitPlugins=job_submit/require_timelimit\n",
+      "PreemptMode=CANCEL\nJobSubmitPlugins=job_submit/require_timelimit\nPriorityFlags=CALCULATE_RUNNING\n",
       "/etc/slurm/slurm.conf");
   ASSERT_TRUE(site.ok());
   const std::vector<SiteChange> changes = PolicySiteChanges(&*site);
@@ -63,6 +63,7 @@ TEST(PolicySlurmSide, AsksTheSiteOnlyForWhatItLacksKeepingItsOwnValues) {
   EXPECT_EQ(keys, (std::vector<std::string>{
                       "AccountingStorageEnforce=associations,limits,qos @/etc/slurm/slurm.conf:2",
                       "AccountingStorageTRES=license/matlab,gres/gpu @/etc/slurm/slurm.conf:3",
+                      "PriorityFlags=CALCULATE_RUNNING,MAX_TRES @/etc/slurm/slurm.conf:8",
                       "JobSubmitPlugins=job_submit/require_timelimit,lua @/etc/slurm/slurm.conf:7"}));
   const std::string text = SiteChangesText(changes, site->origin);
   EXPECT_NE(text.find("/etc/slurm/slurm.conf:3: change AccountingStorageTRES=license/matlab to "
@@ -79,7 +80,7 @@ TEST(PolicySlurmSide, ASiteWithoutPreemptionOrAccountingIsToldEveryKey) {
   EXPECT_EQ(keys,
             "AccountingStorageType=accounting_storage/slurmdbd AccountingStorageEnforce=associations,limits,qos "
             "AccountingStorageTRES=gres/gpu GresTypes=gpu PreemptType=preempt/partition_prio PreemptMode=REQUEUE "
-            "JobSubmitPlugins=lua ");
+            "PriorityFlags=MAX_TRES JobSubmitPlugins=lua ");
   // PreemptMode=OFF set explicitly is a change of the site's line.
   auto off = ParseSlurmConf("PreemptMode=OFF\n", "slurm.conf");
   ASSERT_TRUE(off.ok());
@@ -95,16 +96,72 @@ TEST(PolicySlurmSide, ASiteWithoutPreemptionOrAccountingIsToldEveryKey) {
   auto full = ParseSlurmConf(
       "AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageEnforce=limits,qos,associations,safe\n"
       "AccountingStorageTRES=gres/gpu\nGresTypes=gpu,mps\nPreemptType=preempt/partition_prio\nPreemptMode=REQUEUE\n"
-      "JobSubmitPlugins=lua\n",
+      "JobSubmitPlugins=lua\nPriorityFlags=MAX_TRES\n",
       "slurm.conf");
   ASSERT_TRUE(full.ok());
   EXPECT_TRUE(PolicySiteChanges(&*full).empty());
   EXPECT_EQ(SiteChangesText({}, "slurm.conf"), "none: slurm.conf has every global setting the policy needs\n");
 }
 
+TEST(SiteConf, ReadsEachNodesShapeAsSlurmCountsIt) {
+  auto site = ParseSlurmConf(
+      "NodeName=DEFAULT Sockets=2 CoresPerSocket=16 ThreadsPerCore=2 RealMemory=512000\n"
+      "NodeName=g[1-8] Gres=gpu:a100:4(S:0),gpu:a100:4(S:1),mps:400\n"
+      "NodeName=c[1-4] CPUs=128 RealMemory=256000\nNodeName=s1 Gres=gpu\n",
+      "slurm.conf");
+  ASSERT_TRUE(site.ok()) << site.status().message();
+  ASSERT_EQ(site->nodes.size(), 3u);
+  EXPECT_EQ(site->nodes[0].names, "g[1-8]");
+  EXPECT_EQ(site->nodes[0].cpus, 64);  // 2 x 16 x 2, from DEFAULT
+  EXPECT_EQ(site->nodes[0].gpus, 8);   // two typed entries; mps is not a GPU
+  EXPECT_EQ(site->nodes[0].memory_mb, 512000);
+  EXPECT_EQ(site->nodes[1].cpus, 128);
+  EXPECT_EQ(site->nodes[1].gpus, 0);
+  EXPECT_EQ(site->nodes[2].gpus, 1);
+  EXPECT_EQ(site->nodes[2].where, "slurm.conf:4");
+  auto running = ParseRunningSlurmConfig("ClusterName = c\n", "",
+                                         "NodeName=node1 Arch=x86_64 CoresPerSocket=2 CPUAlloc=0 CPUTot=2 "
+                                         "Gres=gpu:4(S:0) RealMemory=4000 Sockets=1 ThreadsPerCore=1\n");
+  ASSERT_TRUE(running.ok());
+  ASSERT_EQ(running->nodes.size(), 1u);
+  EXPECT_EQ(running->nodes[0].cpus, 2);
+  EXPECT_EQ(running->nodes[0].gpus, 4);
+  EXPECT_EQ(running->nodes[0].memory_mb, 4000);
+}
+
+// A tier counts a job as the largest share of a node it takes, in GPUs: the
+// weights are the site's largest GPUs per CPU (and per GB where memory is
+// consumable), so all of any node's cores count at least as its GPUs.
+TEST(PolicySlurmSide, TiersCountCoresAndMemoryAsTheirShareOfANodesGpus) {
+  auto site = ParseSlurmConf(
+      "SelectTypeParameters=CR_Core_Memory\nNodeName=g[1-2] CPUs=64 RealMemory=1048576 Gres=gpu:8\n"
+      "NodeName=h1 CPUs=16 RealMemory=262144 Gres=gpu:4\nNodeName=c1 CPUs=2\n",
+      "slurm.conf");
+  ASSERT_TRUE(site.ok());
+  const TierBilling b = TierBillingFor(&*site);
+  EXPECT_DOUBLE_EQ(b.cpu, 0.25);        // h1: 4 GPUs / 16 CPUs (g: 8 / 64)
+  EXPECT_DOUBLE_EQ(b.mem_gb, 4.0 / 256);  // h1 again; c1 has no GPU
+  EXPECT_EQ(b.Weights(), "CPU=0.25,Mem=0.015625G,GRES/gpu=1");
+  EXPECT_EQ(b.GrpTres(16), "billing=16,gres/gpu=16");
+  EXPECT_NE(SlurmPolicyConf(Policy(), b).find("QoS=gl-ml State=UP TRESBillingWeights=CPU=0.25,Mem=0.015625G,GRES/gpu=1\n"),
+            std::string::npos);
+  EXPECT_NE(SlurmPolicyApplyScript(Policy(), b).find("ensure_qos gl-ml billing=16,gres/gpu=16\n"), std::string::npos);
+  // Memory not consumable (CR_Core): not counted. A third of a GPU a CPU:
+  // rounded up, never under a node's share.
+  auto core = ParseSlurmConf("SelectTypeParameters=CR_Core\nNodeName=n1 CPUs=3 RealMemory=4000 Gres=gpu:1\n", "s.conf");
+  ASSERT_TRUE(core.ok());
+  const TierBilling c = TierBillingFor(&*core);
+  EXPECT_EQ(c.mem_gb, 0);
+  EXPECT_EQ(c.Weights(), "CPU=0.333334,GRES/gpu=1");
+  EXPECT_NE(c.basis.find("memory is not counted (SelectTypeParameters=CR_Core"), std::string::npos) << c.basis;
+  // Nothing known of the nodes: GPUs only, said.
+  EXPECT_EQ(TierBillingFor(nullptr).Weights(), "");
+  EXPECT_EQ(TierBillingFor(nullptr).GrpTres(8), "gres/gpu=8");
+}
+
 TEST(PolicySlurmSide, TiersAreSlurmPartitionsHeldToTheQuotas) {
   const PolicyFile p = Policy();
-  const std::string conf = SlurmPolicyConf(p);
+  const std::string conf = SlurmPolicyConf(p, TierBilling{});
   // No global key: those are the site's (site-changes.txt).
   for (const std::string& line : Split(conf, '\n')) {
     if (line.empty() || line[0] == '#') continue;
@@ -126,7 +183,7 @@ TEST(PolicySlurmSide, TiersAreSlurmPartitionsHeldToTheQuotas) {
 }
 
 TEST(PolicySlurmSide, ApplyCreatesOrUpdatesEachPieceAndChecksTheClusterFirst) {
-  const std::string apply = SlurmPolicyApplyScript(Policy());
+  const std::string apply = SlurmPolicyApplyScript(Policy(), TierBilling{});
   for (const char* line :
        {"ensure_qos gl-ml gres/gpu=16\n", "ensure_account ml gres/gpu=24\n", "ensure_account infra gres/gpu=8\n",
         "ensure_user bob ml\n",
