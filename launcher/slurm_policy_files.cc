@@ -37,7 +37,13 @@ std::string SlurmDifferences(const PolicyFile& p) {
        " s, because slurmctld kills a preempted job at its time-limit pass (every " +
        std::to_string(kSlurmTimeLimitPassSeconds) + " s), up to " + std::to_string(kSlurmTimeLimitPassSeconds) +
        " s after GraceTime: an owner's GPUs come back within " +
-       std::to_string(grace + kSlurmTimeLimitPassSeconds) + " s\n";
+       std::to_string(grace + kSlurmTimeLimitPassSeconds) + " s" +
+       (grace > 0 ? "; owner jobs that arrive together and each need a victim may wait for a second such round, "
+                    "up to " + std::to_string(2 * (grace + kSlurmTimeLimitPassSeconds)) +
+                        " s (Slurm picks their victims once the first has started; grace_s <= " +
+                        std::to_string(kSlurmTimeLimitPassSeconds) + " makes GraceTime 0, and reclaim takes seconds)"
+                  : "") +
+       "\n";
   return s;
 }
 
