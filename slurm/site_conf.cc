@@ -33,29 +33,29 @@ void AddPartition(SiteConf& conf, std::map<std::string, std::string> fields, con
   conf.partitions.push_back(std::move(p));
 }
 
-int FieldInt(const std::map<std::string, std::string>& f, const char* key, int fallback) {
+// Counts are held to a million (no node has more CPUs, GPUs or sockets), so
+// products and sums of them stay far inside int64_t and the results in int.
+constexpr int64_t kMaxCount = 1000000;
+
+int64_t FieldCount(const std::map<std::string, std::string>& f, const char* key, int64_t fallback) {
   const auto it = f.find(key);
   if (it == f.end()) return fallback;
   const auto n = ParseInt(it->second);
-  return n && *n > 0 ? static_cast<int>(*n) : fallback;
+  return n && *n > 0 ? std::min(*n, kMaxCount) : fallback;
 }
 
 // The GPUs of a Gres= value: "gpu:4", "gpu:a100:2,gpu:h100:2", "gpu:4(S:0)",
 // "gpu" alone (one); other resources ("mps:100") are not GPUs.
 int GpusOfGres(const std::string& gres) {
-  int gpus = 0;
+  int64_t gpus = 0;
   for (std::string entry : Split(gres, ',')) {
     entry = entry.substr(0, entry.find('('));
     const std::vector<std::string> parts = Split(entry, ':');
     if (parts.empty() || AsciiLower(parts[0]) != "gpu") continue;
-    if (parts.size() == 1) {
-      ++gpus;
-      continue;
-    }
-    const auto n = ParseInt(parts.back());
-    if (n && *n > 0) gpus += static_cast<int>(*n);
+    const auto n = parts.size() == 1 ? std::optional<int64_t>(1) : ParseInt(parts.back());
+    if (n && *n > 0) gpus = std::min(gpus + std::min(*n, kMaxCount), kMaxCount);
   }
-  return gpus;
+  return static_cast<int>(gpus);
 }
 
 // A NodeName line over the DEFAULT line's fields (`defaults`).
@@ -66,10 +66,11 @@ SiteNode NodeOf(const std::map<std::string, std::string>& line, const std::map<s
   SiteNode node;
   node.names = f["nodename"];
   node.where = where;
-  const int threads = FieldInt(f, "threadspercore", 1);
-  const int sockets = f.count("socketsperboard") ? FieldInt(f, "boards", 1) * FieldInt(f, "socketsperboard", 1)
-                                                 : FieldInt(f, "sockets", 1);
-  node.cpus = FieldInt(f, "cputot", FieldInt(f, "cpus", sockets * FieldInt(f, "corespersocket", 1) * threads));
+  const int64_t sockets = f.count("socketsperboard") ? FieldCount(f, "boards", 1) * FieldCount(f, "socketsperboard", 1)
+                                                     : FieldCount(f, "sockets", 1);
+  const int64_t counted = std::min(sockets * FieldCount(f, "corespersocket", 1), kMaxCount) *
+                          FieldCount(f, "threadspercore", 1);
+  node.cpus = static_cast<int>(FieldCount(f, "cputot", FieldCount(f, "cpus", std::min(counted, kMaxCount))));
   node.gpus = GpusOfGres(f.count("gres") ? f["gres"] : "");
   const auto memory = f.count("realmemory") ? ParseInt(f["realmemory"]) : std::nullopt;
   node.memory_mb = memory && *memory > 0 ? *memory : 1;

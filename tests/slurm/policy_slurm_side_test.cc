@@ -119,6 +119,13 @@ TEST(SiteConf, ReadsEachNodesShapeAsSlurmCountsIt) {
   EXPECT_EQ(site->nodes[1].gpus, 0);
   EXPECT_EQ(site->nodes[2].gpus, 1);
   EXPECT_EQ(site->nodes[2].where, "slurm.conf:4");
+  // Absurd counts are held to a million, not overflowed.
+  auto absurd = ParseSlurmConf(
+      "NodeName=x Sockets=99999999999 CoresPerSocket=99999999 ThreadsPerCore=9999999 Gres=gpu:9999999999,gpu:99999999\n",
+      "slurm.conf");
+  ASSERT_TRUE(absurd.ok());
+  EXPECT_EQ(absurd->nodes[0].cpus, 1000000);
+  EXPECT_EQ(absurd->nodes[0].gpus, 1000000);
   auto running = ParseRunningSlurmConfig("ClusterName = c\n", "",
                                          "NodeName=node1 Arch=x86_64 CoresPerSocket=2 CPUAlloc=0 CPUTot=2 "
                                          "Gres=gpu:4(S:0) RealMemory=4000 Sockets=1 ThreadsPerCore=1\n");
