@@ -31,6 +31,7 @@
 
 #include "slurm/site_conf.h"
 #include "slurm/slurm_policy.h"
+#include "slurm/tier_billing.h"
 
 namespace gpulaunch {
 
@@ -48,23 +49,6 @@ int SlurmGraceTime(int grace_s);
 int SlurmMeanReclaimDelay(int grace_s);
 // The same from a partition's GraceTime (what a running cluster shows).
 int SlurmMeanReclaimDelayForGraceTime(int grace_time);
-
-// How a team's own tier counts a job: with PriorityFlags=MAX_TRES, Slurm
-// bills it max(GPUs, CPUs x cpu, memory GB x mem_gb), so a job counts as the
-// largest share of a node it takes, in that node's GPUs. The weights are the
-// largest GPUs-per-CPU (and per GB, where memory is consumable) of the
-// site's GPU nodes, so taking all of any node's cores (or memory) counts at
-// least as its GPUs. Zero: not counted (nothing known of the nodes, or
-// memory not consumable).
-struct TierBilling {
-  double cpu = 0, mem_gb = 0;
-  std::string basis;  // what the weights come from, for people
-  // TRESBillingWeights ("CPU=2,GRES/gpu=1"); empty when nothing but GPUs counts.
-  std::string Weights() const;
-  // The partition QOS's GrpTRES for `gpus`, in sacctmgr's order.
-  std::string GrpTres(int gpus) const;
-};
-TierBilling TierBillingFor(const SiteConf* site);
 
 // A global slurm.conf key the policy needs otherwise than the site has it.
 struct SiteChange {
