@@ -22,14 +22,16 @@ StatusOr<double> Seconds(const std::string& text, const std::string& where) {
   return static_cast<double>(timegm(&tm));
 }
 
-int GpusOf(const std::string& tres) {
+// The count of `key` ("gres/gpu=", "cpu=") in a TRES list; 0: none.
+int CountOf(const std::string& tres, const std::string& key) {
   for (const std::string& item : Split(tres, ',')) {
-    if (!StartsWith(item, "gres/gpu=")) continue;
-    const auto n = ParseInt(item.substr(9));
+    if (!StartsWith(item, key)) continue;
+    const auto n = ParseInt(item.substr(key.size()));
     if (n && *n >= 0 && *n <= 1000000) return static_cast<int>(*n);
   }
   return 0;
 }
+int GpusOf(const std::string& tres) { return CountOf(tres, "gres/gpu="); }
 
 // "1-02:03:04", "02:03:04", "03:04" (minutes:seconds), "5" (minutes) as
 // seconds; 0 for UNLIMITED, Partition_Limit and anything else.
@@ -81,15 +83,18 @@ StatusOr<std::vector<SacctJob>> ParseSacctExport(const std::string& text, const 
     if (submit < 0) return InvalidArgument(where + ": job " + Excerpt(id) + " has no submit time");
     const std::string state = col.count("State") ? f[col["State"]] : "";
     const bool by_backfill = col.count("Flags") && f[col["Flags"]].find("SchedBackfill") != std::string::npos;
+    const bool preempted = state == "PREEMPTED" && end >= 0;
     const auto [it, fresh] = index.emplace(id, jobs.size());
     if (fresh) {
       const double limit = col.count("Timelimit") ? LimitSeconds(f[col["Timelimit"]]) : 0;
       jobs.push_back(SacctJob{id, submit, start, end, start >= 0 && end >= 0 ? end - start : 0,
-                              GpusOf(f[col["AllocTRES"]]), limit, 1, state,
-                              col.count("Account") ? f[col["Account"]] : "", by_backfill, static_cast<int>(n + 1)});
+                              GpusOf(f[col["AllocTRES"]]), CountOf(f[col["AllocTRES"]], "cpu="), limit, 1, state,
+                              col.count("Account") ? f[col["Account"]] : "", by_backfill, static_cast<int>(n + 1), {}});
+      if (preempted) jobs.back().preempted_ends.push_back(end);
       continue;
     }
     SacctJob& job = jobs[it->second];  // another run of a requeued job
+    if (preempted) job.preempted_ends.push_back(end);
     ++job.runs;
     job.submit = std::min(job.submit, submit);
     if (start >= 0 && (job.start < 0 || start < job.start)) {
@@ -102,6 +107,7 @@ StatusOr<std::vector<SacctJob>> ParseSacctExport(const std::string& text, const 
       job.state = state;
     }
     if (job.gpus == 0) job.gpus = GpusOf(f[col["AllocTRES"]]);
+    if (job.cpus == 0) job.cpus = CountOf(f[col["AllocTRES"]], "cpu=");
   }
   return jobs;
 }

@@ -21,6 +21,7 @@ struct SacctJob {
   double start = -1, end = -1;     // -1: Unknown / None
   double last_run_s = 0;           // its last run's end - start
   int gpus = 0;                    // gres/gpu= of AllocTRES (ReqTRES when not allocated)
+  int cpus = 0;                    // cpu= of AllocTRES; 0: not given
   double limit_s = 0;              // Timelimit; 0: none given, UNLIMITED or Partition_Limit
   int runs = 1;
   std::string state;               // of its last run
@@ -29,6 +30,9 @@ struct SacctJob {
   // main scheduler's starts say SchedMain, those at submission SchedSubmit).
   bool backfilled = false;
   int line = 0;
+  // The End of each of its runs recorded PREEMPTED: when slurmctld killed
+  // it (with a GraceTime, at a time-limit pass), seconds since the epoch.
+  std::vector<double> preempted_ends;
 };
 
 inline constexpr char kSacctExportCommand[] = "sacct -P -X -D -o JobIDRaw,Submit,Start,End,State,AllocTRES,Timelimit,Account,Flags";

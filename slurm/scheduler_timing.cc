@@ -1,6 +1,8 @@
 #include "slurm/scheduler_timing.h"
 
 #include <cstdint>
+#include <algorithm>
+#include <cstdlib>
 #include <optional>
 
 #include "common/strings.h"
@@ -31,6 +33,20 @@ SlurmSchedulerTiming SchedulerTimingOf(const SiteConf& site) {
     const std::optional<int64_t> grace = it == borrowed->fields.end() ? std::optional<int64_t>(0) : ParseInt(it->second);
     if (grace && *grace >= 0 && *grace <= 100000000) {
       t.reclaim_delay_s = SlurmMeanReclaimDelayForGraceTime(static_cast<int>(*grace));
+      t.grace_time_s = static_cast<double>(*grace);
+    }
+  }
+  for (const SitePartition& p : site.partitions) {
+    if (!StartsWith(p.name, "gl-") || p.name == "gl-borrowed") continue;
+    const auto it = p.fields.find("tresbillingweights");
+    if (it == p.fields.end()) continue;
+    for (const std::string& item : Split(it->second, ',')) {
+      const size_t eq = item.find('=');
+      if (eq == std::string::npos || AsciiLower(Trim(item.substr(0, eq))) != "cpu") continue;
+      char* end = nullptr;
+      const std::string v(Trim(item.substr(eq + 1)));
+      const double w = std::strtod(v.c_str(), &end);
+      if (end && *end == '\0' && w > 0 && w <= 1e6) t.tier_cpu_billing = std::max(t.tier_cpu_billing, w);
     }
   }
   return t;

@@ -18,6 +18,13 @@ struct SlurmSchedulerTiming {
   // The mean reclaim delay from the GraceTime of gl-borrowed, the pool's
   // borrowed tier (slurm-config --policy); -1: the site has no such partition.
   double reclaim_delay_s = -1;
+  // That GraceTime itself (victims die at the first time-limit pass after
+  // it: pool::ReclaimTiming); -1: no such partition.
+  double grace_time_s = -1;
+  // The CPU weight of the teams' own tiers' TRESBillingWeights (gl-T
+  // partitions; slurm/tier_billing.h): a job counts there as max(GPUs,
+  // CPUs x this). 0: GPUs alone.
+  double tier_cpu_billing = 0;
 };
 
 SlurmSchedulerTiming SchedulerTimingOf(const SiteConf& site);

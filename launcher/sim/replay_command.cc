@@ -15,6 +15,7 @@
 #include "launcher/sim/replay_submit.h"
 #include "policies/pool/replay_compare.h"
 #include "policies/pool/simulator.h"
+#include "slurm/policy_slurm_side.h"
 #include "slurm/sacct_export.h"
 
 namespace po = boost::program_options;
@@ -28,6 +29,8 @@ struct ReplayOptions {
   std::string trace, sacct, cluster, policy = "fifo-first-fit", quota, save;
   std::string against;  // a second run's export: compare the two runs, simulate nothing
   double time_scale = 1, reclaim_delay_s = -1, start_latency_s = 0, backfill_interval_s = -1, requeue_hold_s = -1;
+  double grace_time_s = -1;  // gl-borrowed's GraceTime; -1: the cluster's (live), else 0
+  double cpu_billing = -1;   // the teams' tiers' CPU billing weight; -1: the cluster's (live), else 0
   int show = 5;
   std::optional<double> backfill_last_s;
   std::optional<double> wait_idle_s;  // unset: two backfill intervals + 2 s
@@ -40,7 +43,8 @@ const SubcommandParser& ReplayParser() {
     auto* p = new SubcommandParser(
         "sim --replay",
         "(--trace FILE [--time-scale X] [--save FILE] | --sacct FILE) --cluster SPEC\n"
-        "                     [--policy NAME] [--quota QUOTAS] [--reclaim-delay S] [--start-latency S]\n"
+        "                     [--policy NAME] [--quota QUOTAS] [--grace-time S] [--cpu-billing W]\n"
+        "                     [--reclaim-delay S] [--start-latency S]\n"
         "                     [--backfill-interval S] [--requeue-hold S] [--backfill on|off]\n"
         "                     [--backfill-last S] [--wait-idle S] [--show N]\n"
         "       gpulaunch sim --replay (--trace FILE --cluster SPEC [--quota QUOTAS] | --sacct FILE) --against FILE\n"
@@ -56,8 +60,13 @@ const SubcommandParser& ReplayParser() {
             "a backfill pass every 30 s: docs/sim.md) and reports the mean and max |start difference|, the average JCT error and the\n"
             "jobs that differ most, with the reason where known. The simulator backfills only every\n"
             "--backfill-interval seconds (default: the cluster's bf_interval, else 30 s) and a preempting job waits\n"
-            "--reclaim-delay (default: from gl-borrowed's GraceTime when the cluster has it, else 0); a requeued job\n"
-            "may start again --requeue-hold seconds later (default: the cluster's AuthInfo cred_expire, else 120).\n"
+            "for its victims: with gl-borrowed's GraceTime 0 (--grace-time; default: the cluster's when live, else 0)\n"
+            "--reclaim-delay seconds (default: the cluster's mean, else 0); with a GraceTime, until slurmctld's\n"
+            "time-limit pass (every 30 s, in the phase of the run's first kill) at least GraceTime after the\n"
+            "preemption, plus --reclaim-delay (default 0). A requeued job may start again --requeue-hold seconds\n"
+            "after its kill (default: the cluster's AuthInfo cred_expire, else 120). A job counts against its team's\n"
+            "nominal as max(GPUs, CPUs x --cpu-billing) (the teams' partitions' TRESBillingWeights CPU weight;\n"
+            "default: the cluster's when live, else 0: GPUs alone).\n"
             "With --quota (the pool's policy, as slurm-config --policy applied it), each job is of the team its\n"
             "trace's team column numbers (0 = the first team of --quota) and is submitted with --account=TEAM; an\n"
             "export's jobs are of the team their Account names. Before the first submission, --trace waits until\n"
@@ -76,6 +85,8 @@ const SubcommandParser& ReplayParser() {
       ("quota", po::value<std::string>()->value_name("QUOTAS"), "per-team quotas, as for sim")
       ("time-scale", po::value<double>()->value_name("X"), "trace seconds per wall second (default 1)")
       ("reclaim-delay", po::value<double>()->value_name("S"), "seconds a preempting job waits, as for sim")
+      ("grace-time", po::value<double>()->value_name("S"), "gl-borrowed's GraceTime in the recorded run")
+      ("cpu-billing", po::value<double>()->value_name("W"), "the teams' tiers' billing weight of a CPU in the recorded run")
       ("start-latency", po::value<double>()->value_name("S"), "seconds from a start decision to the job running, as for sim")
       ("backfill-interval", po::value<double>()->value_name("S"), "how often Slurm's backfill runs")
       ("requeue-hold", po::value<double>()->value_name("S"), "seconds a requeued job waits before it may start again")
@@ -113,6 +124,14 @@ StatusOr<ReplayOptions> ParseReplayOptions(const std::vector<std::string>& args)
   if (vm.count("time-scale")) o.time_scale = vm["time-scale"].as<double>();
   if (!(o.time_scale > 0 && o.time_scale <= 1e6)) return p.Error("--time-scale must be above 0");
   if (vm.count("reclaim-delay")) o.reclaim_delay_s = vm["reclaim-delay"].as<double>();
+  if (vm.count("cpu-billing")) {
+    o.cpu_billing = vm["cpu-billing"].as<double>();
+    if (!(o.cpu_billing >= 0 && o.cpu_billing <= 1e6)) return p.Error("--cpu-billing: a weight, 0 or more");
+  }
+  if (vm.count("grace-time")) {
+    o.grace_time_s = vm["grace-time"].as<double>();
+    if (!(o.grace_time_s >= 0 && o.grace_time_s <= 1e6)) return p.Error("--grace-time: seconds, 0 or more");
+  }
   if (vm.count("backfill-interval")) o.backfill_interval_s = vm["backfill-interval"].as<double>();
   if (vm.count("start-latency")) o.start_latency_s = vm["start-latency"].as<double>();
   if (vm.count("show")) o.show = vm["show"].as<int>();
@@ -144,7 +163,7 @@ StatusOr<ReplayOptions> ParseReplayOptions(const std::vector<std::string>& args)
   if (!o.save.empty() && o.trace.empty()) return p.Error("--save keeps the export of submitted jobs: it needs --trace");
   if (vm.count("against")) {
     o.against = vm["against"].as<std::string>();
-    for (const char* sim : {"policy", "reclaim-delay", "start-latency", "backfill-interval", "requeue-hold", "backfill",
+    for (const char* sim : {"policy", "reclaim-delay", "grace-time", "cpu-billing", "start-latency", "backfill-interval", "requeue-hold", "backfill",
                             "backfill-last"}) {
       if (vm.count(sim)) {
         return p.Error(std::string("--") + sim + " sets up the simulation; --against compares two runs and simulates "
@@ -161,6 +180,21 @@ std::string Seconds(double s) {
   return text;
 }
 
+std::string Number(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+
+// The report's words for how victims are reclaimed.
+std::string ReclaimText(const ReclaimTiming& r, const std::string& phase_from) {
+  if (!r.passes()) {
+    return "reclaim delay " + Seconds(r.delay_s) + (phase_from.empty() ? "" : " (" + phase_from + ")");
+  }
+  return "GraceTime " + Seconds(r.grace_time_s) + ", victims killed at the " + Seconds(r.pass_period_s) +
+         " passes (one at " + Seconds(r.pass_at_s) + ": " + phase_from + ") and free " + Seconds(r.delay_s) + " later";
+}
+
 int GpusPerHost(const GpuPool& pool) {
   int g = 0;
   for (const PoolHost& h : pool.hosts()) g = std::max(g, h.gpus);
@@ -170,7 +204,7 @@ int GpusPerHost(const GpuPool& pool) {
 // The replay's timing: given, or (-1) to be read from the cluster, else
 // Slurm's defaults.
 struct ReplayTiming {
-  double backfill_s, reclaim_s, hold_s;
+  double backfill_s, reclaim_s, hold_s, grace_s, cpu_billing;
   double last_backfill_epoch;  // sdiag's last backfill cycle, unless the timer was left to poll; -1: none
 };
 
@@ -201,7 +235,11 @@ StatusOr<std::string> RecordLive(const ReplayOptions& o, const GpuPool& pool, co
   }
   if (!cluster.answered) std::cerr << "gpulaunch: sim --replay: scontrol did not answer; Slurm's default timing assumed\n";
   if (timing.backfill_s < 0) timing.backfill_s = cluster.timing.backfill_interval_s;
-  if (timing.reclaim_s < 0) timing.reclaim_s = cluster.timing.reclaim_delay_s;
+  if (timing.grace_s < 0) timing.grace_s = cluster.timing.grace_time_s;
+  // With a GraceTime the wait is the passes' (ReclaimOfRun); the mean delay
+  // is the whole wait only with GraceTime 0.
+  if (timing.reclaim_s < 0 && timing.grace_s <= 0) timing.reclaim_s = cluster.timing.reclaim_delay_s;
+  if (timing.cpu_billing < 0) timing.cpu_billing = cluster.timing.tier_cpu_billing;
   if (timing.hold_s < 0) timing.hold_s = cluster.timing.requeue_hold_s;
   ReplaySubmission how;
   how.time_scale = o.time_scale;
@@ -272,7 +310,7 @@ int RunSimReplay(const std::vector<std::string>& args) {
   }
 
   std::string export_text, origin;
-  ReplayTiming timing{o.backfill_interval_s, o.reclaim_delay_s, o.requeue_hold_s, -1};
+  ReplayTiming timing{o.backfill_interval_s, o.reclaim_delay_s, o.requeue_hold_s, o.grace_time_s, o.cpu_billing, -1};
   if (!o.sacct.empty()) {
     auto text = ReadTextFile(o.sacct, "sacct export");
     if (!text.ok()) return Fail(text.status());
@@ -297,10 +335,14 @@ int RunSimReplay(const std::vector<std::string>& args) {
   SimSetup setup;
   const bool limits = std::all_of(rec.trace.begin(), rec.trace.end(), [](const TraceJob& j) { return j.limit > 0; });
   setup.estimates = limits ? EstimateMode::kUser : EstimateMode::kPerfect;
-  setup.reclaim_delay_s = std::max(0.0, timing.reclaim_s);
   setup.start_latency_s = o.start_latency_s;
+  setup.tier_cpu_billing = quotas.enabled() ? std::max(0.0, timing.cpu_billing) : 0;
   config->backfill_interval_s = backfill;  // Slurm backfills on a timer
   config->requeue_hold_s = hold;
+  const double grace = std::max(0.0, timing.grace_s);
+  std::string phase_from;
+  config->reclaim = ReclaimOfRun(rec, grace, std::max(0.0, timing.reclaim_s), SlurmMeanReclaimDelayForGraceTime(static_cast<int>(grace)),
+                                 &phase_from);
   if (o.backfill) config->backfill = *o.backfill;
   // Slurm's backfill timer runs from its last cycle: given; or, when the
   // replay did not wait for the timer to poll, the last tick before the
@@ -318,10 +360,12 @@ int RunSimReplay(const std::vector<std::string>& args) {
   const ReplayComparison c = CompareReplay(rec.observed, sim->outcomes, backfill, o.show);
   std::cout << "replay: " << origin << " against sim --policy " << o.policy << " on " << o.cluster << " ("
             << (limits ? "the jobs' time limits" : "exact run times") << "; start latency " << o.start_latency_s
-            << " s, reclaim delay " << setup.reclaim_delay_s << " s, backfill interval " << backfill
+            << " s, " << ReclaimText(config->reclaim, phase_from) << ", backfill interval " << backfill
             << " s" << (backfill_last ? ", last backfill at " + Seconds(*backfill_last) : std::string())
             << (config->backfill ? "" : ", no backfill") << ", requeue hold " << hold << " s"
-            << (quotas.enabled() ? ", quotas " + o.quota : "") << ")\n";
+            << (quotas.enabled() ? ", quotas " + o.quota : "")
+            << (setup.tier_cpu_billing > 0 ? ", a tier bills max(GPUs, CPUs x " + Number(setup.tier_cpu_billing) + ")" : "")
+            << ")\n";
   if (rec.skipped > 0) std::cout << "skipped: " << rec.skipped << " jobs that never ran or had no GPUs\n";
   std::cout << ReplayComparisonText(c);
   return kExitOk;

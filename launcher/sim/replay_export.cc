@@ -38,6 +38,7 @@ StatusOr<RecordedJobs> RecordedFromExport(std::vector<SacctJob> jobs, const pool
     j.submit = s.submit - t0;
     j.duration = std::max(1.0, s.last_run_s);
     j.gpus = s.gpus;
+    j.cpus = s.cpus;
     j.limit = s.limit_s;
     j.line = s.line;
     if (quotas.enabled()) {
@@ -50,11 +51,30 @@ StatusOr<RecordedJobs> RecordedFromExport(std::vector<SacctJob> jobs, const pool
                                                   : ""));
       }
     }
+    for (double end : s.preempted_ends) out.kills.push_back(end - t0);
     out.trace.push_back(j);
     out.observed.push_back(ObservedRun{j.id, s.id, s.submit - t0, s.start - t0, s.end - t0, s.runs > 1,
                                            s.backfilled});
   }
+  std::sort(out.kills.begin(), out.kills.end());
   return out;
+}
+
+pool::ReclaimTiming ReclaimOfRun(const RecordedJobs& run, double grace_time_s, double delay_s, double mean_delay_s,
+                                 std::string* phase_from) {
+  pool::ReclaimTiming r;
+  r.delay_s = delay_s;
+  if (grace_time_s <= 0) return r;
+  if (run.kills.empty()) {
+    r.delay_s = mean_delay_s;
+    if (phase_from) *phase_from = "no kill recorded: the mean wait";
+    return r;
+  }
+  r.grace_time_s = grace_time_s;
+  r.pass_period_s = pool::kSlurmKillPassSeconds;
+  r.pass_at_s = run.kills.front();
+  if (phase_from) *phase_from = "the run's first kill";
+  return r;
 }
 
 Status SameJobs(const RecordedJobs& a, const std::string& origin_a, const RecordedJobs& b,

@@ -35,6 +35,7 @@ struct SimOptions {
   int teams = 0;
   double grace_s = 300;
   double reclaim_delay_s = 0;
+  double grace_time_s = -1;  // -1: not given (victims killed at the decision)
   double start_latency_s = 0;
   double backfill_interval_s = 0;
   double requeue_hold_s = 0;
@@ -75,8 +76,9 @@ const SubcommandParser& Parser() {
         "trace's teams (0, 1, ... in the quota's order). Preempted jobs start over, or with --checkpoint S resume\n"
         "from their last checkpoint (one every S seconds of work); moving or resuming a job costs 120 s.\n"
         "--grace S: a job runs at least S seconds before it may be preempted (Slurm's PreemptExemptTime);\n"
-        "--reclaim-delay S: a preempting job waits S seconds for its victims' GPUs (Slurm: GraceTime plus up to\n"
-        "30 s until slurmctld kills the victim; slurm-config --policy prints the figure for its policy);\n"
+        "--reclaim-delay S: a preempting job waits S seconds for its victims' GPUs after they are killed;\n"
+        "--grace-time S: Slurm's GraceTime: victims are killed at slurmctld's time-limit pass (every 30 s, at 0,\n"
+        "30, 60 ... s of the trace's clock), the first at least S s after the preemption (default: at once);\n"
         "--start-latency S: a started job runs S seconds after the decision (a real scheduler's latency);\n"
         "--backfill-interval S: backfill only every S seconds (Slurm's bf_interval; default: at every pass);\n"
         "--requeue-hold S: a job requeued by preemption may start again S seconds later (Slurm: AuthInfo's\n"
@@ -105,6 +107,7 @@ const SubcommandParser& Parser() {
       ("quota", po::value<std::string>()->value_name("QUOTAS"), "per-team quotas")
       ("grace", po::value<std::string>()->value_name("S"), "seconds a job runs before it may be preempted (default 300)")
       ("reclaim-delay", po::value<std::string>()->value_name("S"), "seconds a preempting job waits for its victims' GPUs (default 0)")
+      ("grace-time", po::value<std::string>()->value_name("S"), "Slurm's GraceTime: victims die at the next 30 s pass after it")
       ("start-latency", po::value<std::string>()->value_name("S"), "seconds from a start decision to the job running (default 0)")
       ("backfill-interval", po::value<std::string>()->value_name("S"), "backfill only every S seconds (default: every pass)")
       ("slurm-tiers", "queue as Slurm's tiers (slurm-config --policy), reclaim on")
@@ -168,7 +171,8 @@ StatusOr<SimOptions> Parse(const std::vector<std::string>& args) {
     if (o.format != "table" && o.format != "json") return p.Error("--format " + o.format + ": table or json");
   }
   for (auto [name, out] : {std::pair{"teams", static_cast<double*>(nullptr)}, std::pair{"grace", &o.grace_s},
-                           std::pair{"reclaim-delay", &o.reclaim_delay_s}, std::pair{"start-latency", &o.start_latency_s},
+                           std::pair{"reclaim-delay", &o.reclaim_delay_s}, std::pair{"grace-time", &o.grace_time_s},
+                           std::pair{"start-latency", &o.start_latency_s},
                            std::pair{"backfill-interval", &o.backfill_interval_s},
                            std::pair{"requeue-hold", &o.requeue_hold_s},
                            std::pair{"checkpoint", &o.checkpoint_s}, std::pair{"max-wait", &o.max_wait_h}}) {
@@ -325,7 +329,6 @@ StatusOr<SimInputs> Load(const SimOptions& o) {
   }
   in.setup.checkpoint_interval_s = o.checkpoint_s;
   in.setup.max_wait_s = o.max_wait_h * 3600;
-  in.setup.reclaim_delay_s = o.reclaim_delay_s;
   in.setup.start_latency_s = o.start_latency_s;
   in.info.max_wait_s = in.setup.max_wait_s;
   in.info.cluster = o.cluster;
@@ -378,6 +381,11 @@ int RunSimCommand(const std::vector<std::string>& args) {
     config->grace_s = o.grace_s;
     config->backfill_interval_s = o.backfill_interval_s;
     config->requeue_hold_s = o.requeue_hold_s;
+    config->reclaim.delay_s = o.reclaim_delay_s;
+    if (o.grace_time_s >= 0) {
+      config->reclaim.grace_time_s = o.grace_time_s;
+      config->reclaim.pass_period_s = kSlurmKillPassSeconds;
+    }
     if (o.slurm_tiers) {
       config->slurm_tiers = true;
       config->preempt = true;  // the team's tier reclaims the borrowed one

@@ -20,6 +20,7 @@ int Allocation::gpus() const {
 
 GpuPool::GpuPool(std::vector<PoolHost> hosts) : hosts_(std::move(hosts)) {
   held_.assign(hosts_.size(), 0);
+  shares_.assign(hosts_.size(), 0);
   usable_.assign(hosts_.size(), true);
   for (const PoolHost& h : hosts_) free_count_.push_back(h.gpus);
   for (const PoolHost& h : hosts_) {
@@ -45,6 +46,7 @@ Status AddGroup(const ClusterSpec& spec, const ClusterGroupSpec& group, int firs
   }
   const int leaves = group.Get("leaf", 1), nodes = group.Get("node", 0), gpus = group.Get("gpu", 8);
   const int mem = group.Get("mem", 80), link = group.Get("link", 100);
+  const int cpus = group.Has("core") ? group.Get("core", 0) * group.Get("numa", 1) : 0;
   if (gpus > 64) return InvalidArgument("cluster spec '" + spec.text + "': at most 64 GPUs per host");
   if (static_cast<int64_t>(leaves) * nodes + static_cast<int64_t>(hosts.size()) > 100000) {
     return InvalidArgument("cluster spec '" + spec.text + "': too many hosts");
@@ -55,7 +57,7 @@ Status AddGroup(const ClusterSpec& spec, const ClusterGroupSpec& group, int firs
   for (int l = 0; l < leaves; ++l) {
     for (int n = 0; n < nodes; ++n) {
       hosts.push_back(PoolHost{"s" + std::to_string(first_leaf + l) + "n" + std::to_string(n), first_leaf + l, gpus,
-                               static_cast<double>(mem), static_cast<double>(link)});
+                               static_cast<double>(mem), static_cast<double>(link), cpus});
     }
   }
   return Status::Ok();
@@ -64,7 +66,7 @@ Status AddGroup(const ClusterSpec& spec, const ClusterGroupSpec& group, int firs
 }  // namespace
 
 StatusOr<GpuPool> GpuPool::FromSpec(const ClusterSpec& spec) {
-  GL_RETURN_IF_ERROR(OnlyKeys(spec, {"leaf", "node", "gpu", "mem", "link"}, "gpulaunch sim"));
+  GL_RETURN_IF_ERROR(OnlyKeys(spec, {"leaf", "node", "gpu", "mem", "link", "core", "numa"}, "gpulaunch sim"));
   std::vector<PoolHost> hosts;
   for (const ClusterGroupSpec& group : spec.groups) {
     const int first_leaf = hosts.empty() ? 0 : hosts.back().leaf + 1;
@@ -96,6 +98,7 @@ Status GpuPool::Take(const Allocation& a) {
   for (const HostShare& s : a.shares) {
     held_[static_cast<size_t>(s.host)] |= s.gpus;
     free_count_[static_cast<size_t>(s.host)] -= std::popcount(s.gpus);
+    ++shares_[static_cast<size_t>(s.host)];
   }
   free_total_ -= a.gpus();
   return Status::Ok();
@@ -111,6 +114,7 @@ Status GpuPool::Give(const Allocation& a) {
   for (const HostShare& s : a.shares) {
     held_[static_cast<size_t>(s.host)] &= ~s.gpus;
     free_count_[static_cast<size_t>(s.host)] += std::popcount(s.gpus);
+    --shares_[static_cast<size_t>(s.host)];
   }
   free_total_ += a.gpus();
   return Status::Ok();

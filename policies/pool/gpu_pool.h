@@ -20,6 +20,9 @@ struct PoolHost {
   int gpus = 8;   // at most 64
   double gpu_memory_gib = 80;  // per GPU
   double link_gbps = 100;      // the host's network link
+  // Its CPUs, when they bind: every job takes one on each host it runs on
+  // (a share), so at most this many jobs share the host. 0: not modelled.
+  int cpus = 0;
 };
 
 // GPUs on one host, as a bit mask of GPU indices.
@@ -40,8 +43,9 @@ class GpuPool {
  public:
   GpuPool() = default;
   explicit GpuPool(std::vector<PoolHost> hosts);
-  // "leaf:2 node:8 gpu:8 [mem:80] [link:100]": 2 leaf switches of 8 hosts of
-  // 8 GPUs (80 GiB each, 100 Gb/s links by default). Groups of different
+  // "leaf:2 node:8 gpu:8 [mem:80] [link:100] [core:N [numa:M]]": 2 leaf
+  // switches of 8 hosts of 8 GPUs (80 GiB each, 100 Gb/s links by default;
+  // N x M CPUs each when given: PoolHost::cpus). Groups of different
   // hosts join with '+' ("leaf:1 node:8 gpu:8 mem:80 + leaf:1 node:8 gpu:8
   // mem:40 link:200"), each under leaf switches of its own; every group has
   // the same GPUs per host.
@@ -58,6 +62,11 @@ class GpuPool {
   int free_on(int host) const { return free_count_[static_cast<size_t>(host)]; }
   uint64_t free_mask(int host) const;
   bool usable(int host) const { return usable_[static_cast<size_t>(host)]; }
+  // Whether one more job may share the host (PoolHost::cpus).
+  bool cpu_free(int host) const {
+    const size_t h = static_cast<size_t>(host);
+    return hosts_[h].cpus <= 0 || shares_[h] < hosts_[h].cpus;
+  }
   // A host that is not usable (bad health, drained) keeps what it holds but
   // gets nothing new.
   void set_usable(int host, bool usable) { usable_[static_cast<size_t>(host)] = usable; }
@@ -69,6 +78,7 @@ class GpuPool {
   std::vector<PoolHost> hosts_;
   std::vector<uint64_t> held_;  // by host
   std::vector<int> free_count_;  // by host: free GPUs (popcount of the free mask, kept current)
+  std::vector<int> shares_;      // by host: allocations holding GPUs there (each takes a CPU)
   std::vector<bool> usable_;
   int leaves_ = 0, total_ = 0, free_total_ = 0;
 };

@@ -28,6 +28,7 @@ struct TraceJob {
   double submit = 0;  // s
   double duration = 0;  // s, on its GPUs
   int gpus = 1;
+  int cpus = 0;       // 0: not known (what SimSetup::tier_cpu_billing counts)
   int team = 0;
   int priority = 0;
   int user = -1;               // -1: none given

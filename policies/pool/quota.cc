@@ -46,12 +46,12 @@ StatusOr<QuotaBook> QuotaBook::Parse(const std::string& text) {
   return QuotaBook(std::move(teams));
 }
 
-QuotaVerdict QuotaBook::Check(int team, int gpus) const {
+QuotaVerdict QuotaBook::Check(int team, int gpus, int tier_units) const {
   if (!enabled()) return QuotaVerdict::kWithinNominal;
   const size_t me = static_cast<size_t>(team);
   const TeamQuota& q = teams_[me];
   if (used_[me] + gpus > q.nominal + q.borrow_limit) return QuotaVerdict::kOverBorrowLimit;
-  if (own_[me] + gpus <= q.nominal) return QuotaVerdict::kWithinNominal;
+  if (own_[me] + (tier_units < 0 ? gpus : tier_units) <= q.nominal) return QuotaVerdict::kWithinNominal;
   // Borrowing. Without lend limits only the idle GPUs themselves bound it
   // (placement decides), as in Slurm. With them, the job must be covered by
   // idle nominal (the team's own, and what other teams lend of theirs) and
@@ -70,16 +70,16 @@ QuotaVerdict QuotaBook::Check(int team, int gpus) const {
   return gpus <= idle - borrowed ? QuotaVerdict::kBorrowed : QuotaVerdict::kNothingToBorrow;
 }
 
-void QuotaBook::Add(int team, int gpus, bool borrowed) {
+void QuotaBook::Add(int team, int gpus, bool borrowed, int tier_units) {
   if (!enabled()) return;
   used_[static_cast<size_t>(team)] += gpus;
-  if (!borrowed) own_[static_cast<size_t>(team)] += gpus;
+  if (!borrowed) own_[static_cast<size_t>(team)] += tier_units < 0 ? gpus : tier_units;
 }
 
-void QuotaBook::Remove(int team, int gpus, bool borrowed) {
+void QuotaBook::Remove(int team, int gpus, bool borrowed, int tier_units) {
   if (!enabled()) return;
   used_[static_cast<size_t>(team)] -= gpus;
-  if (!borrowed) own_[static_cast<size_t>(team)] -= gpus;
+  if (!borrowed) own_[static_cast<size_t>(team)] -= tier_units < 0 ? gpus : tier_units;
 }
 
 }  // namespace gpulaunch::pool

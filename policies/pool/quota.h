@@ -48,17 +48,22 @@ class QuotaBook {
   int teams() const { return static_cast<int>(teams_.size()); }
   const TeamQuota& quota(int team) const { return teams_[static_cast<size_t>(team)]; }
   int used(int team) const { return enabled() ? used_[static_cast<size_t>(team)] : 0; }
-  // GPUs of the team's jobs that started within nominal (not borrowed).
+  // What the team's jobs that started within nominal (not borrowed) count
+  // against it: their GPUs, or (Slurm's tier billing) their tier units.
   int own(int team) const { return enabled() ? own_[static_cast<size_t>(team)] : 0; }
 
   // The pool's GPUs: those in no team's nominal quota are lent too.
   void SetPoolGpus(int gpus) { pool_gpus_ = gpus; }
 
-  // Whether `team` may start `gpus` more now, and on what terms.
-  QuotaVerdict Check(int team, int gpus) const;
+  // Whether `team` may start `gpus` more now, and on what terms. A job
+  // counts against nominal as `tier_units` (-1: its GPUs): Slurm's tiers
+  // bill a job the largest share of a node it takes, in GPUs
+  // (slurm/tier_billing.h), so a CPU-heavy job counts more than its GPUs.
+  // The borrow limit counts GPUs.
+  QuotaVerdict Check(int team, int gpus, int tier_units = -1) const;
   // `borrowed`: the job started above nominal (Check said kBorrowed).
-  void Add(int team, int gpus, bool borrowed);
-  void Remove(int team, int gpus, bool borrowed);
+  void Add(int team, int gpus, bool borrowed, int tier_units = -1);
+  void Remove(int team, int gpus, bool borrowed, int tier_units = -1);
 
  private:
   std::vector<TeamQuota> teams_;

@@ -35,9 +35,16 @@ Status Scheduler::Finish(int job) {
   auto it = running_.find(job);
   if (it == running_.end()) return NotFound("job " + std::to_string(job) + " is not running");
   GL_RETURN_IF_ERROR(pool_.Give(it->second.allocation));
-  config_.quotas.Remove(it->second.job.team, it->second.job.gpus, it->second.borrowed);
+  config_.quotas.Remove(it->second.job.team, it->second.job.gpus, it->second.borrowed, it->second.job.tier_units);
   running_.erase(it);
   RunningChanged();
+  return Status::Ok();
+}
+
+Status Scheduler::Withdraw(int job) {
+  if (std::erase_if(queue_, [&](const PoolJob& q) { return q.id == job; }) == 0) {
+    return NotFound("job " + std::to_string(job) + " is not queued");
+  }
   return Status::Ok();
 }
 
@@ -120,7 +127,7 @@ std::vector<PoolJob> Scheduler::Ordered(double now) const {
 
 Status Scheduler::Commit(const PoolJob& job, const Allocation& a, bool borrowed, double now) {
   GL_RETURN_IF_ERROR(pool_.Take(a));
-  config_.quotas.Add(job.team, job.gpus, borrowed);
+  config_.quotas.Add(job.team, job.gpus, borrowed, job.tier_units);
   running_[job.id] = RunningJob{job, a, now, borrowed};
   RunningChanged();
   std::erase_if(queue_, [&](const PoolJob& q) { return q.id == job.id; });
@@ -157,6 +164,11 @@ GangConstraints Scheduler::ConstraintsFor(const PoolJob& job, double now) const 
     if (c.avoid.empty()) c.avoid.assign(pool_.hosts().size(), false);
     for (int h : r.hosts) c.avoid[static_cast<size_t>(h)] = true;
   }
+  for (int h = 0; h < static_cast<int>(pool_.hosts().size()); ++h) {
+    if (pool_.cpu_free(h)) continue;  // (PoolHost::cpus)
+    if (c.avoid.empty()) c.avoid.assign(pool_.hosts().size(), false);
+    c.avoid[static_cast<size_t>(h)] = true;
+  }
   if (job.user >= 0) {
     for (const auto& [id, r] : running_) {
       if (r.job.user != job.user || r.job.priority == job.priority) continue;
@@ -183,7 +195,7 @@ GangConstraints Scheduler::ConstraintsFor(const PoolJob& job, double now) const 
 }
 
 std::optional<Decision> Scheduler::TryStart(const PoolJob& job, double now) {
-  const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
+  const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus, job.tier_units);
   if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) return std::nullopt;
   auto a = PlaceGang(pool_, job.gpus, config_.style, ConstraintsFor(job, now));
   if (!a) return std::nullopt;
@@ -226,10 +238,12 @@ double Scheduler::NextBackfillPass(double now) const {
 }
 
 StatusOr<std::vector<Decision>> Scheduler::Schedule(double now) {
+  GL_RETURN_IF_ERROR(ReleaseHeldUntil(now));
   std::vector<Decision> out = ExpireOverdue(now);
   const double every = config_.backfill_interval_s;
   const bool may_backfill = config_.backfill && (every <= 0 || now >= last_backfill_ + every - 1e-6);
   if (may_backfill) last_backfill_ = now;
+  backfill_pass_ = may_backfill;
   if (config_.slurm_tiers && config_.quotas.enabled()) {
     GL_RETURN_IF_ERROR(ScheduleTiers(now, may_backfill, out));
     if (config_.preempt) GL_RETURN_IF_ERROR(ReclaimNominalQuotas(now, out));
@@ -308,7 +322,7 @@ std::optional<Decision> Scheduler::TryBackfill(const PoolJob& job, double now, B
 Status Scheduler::ReclaimNominalQuotas(double now, std::vector<Decision>& out) {
   for (const PoolJob& job : Ordered(now)) {
     if (job.begin > now) continue;
-    if (config_.quotas.Check(job.team, job.gpus) != QuotaVerdict::kWithinNominal) continue;
+    if (config_.quotas.Check(job.team, job.gpus, job.tier_units) != QuotaVerdict::kWithinNominal) continue;
     if (PlaceGang(pool_, job.gpus, config_.style, ConstraintsFor(job, now))) continue;  // it fits: backfill's rules decide
     GL_ASSIGN_OR_RETURN(std::vector<Decision> p, TryPreempt(job, now));
     out.insert(out.end(), p.begin(), p.end());
@@ -329,7 +343,7 @@ std::vector<WaitReason> Scheduler::Waiting(double now) const {
   for (const PoolJob& job : Ordered(now)) {
     WaitReason w;
     w.job = job.id;
-    const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
+    const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus, job.tier_units);
     if (job.begin > now) {
       w.constraint = "hold";
       w.detail = "requeued after a preemption: held until t=" + std::to_string(static_cast<long long>(job.begin)) +

@@ -52,6 +52,7 @@
 #include "policies/pool/gpu_pool.h"
 #include "policies/pool/node_health.h"
 #include "policies/pool/quota.h"
+#include "policies/pool/reclaim_timing.h"
 
 namespace gpulaunch::pool {
 
@@ -62,6 +63,7 @@ struct PoolJob {
   int id = 0;
   int team = 0;             // index into the quota book (0 without quotas)
   int gpus = 1;
+  int tier_units = -1;      // what it counts against its team's nominal (QuotaBook::Check); -1: its GPUs
   int priority = 0;         // class: higher first; higher classes may preempt lower ones
   double submit = 0;
   double estimate = 0;      // expected run time (s) for backfill; 0: unknown (never backfilled ahead of others)
@@ -180,6 +182,9 @@ struct SchedulerConfig {
   // again only this long after: Slurm holds it for the job credential's
   // lifetime (AuthInfo cred_expire, default 120 s). 0: at once.
   double requeue_hold_s = 0;
+  // When a preempted job is killed and its GPUs come free (the simulator
+  // starts the preemptor then; a requeued victim's hold runs from the kill).
+  ReclaimTiming reclaim;
   QuotaBook quotas;             // empty: no quotas
 };
 
@@ -209,6 +214,7 @@ struct RunningJob {
   bool borrowed = false;
   double delay = 0;             // added to its expected end by migrations
   double moved_at = -1e300;     // its last migration
+  double reclaim_until = -1e300;  // it preempted: when its victims' GPUs are free (ReclaimTiming)
   // When it is expected to end (infinity without an estimate).
   double ExpectedEnd() const;
 };
@@ -223,6 +229,14 @@ class Scheduler {
   Status SetEstimate(int job, double estimate);
   // The job ended: its GPUs and quota go back.
   Status Finish(int job);
+  // A queued job leaves the queue (a preempted job that ended on its own
+  // before it was killed is not requeued).
+  Status Withdraw(int job);
+  // The GPUs a victim of `victim`'s preemption still holds, beyond those its
+  // preemptor took, come free now (it ended on its own before its kill).
+  // Until then, or until the kill (ReclaimTiming::KilledAt), no one gets
+  // them: the victim still runs there.
+  void ReleaseHeld(int victim);
   // Decisions taken now, already applied to the pool.
   StatusOr<std::vector<Decision>> Schedule(double now);
   // The next backfill pass after `now` while jobs wait and backfill runs on
@@ -267,6 +281,10 @@ class Scheduler {
   using RunningJobs = std::vector<const RunningJob*>;
   // Preempts the cheapest victims that let `job` fit, and starts it.
   StatusOr<std::vector<Decision>> TryPreempt(const PoolJob& job, double now);
+  // A job of `team` preempted and waits for its victims' GPUs, and the
+  // reclaim timing lets no other job of the team pick victims meanwhile
+  // in this pass (ReclaimTiming::one_at_a_time).
+  bool ReclaimHeldBack(int team, double now) const;
   // Suspends running jobs a level or more below `job` in the queue order
   // (2D-LAS: a later service level) so that it fits.
   StatusOr<std::vector<Decision>> TryPreemptByService(const PoolJob& job, double now);
@@ -339,6 +357,16 @@ class Scheduler {
   std::vector<Lease> leases_;  // GPUs of lost jobs still held on bad hosts
   std::vector<PoolReservation> reservations_;
   double last_backfill_ = 0;  // the last backfilling pass (SchedulerConfig::backfill_interval_s)
+  bool backfill_pass_ = false;  // this pass backfills (Schedule)
+  // Preempted jobs' GPUs that their preemptor did not take, held until the
+  // kill (ReleaseHeld).
+  struct HeldUntilKill {
+    int victim;
+    Allocation gpus;
+    double until;
+  };
+  std::vector<HeldUntilKill> held_;
+  Status ReleaseHeldUntil(double now);
   mutable std::vector<double> busy_until_;  // BusyUntil()'s cache; empty: stale
   mutable std::vector<std::pair<double, const RunningJob*>> ranked_running_;  // RankedRunning()'s cache
   mutable double ranked_running_at_ = 0;

@@ -69,7 +69,7 @@ StatusOr<std::vector<int>> Scheduler::ApplyHealth(const NodeHealth& health, doub
       }
     }
     GL_RETURN_IF_ERROR(pool_.Give(healthy_part));
-    config_.quotas.Remove(r.job.team, r.job.gpus, r.borrowed);
+    config_.quotas.Remove(r.job.team, r.job.gpus, r.borrowed, r.job.tier_units);
     running_.erase(id);
     RunningChanged();
   }

@@ -13,10 +13,11 @@ namespace gpulaunch::pool {
 
 StatusOr<std::vector<Decision>> Scheduler::TryPreempt(const PoolJob& job, double now) {
   std::vector<Decision> out;
-  const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
+  const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus, job.tier_units);
   if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) return out;
   const bool reclaims = config_.quotas.enabled() && v == QuotaVerdict::kWithinNominal;
   if (!reclaims && LowestRunningClass() >= job.priority) return out;  // no one it may preempt
+  if (ReclaimHeldBack(job.team, now)) return out;
   const RunningJobs candidates = PreemptionCandidates(job, reclaims, now);
   if (candidates.empty()) return out;
   GL_ASSIGN_OR_RETURN(auto victims, FewestVictims(job, candidates, now));
@@ -25,7 +26,7 @@ StatusOr<std::vector<Decision>> Scheduler::TryPreempt(const PoolJob& job, double
 }
 
 StatusOr<std::vector<Decision>> Scheduler::TryPreemptByService(const PoolJob& job, double now) {
-  const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
+  const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus, job.tier_units);
   if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) return std::vector<Decision>{};
   // Victims: running jobs that the queue order now puts at least a level
   // below the job (under 2D-LAS, a later service level; by size, at least
@@ -101,15 +102,68 @@ StatusOr<std::vector<Decision>> Scheduler::PreemptFor(const PoolJob& job, const 
     PoolJob requeue = victim->job;
     requeue.max_wait_s = 0;  // it ran: it waits to run again however long it takes
     requeue.attained_gpu_s += requeue.gpus * (now - victim->start);
-    if (!checkpointed) requeue.begin = now + config_.requeue_hold_s;
+    if (!checkpointed) requeue.begin = config_.reclaim.KilledAt(now) + config_.requeue_hold_s;
     GL_RETURN_IF_ERROR(Finish(victim->job.id));
     queue_.push_back(requeue);  // it keeps its submit time, so its age
     out.push_back(d);
   }
   auto started = TryStart(job, now);
   if (!started) return Internal("job " + std::to_string(job.id) + " did not fit after its victims were preempted");
+  running_.at(job.id).reclaim_until = config_.reclaim.FreedAt(now);
+  // The rest of the victims' GPUs stay theirs until the kill.
+  if (const double kill = config_.reclaim.KilledAt(now); kill > now) {
+    for (const Decision& d : out) {
+      if (d.kind != Decision::Kind::kPreempt) continue;
+      Allocation rest;
+      for (const HostShare& s : d.allocation.shares) {
+        uint64_t taken = 0;
+        for (const HostShare& t : started->allocation.shares)
+          if (t.host == s.host) taken = t.gpus;
+        if (const uint64_t left = s.gpus & ~taken) rest.shares.push_back(HostShare{s.host, left});
+      }
+      if (rest.empty()) continue;
+      GL_RETURN_IF_ERROR(pool_.Take(rest));
+      held_.push_back(HeldUntilKill{d.job, rest, kill});
+    }
+  }
   out.push_back(*started);
   return out;
+}
+
+Status Scheduler::ReleaseHeldUntil(double now) {
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (it->until > now) {
+      ++it;
+      continue;
+    }
+    GL_RETURN_IF_ERROR(pool_.Give(it->gpus));
+    it = held_.erase(it);
+    RunningChanged();
+  }
+  return Status::Ok();
+}
+
+void Scheduler::ReleaseHeld(int victim) {
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (it->victim != victim) {
+      ++it;
+      continue;
+    }
+    (void)pool_.Give(it->gpus);
+    it = held_.erase(it);
+  }
+  RunningChanged();
+}
+
+bool Scheduler::ReclaimHeldBack(int team, double now) const {
+  const ReclaimTiming& r = config_.reclaim;
+  if (!r.passes() || !r.one_at_a_time || backfill_pass_) return false;
+  // Reclaims decided in an earlier pass: jobs that wait together get their
+  // victims in one pass (measured: two owner jobs waiting for a first one's
+  // reclaim start together, one pass after it).
+  for (const auto& [id, running] : running_)
+    if (running.job.team == team && running.reclaim_until > now && running.start < now) return true;
+  return false;
 }
 
 Scheduler::RunningJobs Scheduler::PreemptionCandidates(const PoolJob& job, bool reclaims, double now) const {
@@ -229,7 +283,7 @@ StatusOr<std::vector<Decision>> Scheduler::CommitMigrations(const PoolJob& job, 
 }
 
 StatusOr<std::vector<Decision>> Scheduler::TryDefragment(const PoolJob& job, double now) {
-  const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
+  const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus, job.tier_units);
   if (v != QuotaVerdict::kWithinNominal && v != QuotaVerdict::kBorrowed) return std::vector<Decision>{};
   if (pool_.free_gpus() < job.gpus) return std::vector<Decision>{};  // blocked by number, not by shape
   const int per = pool_.hosts().front().gpus;

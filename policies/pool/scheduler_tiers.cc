@@ -16,7 +16,7 @@ Status Scheduler::ScheduleTiers(double now, bool may_backfill, std::vector<Decis
   for (const bool own_tier : {true, false}) {
     for (const PoolJob& job : Ordered(now)) {
       if (job.begin > now) continue;  // held after a requeue
-      const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus);
+      const QuotaVerdict v = config_.quotas.Check(job.team, job.gpus, job.tier_units);
       if (v == QuotaVerdict::kOverBorrowLimit) continue;  // the account's limit: waits, blocks no one
       if (own_tier != (v == QuotaVerdict::kWithinNominal)) continue;
       const int lane = own_tier ? job.team : kBorrowedLane;

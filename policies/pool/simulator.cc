@@ -94,22 +94,28 @@ class Simulation {
       decision_total_us_ += us;
       report_.decision_us_max = std::max(report_.decision_us_max, us);
       ++report_.passes;
-      std::set<int> preemptors;  // their victims' GPUs come free setup_.reclaim_delay_s later
-      for (const Decision& d : decisions)
-        if (d.kind == Decision::Kind::kPreempt && d.preempted_by >= 0) preemptors.insert(d.preempted_by);
+      GL_ASSIGN_OR_RETURN(const auto reclaim_waits, ReclaimWaits(decisions, now));
       for (const Decision& d : decisions) {
         audit_.CheckPlacement(d, scheduler_.pool());
-        GL_RETURN_IF_ERROR(
-            Apply(d, now, setup_.start_latency_s + (preemptors.count(d.job) ? setup_.reclaim_delay_s : 0)));
+        if (d.kind == Decision::Kind::kPreempt && ends_on_its_own_.count(d.job)) continue;  // not preempted after all
+        // (With Slurm's passes the owner starts in the kill's own second: the
+        // start latency runs while it waits.)
+        const auto waits = reclaim_waits.find(d.job);
+        const double reclaim = waits == reclaim_waits.end() ? 0 : waits->second;
+        GL_RETURN_IF_ERROR(Apply(d, now, config_.reclaim.passes() && reclaim > 0
+                                             ? std::max(setup_.start_latency_s, reclaim)
+                                             : setup_.start_latency_s + reclaim));
         if (story_ && d.job == story_->job()) {
           story_->Decided(d, now, scheduler_, cache_ ? &*cache_ : nullptr, run_delay_[d.job]);
         }
       }
-      // A pass when a requeued job's hold ends.
+      // A pass when a requeued job's hold ends (it runs from the kill).
       if (const double hold = config_.requeue_hold_s; hold > 0) {
+        const double ends = config_.reclaim.KilledAt(now) + hold;
         for (const Decision& d : decisions) {
-          if (d.kind == Decision::Kind::kPreempt && !d.checkpointed && reviews_.insert(now + hold).second) {
-            events_.push(Event{now + hold, 2, -1, 0});
+          if (d.kind == Decision::Kind::kPreempt && !d.checkpointed && !ends_on_its_own_.count(d.job) &&
+              reviews_.insert(ends).second) {
+            events_.push(Event{ends, 2, -1, 0});
           }
         }
       }
@@ -132,11 +138,45 @@ class Simulation {
   }
 
  private:
+  // How long each job that preempted in this pass waits for its victims'
+  // GPUs (config_.reclaim). A victim whose run ends on its own before it
+  // would be killed (Slurm: within its GraceTime) is not preempted: it
+  // leaves the scheduler's queue again, ends when its work does, and its
+  // preemptor starts then. With Slurm's passes, a pass when the GPUs come
+  // free (the team's next reclaim may come then: ReclaimTiming).
+  StatusOr<std::map<int, double>> ReclaimWaits(const std::vector<Decision>& decisions, double now) {
+    std::map<int, double> freed;  // preemptor -> when its victims' GPUs are free
+    const double kill = config_.reclaim.KilledAt(now);
+    for (const Decision& d : decisions) {
+      if (d.kind != Decision::Kind::kPreempt || d.preempted_by < 0) continue;
+      double gone = kill;
+      if (!d.checkpointed && run_end_[d.job] <= kill) {
+        gone = run_end_[d.job];
+        ends_on_its_own_.insert(d.job);
+        GL_RETURN_IF_ERROR(scheduler_.Withdraw(d.job));
+      }
+      const auto [it, fresh] = freed.emplace(d.preempted_by, gone);
+      if (!fresh) it->second = std::max(it->second, gone);
+    }
+    std::map<int, double> waits;
+    for (const auto& [job, at] : freed) {
+      const double free = std::max(now, at + config_.reclaim.delay_s);
+      waits[job] = free - now;
+      if (config_.reclaim.passes() && reviews_.insert(free).second) events_.push(Event{free, 2, -1, 0});
+    }
+    return waits;
+  }
+
   // A job finishes (unless preempted or moved since), or arrives.
   Status Handle(const Event& e, double now) {
     if (e.kind == 0) {
       if (e.generation != generation_[e.job]) return Status::Ok();  // preempted or moved since
-      GL_RETURN_IF_ERROR(scheduler_.Finish(e.job));
+      // A victim that ended on its own within its grace left the scheduler already.
+      if (ends_on_its_own_.erase(e.job) == 0) {
+        GL_RETURN_IF_ERROR(scheduler_.Finish(e.job));
+      } else {
+        scheduler_.ReleaseHeld(e.job);
+      }
       JobOutcome& o = outcome_[e.job];
       o.end = now;
       if (limited_[e.job]) {  // its limit ended it, as Slurm would
@@ -164,6 +204,9 @@ class Simulation {
 
   PoolJob PoolJobOf(const TraceJob& j) const {
     PoolJob job{j.id, j.team, j.gpus, j.priority, j.submit, EstimateFor(j.id)};
+    if (setup_.tier_cpu_billing > 0 && j.cpus > 0) {
+      job.tier_units = std::max(j.gpus, static_cast<int>(std::ceil(j.cpus * setup_.tier_cpu_billing - 1e-9)));
+    }
     job.limit = setup_.estimates == EstimateMode::kUser ? j.limit : 0;
     job.dataset = j.dataset;
     job.user = j.user;
@@ -305,7 +348,7 @@ class Simulation {
     }
     stranded_now_ = 0;
     for (const PoolJob& q : scheduler_.queue()) {
-      const QuotaVerdict v = scheduler_.quotas().Check(q.team, q.gpus);
+      const QuotaVerdict v = scheduler_.quotas().Check(q.team, q.gpus, q.tier_units);
       if ((v == QuotaVerdict::kWithinNominal || v == QuotaVerdict::kBorrowed) && q.gpus <= free &&
           !PlaceGang(pool, q.gpus, config_.style)) {
         stranded_now_ = free;
@@ -395,6 +438,7 @@ class Simulation {
   std::map<int, int> generation_;     // of each job's finish event: older ones are stale
   std::map<int, double> run_start_;   // of its current run
   std::map<int, double> run_end_;     // when its current run will end
+  std::set<int> ends_on_its_own_;     // victims whose work ends before their kill (ReclaimWaits)
   std::map<int, double> run_delay_;   // migration time in its current run (no progress)
   std::map<int, double> remaining_;   // work left at the start of its current run
   std::map<int, double> owed_since_;  // team -> since when its guarantee is owed (-1: counted)

@@ -80,7 +80,8 @@ struct SimFailure {
   double at = 0, back = -1;  // s, on the trace's clock
 };
 
-// What the simulation adds to the trace and the policy: how preempted jobs
+// What the simulation adds to the trace and the policy (when a preemptor's
+// victims are gone is the policy's SchedulerConfig::reclaim): how preempted jobs
 // resume, from the start (checkpoint_interval_s 0) or from their last
 // checkpoint, written every checkpoint_interval_s of work (a resumed job
 // first spends the config's migration_cost_s restarting); queue timeouts;
@@ -96,16 +97,14 @@ struct SimFailure {
 // theirs that lacks it before they run (data_cache.h).
 struct SimSetup {
   EstimateMode estimates = EstimateMode::kPerfect;
+  // Slurm's tier billing (slurm/tier_billing.h): a job counts against its
+  // team's nominal as max(GPUs, CPUs x this); 0: its GPUs.
+  double tier_cpu_billing = 0;
   DataLocality locality;
   int datasets = 0;       // datasets the jobs name (TraceJob::dataset below this)
   int explain_job = -1;   // a job to tell the story of (SimReport::explain); -1: none
   double checkpoint_interval_s = 0;
   double max_wait_s = 0;  // every job's queue timeout (PoolJob::max_wait_s); 0: none
-  // Seconds between a preemption and its victims' GPUs coming free: a job
-  // that preempts starts that much later (its GPUs held meanwhile). Slurm:
-  // GraceTime plus up to 30 s until slurmctld's time-limit pass kills the
-  // victim (docs/slurm.md). 0: at once.
-  double reclaim_delay_s = 0;
   // Seconds between a start decision and the job running, GPUs held (a real
   // scheduler's latency: Slurm's pass, the node's prolog). 0: at once.
   double start_latency_s = 0;

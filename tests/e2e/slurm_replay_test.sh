@@ -86,8 +86,9 @@ else
   check "... submitted at once, the backfill timer's phase from the last cycle sdiag recorded (the first replay's)" \
     "$(grep -c 'waiting for the cluster' "$WORK/qlive.err"):$(grep -c ', last backfill at -\{0,1\}[0-9.e+]* s,' "$WORK/qlive.out")" "0:1"
   sed 's/^/    | /' "$WORK/qlive.out"
-  check "... all 8 jobs ran, under the quotas, the cluster's requeue hold (cred_expire, default 120 s) read" \
-    "$(grep -c '^jobs: 8 observed, 8 started in both runs$' "$WORK/qlive.out"):$(grep -c "requeue hold 120 s, quotas $quota)" "$WORK/qlive.out")" "1:1"
+  # The rig's nodes have 2 CPUs and 4 GPUs: a CPU bills 2 in a team's tier.
+  check "... all 8 jobs ran, under the quotas, the cluster's requeue hold (cred_expire, default 120 s), GraceTime 0 (its mean delay) and tier billing read" \
+    "$(grep -c '^jobs: 8 observed, 8 started in both runs$' "$WORK/qlive.out"):$(grep -c "reclaim delay 2 s,.*requeue hold 120 s, quotas $quota, a tier bills max(GPUs, CPUs x 2))" "$WORK/qlive.out")" "1:1"
   check "... each job under its team's account (sacct)" \
     "$(tail -n +2 "$WORK/qexport" | awk -F'|' '{print $8}' | sort | uniq -c | awk '{print $1 $2}' | tr '\n' ' ')" \
     "4$TA 4$TB "
@@ -97,8 +98,8 @@ else
   mean=$(sed -n 's/^start difference: mean |d| \([0-9.]*\) s.*/\1/p' "$WORK/qlive.out")
   check "... mean |start difference| under 10 s (got ${mean:-none} s)" "$(echo "${mean:-99} < 10" | bc)" 1
   # shellcheck disable=SC2046 # one option, or none
-  "$BIN/gpulaunch" "${replay[@]}" --quota "$quota" --sacct "$WORK/qexport" $(last_bf "$WORK/qlive.out") \
-    > "$WORK/qoffline.out" 2>&1
+  "$BIN/gpulaunch" "${replay[@]}" --quota "$quota" --cpu-billing 2 --reclaim-delay 2 --sacct "$WORK/qexport" \
+    $(last_bf "$WORK/qlive.out") > "$WORK/qoffline.out" 2>&1
   check "--sacct --quota on that export: the same comparison" \
     "$?:$(diff <(tail -n +2 "$WORK/qlive.out") <(tail -n +2 "$WORK/qoffline.out") > /dev/null && echo same)" "0:same"
   "$BIN/gpulaunch" "${replay[@]}" --quota "other:8/8/8,$TB:8/8/8" --sacct "$WORK/qexport" > "$WORK/qbad.out" 2>&1

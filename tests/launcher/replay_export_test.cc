@@ -48,6 +48,34 @@ TEST(RecordedFromExport, JobsInSubmitOrderOnTheClockOfTheFirstSubmissionWithThei
   EXPECT_FALSE(r->observed[0].requeued);
 }
 
+// The passes' phase comes from the run's first kill; with GraceTime 0, or no
+// kill recorded, a delay.
+TEST(ReclaimOfRun, GraceTimePassesInThePhaseOfTheFirstKill) {
+  SacctJob victim = Job("11", 1000, 1001, 1200, 8, "", 2);
+  victim.cpus = 2;
+  victim.preempted_ends = {1069, 1039};
+  auto r = RecordedFromExport({victim, Job("10", 1002, 1003, 1013, 1, "", 3)}, pool::QuotaBook(), "run.sacct");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->trace[0].cpus, 2);
+  ASSERT_EQ(r->kills.size(), 2u);
+  EXPECT_DOUBLE_EQ(r->kills[0], 39);  // on the run's clock, earliest first
+  std::string from;
+  const pool::ReclaimTiming passes = ReclaimOfRun(*r, 10, 0, 25, &from);
+  EXPECT_TRUE(passes.passes());
+  EXPECT_DOUBLE_EQ(passes.pass_at_s, 39);
+  EXPECT_DOUBLE_EQ(passes.KilledAt(50), 69);
+  EXPECT_EQ(from, "the run's first kill");
+  const pool::ReclaimTiming at_once = ReclaimOfRun(*r, 0, 2, 25);
+  EXPECT_FALSE(at_once.passes());
+  EXPECT_DOUBLE_EQ(at_once.FreedAt(50), 52);
+  RecordedJobs no_kills = *r;
+  no_kills.kills.clear();
+  const pool::ReclaimTiming mean = ReclaimOfRun(no_kills, 10, 0, 25, &from);
+  EXPECT_FALSE(mean.passes());
+  EXPECT_DOUBLE_EQ(mean.FreedAt(50), 75);
+  EXPECT_EQ(from, "no kill recorded: the mean wait");
+}
+
 TEST(RecordedFromExport, AnAccountThatIsNoTeamNamesItsLine) {
   auto quotas = pool::QuotaBook::Parse("ra:8/8/8,rb:8/8/8");
   ASSERT_TRUE(quotas.ok());

@@ -11,6 +11,7 @@
 #include "policies/pool/quota.h"
 #include "policies/pool/resource_template.h"
 #include "policies/pool/rule_audit.h"
+#include "policies/pool/scheduler.h"
 
 #include "tests/policies/pool_testing.h"
 
@@ -37,6 +38,33 @@ TEST(GpuPool, NeverHoldsAGpuTwice) {
   for (const char* bad : {"node:0", "leaf:2", "leaf:x node:2", "rack:2 node:2", "node:2 gpu:65"}) {
     EXPECT_FALSE(GpuPool::FromSpec(bad).ok()) << bad;
   }
+}
+
+// core:N: every job takes a CPU on each of its hosts, so at most N jobs
+// share a host whatever GPUs it has left.
+TEST(GpuPool, CoresBoundTheJobsThatShareAHost) {
+  GpuPool p = Pool("leaf:1 node:2 gpu:4 core:2");
+  EXPECT_EQ(p.hosts()[0].cpus, 2);
+  EXPECT_EQ(Pool("leaf:1 node:2 gpu:4 core:2 numa:2").hosts()[1].cpus, 4);
+  EXPECT_EQ(Pool("leaf:1 node:2 gpu:4").hosts()[0].cpus, 0);  // not modelled
+  ASSERT_TRUE(p.Take(On(0, 0b0001)).ok());
+  EXPECT_TRUE(p.cpu_free(0));
+  ASSERT_TRUE(p.Take(On(0, 0b0010)).ok());
+  EXPECT_FALSE(p.cpu_free(0));  // two jobs, two GPUs still free
+  EXPECT_TRUE(p.cpu_free(1));
+  ASSERT_TRUE(p.Give(On(0, 0b0001)).ok());
+  EXPECT_TRUE(p.cpu_free(0));
+  // The scheduler places a third 1-GPU job on the other host.
+  SchedulerConfig config;
+  config.style = PlacementStyle::kFirstFit;
+  Scheduler s(Pool("leaf:1 node:2 gpu:4 core:2"), config);
+  for (int id = 0; id < 3; ++id) s.Submit(PoolJob(id, 0, 1, 0, 0, 10));
+  auto d = s.Schedule(0);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  ASSERT_EQ(d->size(), 3u);
+  EXPECT_EQ((*d)[0].allocation.shares[0].host, 0);
+  EXPECT_EQ((*d)[1].allocation.shares[0].host, 0);
+  EXPECT_EQ((*d)[2].allocation.shares[0].host, 1);
 }
 
 TEST(GangPlacement, StylesChooseTheirHosts) {
@@ -129,6 +157,25 @@ TEST(Quota, OnlyJobsStartedWithinNominalCountAgainstIt) {
   EXPECT_EQ(q.own(0), 0);
   EXPECT_EQ(q.Check(0, 8), QuotaVerdict::kWithinNominal);   // the borrowed 4 do not count against nominal
   EXPECT_EQ(q.Check(0, 13), QuotaVerdict::kOverBorrowLimit);  // they count against the limit
+}
+
+// Slurm's tier billing: a job counts against nominal as its tier units (the
+// largest share of a node it takes, in GPUs); the borrow limit counts GPUs.
+TEST(Quota, TierUnitsCountAgainstNominalAndGpusAgainstTheLimit) {
+  QuotaBook q = *QuotaBook::Parse("a:8/8/8");
+  q.SetPoolGpus(16);
+  EXPECT_EQ(q.Check(0, 1, 8), QuotaVerdict::kWithinNominal);
+  EXPECT_EQ(q.Check(0, 1, 9), QuotaVerdict::kBorrowed);     // 1 GPU, but 9 units: over nominal
+  q.Add(0, 1, false, 6);                                    // 1 GPU with all of a node's cores
+  EXPECT_EQ(q.own(0), 6);
+  EXPECT_EQ(q.used(0), 1);
+  EXPECT_EQ(q.Check(0, 2), QuotaVerdict::kWithinNominal);   // 6 + 2 units
+  EXPECT_EQ(q.Check(0, 3), QuotaVerdict::kBorrowed);
+  EXPECT_EQ(q.Check(0, 15, 15), QuotaVerdict::kBorrowed);   // 1 + 15 GPUs: the limit is 16
+  EXPECT_EQ(q.Check(0, 16, 16), QuotaVerdict::kOverBorrowLimit);
+  q.Remove(0, 1, false, 6);
+  EXPECT_EQ(q.own(0), 0);
+  EXPECT_EQ(q.used(0), 0);
 }
 
 TEST(NodeHealth, SuspectThenBadAndLostJobsGpusReturnWhenTheLeaseExpires) {

@@ -118,7 +118,7 @@ TEST(Simulator, AReclaimWaitsTheReclaimDelayForItsVictimsGpus) {
   for (double delay : {0.0, 25.0}) {
     SimSetup setup;
     setup.estimates = EstimateMode::kPerfect;
-    setup.reclaim_delay_s = delay;
+    config->reclaim.delay_s = delay;
     auto r = Simulate(Pool("leaf:1 node:2 gpu:4"), jobs, *config, "fifo-first-fit", setup);
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(r->preemptions, 1);
@@ -130,6 +130,7 @@ TEST(Simulator, AReclaimWaitsTheReclaimDelayForItsVictimsGpus) {
   }
   // A scheduler's start latency: every job runs that much after its start
   // decision, its GPUs held meanwhile (so the borrowed job is still reclaimed).
+  config->reclaim.delay_s = 0;
   SimSetup slow;
   slow.estimates = EstimateMode::kPerfect;
   slow.start_latency_s = 2;
@@ -166,6 +167,120 @@ TEST(Simulator, ARequeuedJobWaitsItsHoldAndBlocksNoOne) {
   EXPECT_EQ(held->preemptions, 1);
   EXPECT_DOUBLE_EQ(held->outcomes[3].start, 150);          // the held job blocks no one
   EXPECT_DOUBLE_EQ(held->outcomes[1].end, 220 + 1000);     // again at 100 + 120
+}
+
+// Slurm with a GraceTime: the victim dies at slurmctld's time-limit pass,
+// the first at least GraceTime after the preemption, so the owner's wait
+// depends on the passes' phase; the victim's requeue hold runs from the kill.
+TEST(Simulator, WithAGraceTimeAVictimDiesAtTheNextTimeLimitPass) {
+  const std::vector<TraceJob> jobs = {FourGpuJob(0, 0, 1000, 0),   // team a, within its nominal 4
+                                      FourGpuJob(1, 0, 1000, 0),   // team a, borrowed: reclaimed at 100
+                                      FourGpuJob(2, 100, 20, 1)};  // team b, within its nominal
+  auto config = PolicyConfig("fifo-first-fit", *QuotaBook::Parse("a:4/4/4,b:4/4/0"));
+  ASSERT_TRUE(config.ok());
+  config->preempt = true;
+  config->grace_s = 0;
+  config->requeue_hold_s = 120;
+  config->reclaim.grace_time_s = 10;
+  config->reclaim.pass_period_s = kSlurmKillPassSeconds;
+  SimSetup setup;
+  setup.estimates = EstimateMode::kPerfect;
+  // (pass phase, the kill): the first pass at or after 100 + 10.
+  for (const auto& [phase, kill] : {std::pair{0.0, 120.0}, std::pair{5.0, 125.0}, std::pair{20.0, 110.0},
+                                    std::pair{-19.0, 131.0}}) {
+    config->reclaim.pass_at_s = phase;
+    auto r = Simulate(Pool("leaf:1 node:2 gpu:4"), jobs, *config, "fifo-first-fit", setup);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->preemptions, 1) << "phase " << phase;
+    EXPECT_DOUBLE_EQ(r->outcomes[2].start, kill) << "phase " << phase;
+    EXPECT_DOUBLE_EQ(r->outcomes[2].gpu_seconds_lost, (kill - 100) * 4) << "phase " << phase;
+    // Held from the kill: it starts again 120 s after it, where job 2's GPUs are free.
+    EXPECT_DOUBLE_EQ(r->outcomes[1].end, kill + 120 + 1000) << "phase " << phase;
+  }
+  // The GPUs come free delay_s after the kill.
+  config->reclaim.pass_at_s = 0;
+  config->reclaim.delay_s = 2;
+  auto r = Simulate(Pool("leaf:1 node:2 gpu:4"), jobs, *config, "fifo-first-fit", setup);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->outcomes[2].start, 122);
+}
+
+// A burst of owner jobs that each need a victim, with a GraceTime: Slurm
+// picks the first one's victims at once and the others' only once it has
+// started, so they die a pass later (measured: docs/slurm.md).
+TEST(Simulator, WithAGraceTimeABurstOfReclaimsTakesTwoRounds) {
+  std::vector<TraceJob> jobs;
+  for (int i = 0; i < 4; ++i) jobs.push_back(FourGpuJob(i, 0, 1000, 0));          // team a: 4 within nominal, 12 borrowed
+  for (int i = 4; i < 7; ++i) jobs.push_back(FourGpuJob(i, 100 + i, 50, 1));      // team b, within its nominal 12
+  auto config = PolicyConfig("fifo-first-fit", *QuotaBook::Parse("a:4/4/12,b:12/12/0"));
+  ASSERT_TRUE(config.ok());
+  config->preempt = true;
+  config->slurm_tiers = true;
+  config->grace_s = 0;
+  config->reclaim = ReclaimTiming{0, 10, kSlurmKillPassSeconds, 3};  // passes at 3, 33, ... 123, 153
+  SimSetup setup;
+  setup.estimates = EstimateMode::kPerfect;
+  for (bool one_at_a_time : {true, false}) {
+    config->reclaim.one_at_a_time = one_at_a_time;
+    auto r = Simulate(Pool("leaf:2 node:2 gpu:4"), jobs, *config, "fifo-first-fit", setup);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->preemptions, 3);
+    EXPECT_DOUBLE_EQ(r->outcomes[4].start, 123);
+    // The others pick their victims at 123, who die at the first pass from 133.
+    for (int i : {5, 6}) EXPECT_DOUBLE_EQ(r->outcomes[i].start, one_at_a_time ? 153 : 123) << "job " << i;
+  }
+}
+
+// A victim whose own work ends before its kill is not preempted: it ends
+// then (Slurm records it COMPLETED or, in a race, TIMEOUT, not requeued), and
+// its preemptor starts then. The GPUs it held beyond the preemptor's stay
+// its own until then.
+TEST(Simulator, AVictimThatEndsBeforeItsKillIsNotRequeued) {
+  std::vector<TraceJob> jobs = {FourGpuJob(0, 0, 1000, 0),   // team a, within its nominal 4
+                                FourGpuJob(1, 0, 105, 0)};   // team a, borrowed: its work ends at 105
+  TraceJob one = FourGpuJob(2, 100, 50, 1);                  // team b, 1 GPU: reclaims at 100
+  one.gpus = 1;
+  jobs.push_back(one);
+  jobs.push_back(FourGpuJob(3, 101, 10, 1));                 // team b, 4 GPUs: no room until 105... or 120
+  jobs[3].gpus = 3;
+  auto config = PolicyConfig("fifo-first-fit", *QuotaBook::Parse("a:4/4/4,b:4/4/0"));
+  ASSERT_TRUE(config.ok());
+  config->preempt = true;
+  config->slurm_tiers = true;
+  config->grace_s = 0;
+  config->requeue_hold_s = 120;
+  config->reclaim = ReclaimTiming{0, 10, kSlurmKillPassSeconds, 0};  // the kill at 120
+  SimSetup setup;
+  setup.estimates = EstimateMode::kPerfect;
+  auto r = Simulate(Pool("leaf:1 node:2 gpu:4"), jobs, *config, "fifo-first-fit", setup);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->preemptions, 0);
+  EXPECT_EQ(r->outcomes[1].preemptions, 0);
+  EXPECT_DOUBLE_EQ(r->outcomes[1].end, 105);   // its own end, not 120 + 120 + 105
+  EXPECT_DOUBLE_EQ(r->outcomes[2].start, 105);
+  // The 3 GPUs job 2 did not take stayed job 1's until it ended.
+  EXPECT_DOUBLE_EQ(r->outcomes[3].start, 105);
+  // Killed at 120 instead, the victim is requeued and held from the kill.
+  jobs[1].duration = 200;
+  r = Simulate(Pool("leaf:1 node:2 gpu:4"), jobs, *config, "fifo-first-fit", setup);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->preemptions, 1);
+  EXPECT_DOUBLE_EQ(r->outcomes[2].start, 120);
+  EXPECT_DOUBLE_EQ(r->outcomes[3].start, 120);
+  EXPECT_DOUBLE_EQ(r->outcomes[1].end, 120 + 120 + 200);
+}
+
+TEST(ReclaimTiming, KillsAtTheFirstPassAtLeastTheGraceTimeLater) {
+  ReclaimTiming at_once;
+  EXPECT_DOUBLE_EQ(at_once.KilledAt(7), 7);
+  at_once.delay_s = 2;
+  EXPECT_DOUBLE_EQ(at_once.FreedAt(7), 9);
+  ReclaimTiming passes{0, 10, 30, 3};  // passes at 3, 33, 63, ...
+  EXPECT_DOUBLE_EQ(passes.KilledAt(0), 33);
+  EXPECT_DOUBLE_EQ(passes.KilledAt(23), 33);      // exactly GraceTime before a pass: that pass
+  EXPECT_DOUBLE_EQ(passes.KilledAt(23.5), 63);
+  EXPECT_DOUBLE_EQ(passes.KilledAt(-100), -87);   // passes before the given one too
+  EXPECT_DOUBLE_EQ(passes.FreedAt(0), 33);
 }
 
 // Backfill on a timer, as Slurm's (bf_interval): a job that may jump the

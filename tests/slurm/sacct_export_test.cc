@@ -32,6 +32,12 @@ TEST(SacctExport, ReadsJobsMergesRequeuedRunsAndSkipsSteps) {
   EXPECT_DOUBLE_EQ(b.last_run_s, 30);
   EXPECT_DOUBLE_EQ(b.limit_s, 86400);
   EXPECT_EQ(b.state, "COMPLETED");
+  // The preempted run's End is its kill (a time-limit pass, with a GraceTime).
+  ASSERT_EQ(b.preempted_ends.size(), 1u);
+  EXPECT_DOUBLE_EQ(b.preempted_ends[0] - b.submit, 18);
+  EXPECT_TRUE(a.preempted_ends.empty());
+  EXPECT_EQ(a.cpus, 1);
+  EXPECT_EQ(b.cpus, 0);  // no cpu= in its TRES
   EXPECT_DOUBLE_EQ((*jobs)[2].start, -1);  // never started
   EXPECT_DOUBLE_EQ((*jobs)[2].limit_s, 0);
   EXPECT_EQ(a.account, "");  // no Account column
@@ -104,6 +110,18 @@ TEST(SchedulerTiming, ReadFromTheRunningConfigWithSlurmsDefaults) {
   EXPECT_DOUBLE_EQ(d.backfill_interval_s, 30);
   EXPECT_DOUBLE_EQ(d.requeue_hold_s, 120);
   EXPECT_DOUBLE_EQ(d.reclaim_delay_s, -1);  // no borrowed tier
+  EXPECT_DOUBLE_EQ(t.grace_time_s, 20);
+  EXPECT_DOUBLE_EQ(t.tier_cpu_billing, 0);  // gl-ml bills GPUs alone
+  EXPECT_DOUBLE_EQ(d.grace_time_s, -1);
+  auto billed = ParseRunningSlurmConfig(
+      "AuthInfo = socket=/run/munge.sock\n",
+      "PartitionName=gl-ml AllowAccounts=ml PriorityTier=1 TRESBillingWeights=CPU=2,GRES/gpu=1\n"
+      "PartitionName=gl-cv AllowAccounts=cv PriorityTier=1 TRESBillingWeights=cpu=0.5,GRES/gpu=1\n"
+      "PartitionName=gl-borrowed PriorityTier=0 PreemptMode=REQUEUE TRESBillingWeights=CPU=9\n"
+      "PartitionName=debug TRESBillingWeights=CPU=7\n");
+  ASSERT_TRUE(billed.ok()) << billed.status().message();
+  EXPECT_DOUBLE_EQ(SchedulerTimingOf(*billed).tier_cpu_billing, 2);  // the teams' tiers only, the largest
+  EXPECT_DOUBLE_EQ(SchedulerTimingOf(*billed).grace_time_s, 0);      // no GraceTime: 0
   EXPECT_EQ(OptionValue("a=1,bf_interval=x", "bf_interval"), -1);
   EXPECT_EQ(OptionValue("BF_INTERVAL=7", "bf_interval"), 7);
 }
