@@ -17,14 +17,17 @@ resolution).
     sacct's Flags), with where it and the simulation part; and those two
     runs, and five more (replay-rig-quota-36-runs/), each against each
     (--against): how far Slurm is from itself on this trace, the floor under
-    any simulator's figure, beside the simulator against each run.
+    any simulator's figure, beside the simulator against each run; the same
+    for the runs of that trace with grace_s 40 (replay-rig-quota-36-grace40/:
+    GraceTime 10, victims killed at slurmctld's 30 s passes, tier billing).
   - With the 4-node cluster and accounting up (GL_SLURM_CLUSTER_CONF), not
     with --quick: tests/data/traces/replay/rig-36.csv submitted anew (about
     4 minutes) and compared the same way; then rig-quota-36.csv under the
     pool's policy, applied for the run and removed after it by
     live-quota-replay (two team accounts of nominal 8, borrow limit 8,
     GraceTime 0; about 8 minutes), twice, and the two runs against each
-    other: Slurm's run-to-run spread measured in the same suite run."""
+    other: Slurm's run-to-run spread measured in the same suite run; then
+    the same twice with grace_s 40 (GraceTime 10)."""
 
 import glob
 import os
@@ -42,6 +45,11 @@ QUOTA_RUNS = os.path.join(ROOT, "tests", "data", "slurm", "replay-rig-quota-36-r
 QUOTA = ["--quota", "ra:8/8/8,rb:8/8/8"]
 QUOTA_HOLDS = ["--reclaim-delay", "2", "--requeue-hold", "120"]
 QUOTA_RUN = QUOTA + QUOTA_HOLDS + ["--backfill-last=-620"]
+# Runs of rig-quota-36.csv under the policy with grace_s 40 (GraceTime 10:
+# victims die at slurmctld's 30 s time-limit pass) and the tier billing of
+# the rig's nodes (a CPU bills 2), 2026-12-07 (live-quota-replay SAVE 40).
+GRACE_RUNS = os.path.join(ROOT, "tests", "data", "slurm", "replay-rig-quota-36-grace40")
+GRACE_HOLDS = ["--grace-time", "10", "--cpu-billing", "2", "--requeue-hold", "120"]
 
 
 def _parse(text):
@@ -87,25 +95,29 @@ def _teams(export):
     return ",".join("%s:8/8/8" % a for a in accounts)
 
 
-def _spread(s, gl, exports):
+def _spread(s, gl, exports, holds=QUOTA_HOLDS, label="rig-quota-36.csv"):
     """Slurm against itself over every pair of recorded runs of one trace, and
-    the simulator (the replay's defaults under the pool's policy) against each
-    run: is the simulator as close to a run as Slurm's other runs are?"""
-    pairs, sims = [], []
+    the simulator (the replay's defaults under the pool's policy, with
+    `holds`: the cluster's timing in those runs) against each run: is the
+    simulator as close to a run as Slurm's other runs are?"""
+    pairs, sims, jct = [], [], []
     for i, a in enumerate(exports):
         proc, _ = s.run([gl, "sim", "--replay", "--sacct", a, "--cluster", CLUSTER, "--start-latency", "1", "--quota",
-                         _teams(a)] + QUOTA_HOLDS)
-        sims.append(_parse(proc.stdout)["mean"])
+                         _teams(a)] + holds)
+        r = _parse(proc.stdout)
+        sims.append(r["mean"])
+        jct.append(abs(r["simulated_jct"] / r["observed_jct"] - 1) * 100)
         for b in exports[i + 1:]:
             proc, _ = s.run([gl, "sim", "--replay", "--sacct", a, "--against", b])
             pairs.append(_parse(proc.stdout)["mean"])
-    s.figure("replay", "mean |start difference| of the simulator from a recorded run of rig-quota-36.csv (median)",
+    s.figure("replay", "mean |start difference| of the simulator from a recorded run of %s (median)" % label,
              "s", sims, "two of Slurm's recorded runs (median pair)", pairs)
-    s.note("replay", "Slurm against itself (--against), %d recorded runs of rig-quota-36.csv: the %d pairs are a mean "
+    s.note("replay", "Slurm against itself (--against), %d recorded runs of %s: the %d pairs are a mean "
            "%.1f s apart (median %.1f s; within 3 s: %d); the simulator is a mean %.1f s from a run (median %.1f s; "
-           "within 3 s: %d of %d): the run-to-run spread is the floor under the goal of 3 s" %
-           (len(exports), len(pairs), statistics.mean(pairs), statistics.median(pairs), sum(p <= 3 for p in pairs),
-            statistics.mean(sims), statistics.median(sims), sum(m <= 3 for m in sims), len(sims)))
+           "within 3 s: %d of %d; JCT within 5 %%: %d): the run-to-run spread is the floor under the goal of 3 s" %
+           (len(exports), label, len(pairs), statistics.mean(pairs), statistics.median(pairs),
+            sum(p <= 3 for p in pairs), statistics.mean(sims), statistics.median(sims), sum(m <= 3 for m in sims),
+            len(sims), sum(j <= 5 for j in jct)))
 
 
 def replay(s):
@@ -131,10 +143,12 @@ def replay(s):
     if part:
         s.note("replay", "that run and the simulation part at " + part.group(1))
     _spread(s, gl, [quota_export, missed] + sorted(glob.glob(os.path.join(QUOTA_RUNS, "*.sacct"))))
+    _spread(s, gl, sorted(glob.glob(os.path.join(GRACE_RUNS, "*.sacct"))), GRACE_HOLDS,
+            "rig-quota-36.csv with GraceTime 10")
     conf = os.environ.get("GL_SLURM_CLUSTER_CONF")
     if s.args.quick:
         s.note("replay", "the live replays are not run with --quick (run --only replay with the cluster up: about "
-               "12 minutes)")
+               "40 minutes)")
         return
     accounting = os.path.join(os.path.dirname(conf), "accounting") if conf else ""
     if not conf or not os.path.exists(accounting) or open(accounting).read().strip() != "on":
@@ -157,3 +171,13 @@ def replay(s):
                     % (run, took), _parse(proc.stdout))
         proc, _ = s.run([gl, "sim", "--replay", "--sacct", exports[0], "--against", exports[1]])
         _floor(s, "the two live runs of rig-quota-36.csv", proc.stdout)
+        # The same with grace_s 40: GraceTime 10, victims killed at slurmctld's passes.
+        graced = []
+        for run in (1, 2):
+            graced.append(os.path.join(tmp, "grace%d.sacct" % run))
+            proc, took = s.run([os.path.join(ROOT, "benchmarks", "live-quota-replay"), s.bin, quota_trace,
+                                graced[-1], "40"], timeout=1800)
+            _report(s, "live under the pool's policy with grace_s 40 (GraceTime 10; rig-quota-36.csv, run %d, %.0f s), "
+                    "fifo-first-fit" % (run, took), _parse(proc.stdout))
+        proc, _ = s.run([gl, "sim", "--replay", "--sacct", graced[0], "--against", graced[1]])
+        _floor(s, "the two live runs of rig-quota-36.csv with GraceTime 10", proc.stdout)

@@ -69,6 +69,12 @@ def cases(src):
                                      "--cluster", "leaf:2 node:2 gpu:4", "--start-latency", "1",
                                      "--quota", "ra:8/8/8,rb:8/8/8", "--reclaim-delay", "2",
                                      "--backfill-last=-620", "--show", "36"], "text"))
+    # GraceTime 10: victims killed at slurmctld's 30 s passes, tier billing.
+    out.append(("sim_replay-grace", ["sim", "--replay", "--sacct",
+                                     os.path.join(src, "tests/data/slurm/replay-rig-quota-36-grace40/2026-12-07-1.sacct"),
+                                     "--cluster", "leaf:2 node:2 gpu:4", "--start-latency", "1",
+                                     "--quota", "sqa13237:8/8/8,sqb13237:8/8/8", "--grace-time", "10",
+                                     "--cpu-billing", "2", "--show", "36"], "text"))
     out.append(("sim_replay-against", ["sim", "--replay", "--sacct",
                                        os.path.join(src, "tests/data/slurm/replay-rig-quota-36.sacct"), "--against",
                                        os.path.join(src, "tests/data/slurm/replay-rig-quota-36-missed.sacct"),
