@@ -113,6 +113,14 @@ StatusOr<std::optional<PolicyFile>> ReadPolicy(const std::optional<std::string>&
 // gres.conf, or when no host has GPUs a file that says so: said, not
 // silently written empty (nodes without GPUs need no gres.conf lines, but a
 // GPU node whose GPUs were not seen would lose them).
+// The sim flags for the policy's reclaim: with GraceTime 0 the mean delay,
+// else the passes themselves (sim --grace-time).
+std::string SimReclaimFlags(int grace_s) {
+  const int grace_time = SlurmGraceTime(grace_s);
+  return grace_time > 0 ? "--grace-time " + std::to_string(grace_time)
+                        : "--reclaim-delay " + std::to_string(SlurmMeanReclaimDelay(grace_s));
+}
+
 std::string GresConfOrNote(const ClusterTopology& cluster) {
   std::string gres = SlurmGresConf(cluster);
   if (!gres.empty()) return gres;
@@ -183,7 +191,7 @@ int RunSlurmConfigCommand(const std::vector<std::string>& args) {
   if (policy_files) {
     std::cout << policy_files->summary << "simulate the same quotas with: gpulaunch sim --teams "
               << (*policy)->teams.size() << " --quota " << PolicyQuotaText(**policy)
-              << " --slurm-tiers --grace 0 --reclaim-delay " << SlurmMeanReclaimDelay((*policy)->grace_s)
+              << " --slurm-tiers --grace 0 " << SimReclaimFlags((*policy)->grace_s)
               << " --requeue-hold 120 --backfill-interval 30 ...\n"
               << "(the last two: Slurm's defaults, AuthInfo cred_expire and bf_interval)\n";
   }
