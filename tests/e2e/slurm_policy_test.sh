@@ -238,6 +238,24 @@ check "... A's 4 jobs in gl-$TA still run" \
 on1 scancel -u "$UA"; on1 scancel -u "$UB"
 sleep 2
 
+# 4c. Memory-heavy jobs: here memory is not consumable (CR_Core), so a job
+#    asking a node's whole memory holds none of it and bills its cores
+#    alone; A's four such jobs (one core each) keep nothing from B, whose
+#    8 GPUs start at once beside them. (Where memory is consumable, the
+#    tiers weigh it too: policy_slurm_side_test.)
+mem_jobs=()
+for _ in 1 2 3 4; do mem_jobs+=("$(submit "$UA" -N1 -c 1 --mem=4000)"); done
+wait_for 30 "${mem_jobs[3]}" '^RUNNING'
+check "team A's 4 jobs of a node's whole memory (4000 MB): all run in gl-$TA, each billed 2 (its core), memory not billed"   "$(for j in "${mem_jobs[@]}"; do state_of "$j" | cut -d' ' -f1-2; done | LC_ALL=C sort | uniq -c | awk '{print $1, $2, $3}'):$(on1 scontrol show job "${mem_jobs[0]}" | grep -o 'billing=[0-9]*' | head -n 1)" \
+  "4 RUNNING gl-$TA:billing=2" || on1 squeue
+b1=$(submit "$UB" -N1 --gres=gpu:4); b2=$(submit "$UB" -N1 --gres=gpu:4)
+wait_for 20 "$b2" '^RUNNING' && wait_for 10 "$b1" '^RUNNING'
+check "... team B's 8 GPUs run beside them, no one preempted" \
+  "$(state_of "$b1" | cut -d' ' -f1-2):$(state_of "$b2" | cut -d' ' -f1-2):$(for j in "${mem_jobs[@]}"; do state_of "$j" | cut -d' ' -f1; done | grep -c '^RUNNING$')" \
+  "RUNNING gl-$TB:RUNNING gl-$TB:4" || on1 squeue
+on1 scancel -u "$UA"; on1 scancel -u "$UB"
+sleep 2
+
 # 5. A reservation admits only its team during its window: the policy gains
 #    one that starts now; apply.sh creates it and leaves the rest unchanged.
 policy "{\"name\": \"now$$\", \"team\": \"$TB\", \"nodes\": 1, \"start\": \"now\", \"minutes\": 10}"
