@@ -366,6 +366,9 @@ class Scheduler {
     double until;
   };
   std::vector<HeldUntilKill> held_;
+  // After a preemption decided `now` that started a job on `started`: the
+  // victims' other GPUs (in `preempted`) are held until their kill.
+  Status HoldUntilKill(const std::vector<Decision>& preempted, const Allocation& started, double now);
   Status ReleaseHeldUntil(double now);
   mutable std::vector<double> busy_until_;  // BusyUntil()'s cache; empty: stale
   mutable std::vector<std::pair<double, const RunningJob*>> ranked_running_;  // RankedRunning()'s cache

@@ -110,60 +110,9 @@ StatusOr<std::vector<Decision>> Scheduler::PreemptFor(const PoolJob& job, const 
   auto started = TryStart(job, now);
   if (!started) return Internal("job " + std::to_string(job.id) + " did not fit after its victims were preempted");
   running_.at(job.id).reclaim_until = config_.reclaim.FreedAt(now);
-  // The rest of the victims' GPUs stay theirs until the kill.
-  if (const double kill = config_.reclaim.KilledAt(now); kill > now) {
-    for (const Decision& d : out) {
-      if (d.kind != Decision::Kind::kPreempt) continue;
-      Allocation rest;
-      for (const HostShare& s : d.allocation.shares) {
-        uint64_t taken = 0;
-        for (const HostShare& t : started->allocation.shares)
-          if (t.host == s.host) taken = t.gpus;
-        if (const uint64_t left = s.gpus & ~taken) rest.shares.push_back(HostShare{s.host, left});
-      }
-      if (rest.empty()) continue;
-      GL_RETURN_IF_ERROR(pool_.Take(rest));
-      held_.push_back(HeldUntilKill{d.job, rest, kill});
-    }
-  }
+  GL_RETURN_IF_ERROR(HoldUntilKill(out, started->allocation, now));
   out.push_back(*started);
   return out;
-}
-
-Status Scheduler::ReleaseHeldUntil(double now) {
-  for (auto it = held_.begin(); it != held_.end();) {
-    if (it->until > now) {
-      ++it;
-      continue;
-    }
-    GL_RETURN_IF_ERROR(pool_.Give(it->gpus));
-    it = held_.erase(it);
-    RunningChanged();
-  }
-  return Status::Ok();
-}
-
-void Scheduler::ReleaseHeld(int victim) {
-  for (auto it = held_.begin(); it != held_.end();) {
-    if (it->victim != victim) {
-      ++it;
-      continue;
-    }
-    (void)pool_.Give(it->gpus);
-    it = held_.erase(it);
-  }
-  RunningChanged();
-}
-
-bool Scheduler::ReclaimHeldBack(int team, double now) const {
-  const ReclaimTiming& r = config_.reclaim;
-  if (!r.passes() || !r.one_at_a_time || backfill_pass_) return false;
-  // Reclaims decided in an earlier pass: jobs that wait together get their
-  // victims in one pass (measured: two owner jobs waiting for a first one's
-  // reclaim start together, one pass after it).
-  for (const auto& [id, running] : running_)
-    if (running.job.team == team && running.reclaim_until > now && running.start < now) return true;
-  return false;
 }
 
 Scheduler::RunningJobs Scheduler::PreemptionCandidates(const PoolJob& job, bool reclaims, double now) const {
