@@ -4,14 +4,13 @@
 #include <chrono>
 #include <cmath>
 #include <map>
-#include <numeric>
 #include <optional>
 #include <queue>
 #include <set>
 #include <tuple>
 
-#include "common/stats.h"
 #include "policies/pool/job_story.h"
+#include "policies/pool/sim_measures.h"
 
 namespace gpulaunch::pool {
 namespace {
@@ -355,65 +354,12 @@ class Simulation {
         break;
       }
     }
-    // Guarantees: a team that wants GPUs within its guarantee while other
-    // teams hold borrowed GPUs must get them within the grace period (plus
-    // a minute for the reclaim itself); each episode longer than that is
-    // one violation.
-    const QuotaBook& q = scheduler_.quotas();
-    if (!q.enabled()) return;
-    bool someone_borrows = false;
-    for (int t = 0; t < q.teams(); ++t) someone_borrows = someone_borrows || q.used(t) > q.quota(t).nominal;
-    for (int t = 0; t < q.teams(); ++t) {
-      bool wants = false;
-      for (const PoolJob& job : scheduler_.queue())
-        wants = wants || (job.team == t && q.used(t) + job.gpus <= q.quota(t).guarantee);
-      auto it = owed_since_.find(t);
-      if (wants && someone_borrows) {
-        if (it == owed_since_.end()) {
-          owed_since_[t] = now;
-        } else if (it->second >= 0 && now - it->second > config_.grace_s + 60) {
-          ++report_.guarantee_violations;
-          it->second = -1;  // counted; the episode goes on until it is over
-        }
-      } else if (it != owed_since_.end()) {
-        owed_since_.erase(it);
-      }
-    }
+    guarantees_.Observe(scheduler_, now, config_.grace_s, report_.guarantee_violations);
   }
 
   StatusOr<SimReport> Summarize() {
     report_.rules = audit_.counts();
-    std::vector<double> jct, wait;
-    double hosts_ratio = 0, leaves_ratio = 0, last_end = first_;
-    for (auto& [id, o] : outcome_) {
-      report_.outcomes.push_back(o);
-      if (o.timed_out) continue;
-      if (o.end < 0) {
-        bool queued = false;
-        for (const PoolJob& q : scheduler_.queue()) queued = queued || q.id == id;
-        if (!queued) return Internal("job " + std::to_string(id) + " never finished: the simulation lost it");
-        // Still waiting when nothing else will happen: it can never fit (a
-        // host it needs is gone, or its quota can never allow it).
-        ++report_.never_started;
-        continue;
-      }
-      jct.push_back(o.end - o.submit);
-      wait.push_back(o.start - o.submit);
-      hosts_ratio += static_cast<double>(o.hosts) / std::max(1, o.min_hosts);
-      leaves_ratio += static_cast<double>(o.leaves) / std::max(1, o.min_leaves);
-      report_.jobs_over_min_leaves += o.leaves > o.min_leaves ? 1 : 0;
-      report_.gpu_hours_lost += o.gpu_seconds_lost / 3600;
-      last_end = std::max(last_end, o.end);
-    }
-    const double n = std::max<size_t>(1, jct.size());
-    report_.avg_jct_s = std::accumulate(jct.begin(), jct.end(), 0.0) / n;
-    report_.p95_jct_s = Quantile(jct, 0.95);
-    report_.avg_wait_s = std::accumulate(wait.begin(), wait.end(), 0.0) / n;
-    report_.p95_wait_s = Quantile(wait, 0.95);
-    report_.max_wait_s = wait.empty() ? 0 : *std::max_element(wait.begin(), wait.end());
-    report_.avg_hosts_over_min = hosts_ratio / n;
-    report_.avg_leaves_over_min = leaves_ratio / n;
-    report_.makespan_s = last_end - first_;  // passes for a reservation's end may come later
+    GL_RETURN_IF_ERROR(SummarizeOutcomes(outcome_, scheduler_.queue(), first_, report_));
     report_.utilization = report_.makespan_s > 0 ? busy_area_ / (pool_.total_gpus() * report_.makespan_s) : 0;
     report_.stranded_gpus = report_.makespan_s > 0 ? stranded_area_ / report_.makespan_s : 0;
     report_.decision_us_avg = report_.passes ? decision_total_us_ / report_.passes : 0;
@@ -441,7 +387,7 @@ class Simulation {
   std::set<int> ends_on_its_own_;     // victims whose work ends before their kill (ReclaimWaits)
   std::map<int, double> run_delay_;   // migration time in its current run (no progress)
   std::map<int, double> remaining_;   // work left at the start of its current run
-  std::map<int, double> owed_since_;  // team -> since when its guarantee is owed (-1: counted)
+  GuaranteeWatch guarantees_;
   std::map<int, double> limit_left_;  // run time its time limit still allows (0: no limit)
   std::map<int, bool> limited_;       // its current run ends at its limit, not when done
   std::set<double> reviews_;          // passes already due for service level changes
