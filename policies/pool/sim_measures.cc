@@ -38,7 +38,8 @@ Status SummarizeOutcomes(const std::map<int, JobOutcome>& outcomes, const std::v
     report.outcomes.push_back(o);
     if (o.timed_out) continue;
     if (o.end < 0) {
-      const bool queued = std::any_of(queue.begin(), queue.end(), [&](const PoolJob& q) { return q.id == id; });
+      bool queued = false;
+      for (const PoolJob& q : queue) queued = queued || q.id == id;
       if (!queued) return Internal("job " + std::to_string(id) + " never finished: the simulation lost it");
       // Still waiting when nothing else will happen: it can never fit (a
       // host it needs is gone, or its quota can never allow it).
